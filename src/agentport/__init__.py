@@ -1,0 +1,89 @@
+"""agentport: one stable, typed way to call any LLM backend from Python.
+
+```python
+from agentport import Message, create_llm_adapter
+
+llm = create_llm_adapter()            # llm.backend from configuration, or "auto"
+result = await llm.complete([Message.user("Say hi")])
+```
+
+`complete` returns `Success(CompletionResponse)` or `Failure(ProviderError)`.
+Importing this package imports no backend module.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from returns.result import Failure, Result, Success
+
+from .core import (
+    AgentEvent,
+    AgentRuntime,
+    BackendCapability,
+    BackendKind,
+    CompletionConfig,
+    CompletionResponse,
+    ErrorKind,
+    EventType,
+    LLMAdapter,
+    Message,
+    MessageRole,
+    Param,
+    ParamSupport,
+    ProviderError,
+    RawInfo,
+    RuntimeHandle,
+    Sandbox,
+    ToolPolicy,
+    Usage,
+)
+from .retry import RetryingAdapter, RetryPolicy
+
+if TYPE_CHECKING:
+    from .factory import create_agent_runtime, create_llm_adapter, resolve_backend
+
+_LAZY = {"create_agent_runtime", "create_llm_adapter", "resolve_backend"}
+
+
+def __getattr__(name: str) -> Any:
+    # The factory pulls in configuration loading (pydantic-settings); load it on first use.
+    if name in _LAZY:
+        from . import factory
+
+        return getattr(factory, name)
+    raise AttributeError(f"module 'agentport' has no attribute {name!r}")
+
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AgentEvent",
+    "AgentRuntime",
+    "BackendCapability",
+    "BackendKind",
+    "CompletionConfig",
+    "CompletionResponse",
+    "ErrorKind",
+    "EventType",
+    "Failure",
+    "LLMAdapter",
+    "Message",
+    "MessageRole",
+    "Param",
+    "ParamSupport",
+    "ProviderError",
+    "RawInfo",
+    "Result",
+    "RetryPolicy",
+    "RetryingAdapter",
+    "RuntimeHandle",
+    "Sandbox",
+    "Success",
+    "ToolPolicy",
+    "Usage",
+    "__version__",
+    "create_agent_runtime",
+    "create_llm_adapter",
+    "resolve_backend",
+]

@@ -1,0 +1,119 @@
+"""Capability declarations: what each backend does with each parameter.
+
+Every backend declares a `ParamSupport` for EVERY `Param` in its `BackendCapability`; the
+catalog (`agentport.catalog`) holds these declarations and nothing else re-declares them.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = ["BackendCapability", "BackendKind", "Param", "ParamSupport", "normalize_name"]
+
+
+class ParamSupport(enum.StrEnum):
+    """NATIVE: the backend enforces it. TRANSLATED: agentport emulates it (e.g. schema in the
+    prompt, then validation). IGNORED: it has no effect on this backend."""
+
+    NATIVE = "native"
+    TRANSLATED = "translated"
+    IGNORED = "ignored"
+
+
+class Param(enum.StrEnum):
+    """Parameters of `CompletionConfig` and of agent runs that a backend may honour."""
+
+    system_prompt = "system_prompt"
+    output_schema = "output_schema"
+    temperature = "temperature"
+    max_tokens = "max_tokens"
+    model = "model"
+    tool_restriction = "tool_restriction"
+    sandbox = "sandbox"
+    max_turns = "max_turns"
+    streaming = "streaming"
+    session_resume = "session_resume"
+    cwd = "cwd"
+    web_search = "web_search"
+
+
+class BackendKind(enum.StrEnum):
+    cli = "cli"
+    http = "http"
+    local = "local"
+    test = "test"
+
+
+def normalize_name(name: str) -> str:
+    """Lower-case and fold spaces and dashes to underscores: `" Claude-Code "` -> `claude_code`."""
+    return "_".join(name.strip().lower().replace("-", " ").split())
+
+
+class BackendCapability(BaseModel):
+    """One backend's catalog entry.
+
+    Attributes:
+        name: canonical name (lower snake case).
+        aliases: other accepted names.
+        kind: cli / http / local / test.
+        summary: one line for tables and docs.
+        module: import path of the backend module; it exposes `create_adapter(capability, settings)`
+            and, for runtimes, `create_runtime(capability, settings)`.
+        executable: the CLI binary name (cli kind), else None.
+        install_hint: how a user installs it (shown when it is missing).
+        verified_against: the real CLI version the contract tests ran on, or None.
+        supports_runtime: whether `create_agent_runtime` can drive it.
+        auto_priority: position in the `auto` order (lower first), None = never picked by auto.
+        requires_modules: Python modules that must be importable (an optional extra).
+        extra: the pip extra that provides `requires_modules`, e.g. "local".
+        params: a ParamSupport for every `Param` (validated complete).
+        notes: per-param explanations shown in docs (why TRANSLATED/IGNORED).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    aliases: tuple[str, ...] = ()
+    kind: BackendKind
+    summary: str
+    module: str
+    executable: str | None = None
+    install_hint: str = ""
+    verified_against: str | None = None
+    supports_runtime: bool = False
+    auto_priority: int | None = None
+    requires_modules: tuple[str, ...] = ()
+    extra: str | None = None
+    params: Mapping[Param, ParamSupport]
+    notes: Mapping[Param, str] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _canonical(cls, v: str) -> str:
+        if normalize_name(v) != v:
+            raise ValueError(f"backend name {v!r} is not canonical ({normalize_name(v)!r})")
+        return v
+
+    @field_validator("params", "notes", mode="after")
+    @classmethod
+    def _freeze(cls, v: Mapping[Param, object]) -> Mapping[Param, object]:
+        return MappingProxyType(dict(v))
+
+    @model_validator(mode="after")
+    def _complete(self) -> BackendCapability:
+        missing = [p.value for p in Param if p not in self.params]
+        if missing:
+            raise ValueError(f"backend {self.name!r} declares no support for: {', '.join(missing)}")
+        return self
+
+    def support(self, param: Param) -> ParamSupport:
+        return self.params[param]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Canonical name first, then aliases."""
+        return (self.name, *self.aliases)

@@ -1,0 +1,107 @@
+"""The two contracts: `LLMAdapter` (one question, one answer) and `AgentRuntime`
+(streaming, multi-turn, tool-using runs), and the normalised `AgentEvent`."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Protocol, Self, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+from returns.result import Result
+
+from ._config import CompletionConfig
+from ._errors import ProviderError
+from ._messages import Message
+from ._response import CompletionResponse
+
+__all__ = ["AgentEvent", "AgentRuntime", "EventType", "LLMAdapter", "RuntimeHandle"]
+
+
+class EventType(enum.StrEnum):
+    init = "init"
+    text = "text"
+    reasoning = "reasoning"
+    tool_call = "tool_call"
+    tool_result = "tool_result"
+    usage = "usage"
+    error = "error"
+    final = "final"
+
+
+class AgentEvent(BaseModel):
+    """One normalised event of an agent run; always the five keys of DESIGN.md.
+
+    `raw` is the decoded source line (dict) or the raw text; `metadata` carries typed extras:
+    `session_id` on init, `usage` (a `Usage`) on usage/final, `error` (a `ProviderError`) on
+    error events, `response` (a `CompletionResponse`) on the final event.
+    """
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    type: EventType
+    content: str = ""
+    raw: Any = None
+    is_error: bool = False
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class RuntimeHandle(BaseModel):
+    """Where a runtime lives: backend, session id (for resume, None until known), cwd."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    backend: str
+    session_id: str | None = None
+    cwd: Path | None = None
+
+
+@runtime_checkable
+class LLMAdapter(Protocol):
+    """One question, one answer.
+
+    `complete` returns `Success(CompletionResponse)` or `Failure(ProviderError)`; programming
+    errors raise; cancellation propagates. `config=None` uses the adapter's defaults.
+    """
+
+    @property
+    def backend(self) -> str: ...
+
+    async def complete(
+        self, messages: Sequence[Message], config: CompletionConfig | None = None
+    ) -> Result[CompletionResponse, ProviderError]: ...
+
+
+@runtime_checkable
+class AgentRuntime(Protocol):
+    """A streaming, multi-turn agent session; an async context manager owning its task group.
+
+    ```python
+    async with create_agent_runtime("codex") as rt:
+        async for event in rt.send("Fix the failing test"):
+            ...
+        async for event in rt.send("Now explain it"):   # resumes rt.handle.session_id
+            ...
+    ```
+
+    `send` starts one turn and returns its events through a bounded stream; the last event is
+    `final` (metadata["response"]) or `error` (metadata["error"]).
+    """
+
+    @property
+    def handle(self) -> RuntimeHandle: ...
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None: ...
+
+    def send(
+        self, prompt: str | Sequence[Message], config: CompletionConfig | None = None
+    ) -> AsyncIterator[AgentEvent]: ...

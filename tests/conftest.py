@@ -1,0 +1,30 @@
+"""Shared fixtures: async tests run on asyncio AND trio; real backends are blocked; the
+user's own agentport configuration never leaks into a test."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from agentport.testing import ALLOW_ENV, BLOCK_ENV
+
+os.environ[BLOCK_ENV] = "1"
+os.environ.pop(ALLOW_ENV, None)
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_config(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    for key in list(os.environ):
+        if key.startswith("AGENTPORT_") and key not in (BLOCK_ENV, ALLOW_ENV):
+            monkeypatch.delenv(key)
+    home = tmp_path_factory.mktemp("config-home")
+    monkeypatch.setenv("AGENTPORT_CONFIG_FILE", str(Path(home) / "config.toml"))
