@@ -10,7 +10,14 @@ import enum
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 __all__ = ["BackendCapability", "BackendKind", "Param", "ParamSupport", "normalize_name"]
 
@@ -102,6 +109,10 @@ class BackendCapability(BaseModel):
     @classmethod
     def _freeze(cls, v: Mapping[Param, object]) -> Mapping[Param, object]:
         return MappingProxyType(dict(v))
+
+    @field_serializer("params", "notes")
+    def _plain(self, v: Mapping[Param, object]) -> dict[str, object]:
+        return {k.value: (x.value if isinstance(x, ParamSupport) else x) for k, x in v.items()}
 
     @model_validator(mode="after")
     def _complete(self) -> BackendCapability:

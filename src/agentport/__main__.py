@@ -1,0 +1,5 @@
+"""`python -m agentport` runs the CLI."""
+
+from .cli import main
+
+main()

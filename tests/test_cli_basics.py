@@ -1,0 +1,112 @@
+"""The `agentport` console script: backends table, complete, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from agentport.catalog import all_backends
+from agentport.core import Param
+
+
+def _run(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agentport", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+def test_backends_json_lists_every_backend_with_full_grid(tmp_path: Path) -> None:
+    out = _run("backends", "--json", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert [r["name"] for r in rows] == [c.name for c in all_backends()]
+    for row in rows:
+        assert set(row["params"]) == {p.value for p in Param}
+        assert set(row["params"].values()) <= {"native", "translated", "ignored"}
+        assert {"aliases", "kind", "installed", "version", "verified_against"} <= set(row)
+
+
+def test_backends_table_shows_letters(tmp_path: Path) -> None:
+    out = _run("backends", cwd=tmp_path)
+    assert out.returncode == 0
+    assert "echo" in out.stdout
+    assert "N native" in out.stdout
+
+
+def test_complete_prints_the_answer(tmp_path: Path) -> None:
+    out = _run("complete", "hello world", "--backend", "echo", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "hello world"
+
+
+def test_complete_json_and_schema(tmp_path: Path) -> None:
+    schema = tmp_path / "s.json"
+    schema.write_text('{"type": "object", "required": ["a"]}')
+    out = _run(
+        "complete", '{"a": 1}', "-b", "echo", "--schema", str(schema), "--json", cwd=tmp_path
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["parsed"] == {"a": 1}
+
+
+def _one_line_error(out: subprocess.CompletedProcess[str]) -> str:
+    assert out.returncode != 0
+    assert "Traceback" not in out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    return lines[0]
+
+
+def test_unknown_backend_is_one_line_with_suggestion(tmp_path: Path) -> None:
+    line = _one_line_error(_run("complete", "x", "--backend", "ecko", cwd=tmp_path))
+    assert "did you mean 'echo'?" in line
+    assert line.startswith("agentport: ")
+
+
+def test_malformed_agentport_toml_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "agentport.toml").write_text("[llm\n")
+    line = _one_line_error(_run("complete", "x", cwd=tmp_path))
+    assert "agentport.toml: invalid TOML" in line
+
+
+def test_wrong_type_in_config_is_one_line_naming_field(tmp_path: Path) -> None:
+    (tmp_path / "agentport.toml").write_text('[llm]\nbackend = "echo"\ntotal_timeout_s = "x"\n')
+    line = _one_line_error(_run("complete", "x", cwd=tmp_path))
+    assert "agentport.toml: llm.total_timeout_s" in line
+
+
+def test_bad_schema_file_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    (tmp_path / "bad.json").write_text("{nope")
+    line = _one_line_error(
+        _run("complete", "x", "-b", "echo", "--schema", "bad.json", cwd=tmp_path)
+    )
+    assert "bad.json: invalid JSON" in line
+    missing = _one_line_error(
+        _run("complete", "x", "-b", "echo", "--schema", "missing.json", cwd=tmp_path)
+    )
+    assert "missing.json: cannot read schema" in missing
+
+
+def test_schema_mismatch_is_one_line(tmp_path: Path) -> None:
+    schema = tmp_path / "s.json"
+    schema.write_text('{"type": "object", "required": ["a"]}')
+    line = _one_line_error(
+        _run("complete", "plain", "-b", "echo", "--schema", "s.json", cwd=tmp_path)
+    )
+    assert "schema_mismatch" in line
+
+
+def test_environment_switches_backend(tmp_path: Path) -> None:
+    out = _run("complete", "hi", cwd=tmp_path, env={"AGENTPORT_LLM_BACKEND": "scripted"})
+    assert out.stdout.strip() == "ok"
