@@ -68,3 +68,14 @@ def test_import_agentport_loads_no_backend_and_no_heavy_dependency() -> None:
 def test_lazy_factory_names_resolve() -> None:
     assert callable(agentport.create_llm_adapter)
     assert agentport.resolve_backend("Echo") == "echo"
+
+
+def test_deeprefine_script_does_not_load_the_typer_app() -> None:
+    # Regression: importing agentport.cli used to load typer, rich and both workflow command
+    # modules, adding ~40 MiB to every `deeprefine` run.
+    code = (
+        "import sys, agentport.cli._deeprefine; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'typer', 'rich', 'click'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -106,6 +106,10 @@ class _NamedToml(TomlConfigSettingsSource):
             super().__init__(settings_cls, toml_file=path, toml_table_header=header)
         except tomllib.TOMLDecodeError as exc:
             raise ProviderError(ErrorKind.config, f"{self.label}: invalid TOML: {exc}") from None
+        except KeyError:
+            # pydantic-settings raises when the file lacks the table (a pyproject.toml without
+            # [tool.agentport]); such a file simply sets nothing.
+            super().__init__(settings_cls, toml_file=None)
 
 
 class Settings(BaseSettings):

@@ -1,5 +1,37 @@
-"""The `agentport` console script."""
+"""The console scripts: `agentport` (typer, `app`) and `deeprefine` (argparse, `_deeprefine`).
 
-from ._app import app, main
+The typer app and its command modules load on first use, so `deeprefine` starts without them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import typer
 
 __all__ = ["app", "main"]
+
+
+def _load_app() -> typer.Typer:
+    from . import (
+        _refine,  # noqa: F401  (registers `agentport refine`)
+        _research,  # noqa: F401  (registers `agentport research`)
+    )
+    from ._app import app
+
+    return app
+
+
+def main() -> None:
+    """Entry point of the `agentport` console script."""
+    _load_app()
+    from ._app import main as run
+
+    run()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        return _load_app()
+    raise AttributeError(f"module 'agentport.cli' has no attribute {name!r}")

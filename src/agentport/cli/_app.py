@@ -15,6 +15,7 @@ import anyio
 import typer
 from returns.result import Failure
 
+from .._docs import verified_label
 from ..catalog import all_backends
 from ..core import ErrorKind, Message, Param, ProviderError
 
@@ -68,8 +69,10 @@ def backend_rows(probe: bool) -> list[dict[str, Any]]:
 def backends(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """List registered backends: aliases, kind, installed?, version, verified CLI version and
-    the N/T/I support grid (N native, T translated, I ignored)."""
+    """List backends: aliases, kind, installed, version, verified version, N/T/I grid.
+
+    N native, T translated, I ignored (see docs/backends/index.md).
+    """
     rows = backend_rows(probe=True)
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
@@ -82,14 +85,14 @@ def backends(
         table.add_column(col)
     for p in Param:
         table.add_column(p.value.replace("_", "\n"), justify="center")
-    for row in rows:
+    for cap, row in zip(all_backends(), rows, strict=True):
         table.add_row(
             row["name"],
             ", ".join(row["aliases"]),
             row["kind"],
             "yes" if row["installed"] else "no",
             row["version"] or "-",
-            row["verified_against"] or "not verified",
+            verified_label(cap),
             *(_LETTER[row["params"][p.value]] for p in Param),
         )
     Console(width=200).print(table)
@@ -118,6 +121,10 @@ def complete(
     schema: Annotated[
         Path | None, typer.Option("--schema", help="A JSON-schema file the answer must match.")
     ] = None,
+    choice: Annotated[
+        list[str] | None,
+        typer.Option("--choice", help="An allowed answer; repeat it. The answer is one of them."),
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the whole response as JSON.")
     ] = False,
@@ -136,7 +143,11 @@ def complete(
     except ProviderError as exc:
         fail_error(exc)
     messages = ([Message.system(system)] if system else []) + [Message.user(text)]
-    config = settings.completion_config(output_schema=output_schema)
+    if output_schema is not None and choice:
+        fail("use --schema or --choice, not both", 2)
+    config = settings.completion_config(
+        output_schema=output_schema, choices=tuple(choice) if choice else None
+    )
     result = anyio.run(adapter.complete, messages, config)
     if isinstance(result, Failure):
         fail_error(result.failure())

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ._capabilities import Param
 from ._messages import Message, MessageRole
@@ -48,6 +48,11 @@ class CompletionConfig(BaseModel):
         max_tokens: cap on generated tokens.
         output_schema: a pydantic model class or a JSON-schema dict; the response's `parsed`
             then holds a validated instance (model) or a dict (schema).
+        choices: the answer text must be exactly one of these strings (e.g.
+            `("<judge>Yes</judge>", "<judge>No</judge>")`). Backends that constrain decoding
+            enforce it; others validate and re-prompt
+            (`agentport.structured.complete_with_choices`). An output constraint, so it is
+            declared as `Param.output_schema`; not together with `output_schema`.
         schema_retries: extra re-prompts with the validation errors when the answer does not
             match `output_schema` (TRANSLATED backends and invalid NATIVE answers).
         max_turns: agent turn budget (agent CLIs).
@@ -70,6 +75,7 @@ class CompletionConfig(BaseModel):
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_tokens: int | None = Field(default=None, gt=0)
     output_schema: OutputSchema | None = None
+    choices: tuple[str, ...] | None = Field(default=None, min_length=1)
     schema_retries: int = Field(default=2, ge=0)
     max_turns: int | None = Field(default=None, gt=0)
     startup_timeout_s: float = Field(default=120.0, gt=0)
@@ -82,11 +88,17 @@ class CompletionConfig(BaseModel):
     on_ignored: IgnoredPolicy = "warn"
     label: str | None = None
 
+    @model_validator(mode="after")
+    def _one_output_constraint(self) -> CompletionConfig:
+        if self.output_schema is not None and self.choices is not None:
+            raise ValueError("set output_schema or choices, not both")
+        return self
+
     def params_set(self, messages: Sequence[Message] = ()) -> frozenset[Param]:
         """The parameters this call sets (checked against the backend's capability)."""
         checks: dict[Param, bool] = {
             Param.system_prompt: any(m.role is MessageRole.system for m in messages),
-            Param.output_schema: self.output_schema is not None,
+            Param.output_schema: self.output_schema is not None or self.choices is not None,
             Param.temperature: self.temperature is not None,
             Param.max_tokens: self.max_tokens is not None,
             Param.model: self.model is not None,

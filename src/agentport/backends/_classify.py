@@ -1,0 +1,56 @@
+"""Shared wording patterns for the per-backend error tables (each backend keeps its own table;
+these are only the message shapes the HTTP layer of every CLI produces)."""
+
+from __future__ import annotations
+
+import re
+
+from ..core import ErrorKind
+
+__all__ = ["kind_from_status", "kind_from_text"]
+
+_RULES: tuple[tuple[str, ErrorKind], ...] = (
+    (r"\b401\b|unauthori[sz]ed|invalid api key|authenticat", ErrorKind.auth_required),
+    (r"\b403\b|forbidden|permission denied", ErrorKind.auth_required),
+    (
+        r"\b429\b|too many requests|rate.?limit|quota|resource.?exhausted|usage limit",
+        ErrorKind.rate_limited,
+    ),
+    (r"context.{0,20}(length|window)|prompt is too long|too many tokens", ErrorKind.context_length),
+    (
+        r"\b5\d\d\b(?! ?ms)|internal server error|high demand|overloaded|server.?side",
+        ErrorKind.server_error,
+    ),
+    (
+        r"disconnect|connection|econn|fetch failed|error sending request|network|socket"
+        r"|terminated|timed? ?out",
+        ErrorKind.network,
+    ),
+    (r"\b400\b|invalid.request|bad request", ErrorKind.invalid_request),
+)
+_TEXT_RULES = tuple((re.compile(pattern, re.I), kind) for pattern, kind in _RULES)
+
+
+def kind_from_status(status: int | None) -> ErrorKind | None:
+    """HTTP status first (DESIGN.md: classify by status, message text second)."""
+    if status is None:
+        return None
+    if status in (401, 403):
+        return ErrorKind.auth_required
+    if status == 429:
+        return ErrorKind.rate_limited
+    if status == 413:
+        return ErrorKind.context_length
+    if 500 <= status <= 599:
+        return ErrorKind.server_error
+    if 400 <= status <= 499:
+        return ErrorKind.invalid_request
+    return None
+
+
+def kind_from_text(text: str) -> ErrorKind | None:
+    """The first matching rule for an error message, or None."""
+    for pattern, kind in _TEXT_RULES:
+        if pattern.search(text):
+            return kind
+    return None

@@ -1,0 +1,439 @@
+"""The one generic CLI adapter: `CliAdapter` (`LLMAdapter.complete`) and `CliRuntime`
+(`AgentRuntime`), both driven by a `BackendSpec` and the backend's catalog entry.
+
+Per call: check the parameters against the catalog (`check_params`), render the messages into
+one prompt (the system prompt NATIVE or folded in, per the catalog), shape the schema (NATIVE:
+`spec.native_schema`; TRANSLATED: instruction + validate-and-retry from `agentport.structured`),
+`spec.build` the invocation, run it with `agentport.transport.run_process`, `spec.decode` each
+line, then `spec.classify` the outcome. Source: DESIGN.md ("A backend is a spec", "AgentRuntime").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self
+
+import anyio
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from returns.result import Failure, Result, Success
+
+from ..core import (
+    AgentEvent,
+    BackendCapability,
+    CompletionConfig,
+    CompletionResponse,
+    ErrorKind,
+    EventType,
+    Message,
+    MessageRole,
+    Param,
+    ParamSupport,
+    ProviderError,
+    RawInfo,
+    RuntimeHandle,
+    Usage,
+    as_messages,
+    check_params,
+    redact,
+)
+from ..structured import (
+    complete_with_choices,
+    complete_with_schema,
+    extract_json,
+    restore_strict,
+)
+from ..transport import Frame, ProcessRequest, child_env, run_process
+from ._spec import BackendSpec, CliCall, RunOutcome
+
+if TYPE_CHECKING:  # settings arrive from the factory; config sits above backends
+    from ..config import LLMSettings
+
+__all__ = ["CliAdapter", "CliRuntime", "render_prompt"]
+
+Sink = Callable[[AgentEvent], Awaitable[None]]
+
+
+@contextmanager
+def _scratch(prefix: str) -> Iterator[Path]:
+    """A private temporary directory, removed afterwards (plain rmdir calls when it is empty
+    again, the common case; a full rmtree otherwise)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield path
+    finally:
+        try:
+            for child in path.iterdir():
+                child.rmdir()
+            path.rmdir()
+        except OSError:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def render_prompt(messages: Sequence[Message], *, fold_system: bool) -> str:
+    """One prompt from a conversation. A lone user message is passed as is; otherwise each
+    message is labelled (`User:` / `Assistant:`). With `fold_system` the system messages lead
+    as a `System instructions:` block (TRANSLATED system prompt)."""
+    system = [m.content for m in messages if m.role is MessageRole.system]
+    turns = [m for m in messages if m.role is not MessageRole.system]
+    if len(turns) == 1 and turns[0].role is MessageRole.user:
+        body = turns[0].content
+    else:
+        label = {MessageRole.user: "User", MessageRole.assistant: "Assistant"}
+        body = "\n\n".join(f"{label[m.role]}: {m.content}" for m in turns)
+        body += "\n\nReply to the last User message."
+    if fold_system and system:
+        return "System instructions:\n" + "\n\n".join(system) + "\n\n" + body
+    return body
+
+
+class CliAdapter:
+    """`LLMAdapter` for any agent CLI described by a `BackendSpec`.
+
+    Options (`[llm.<backend>]`, all optional): `executable` (path of the CLI), `env` (a table
+    of extra environment variables), `grace_s` (SIGTERM→SIGKILL seconds, default 3),
+    `linger_s` (how long the CLI may run on after its final event, default 1),
+    `max_line_bytes` (default 64 MiB), plus the backend's own options (see its docs page).
+    """
+
+    def __init__(
+        self, spec: BackendSpec, capability: BackendCapability, settings: LLMSettings
+    ) -> None:
+        self.spec = spec
+        self.capability = capability
+        self.options: dict[str, Any] = settings.options(capability.name)
+        self.default_config = settings.completion_config()
+
+    @property
+    def backend(self) -> str:
+        return self.capability.name
+
+    def executable(self) -> str | None:
+        explicit = self.options.get("executable")
+        if explicit:
+            return str(explicit) if Path(str(explicit)).exists() else shutil.which(str(explicit))
+        return shutil.which(self.capability.executable or self.capability.name)
+
+    async def complete(
+        self, messages: Sequence[Message], config: CompletionConfig | None = None
+    ) -> Result[CompletionResponse, ProviderError]:
+        return await self.run(messages, config)
+
+    async def run(
+        self,
+        messages: Sequence[Message],
+        config: CompletionConfig | None = None,
+        sink: Sink | None = None,
+    ) -> Result[CompletionResponse, ProviderError]:
+        """`complete`, also handing every decoded event to *sink* as it arrives."""
+        config = config or self.default_config
+        checked = check_params(self.capability, messages, config)
+        if isinstance(checked, Failure):
+            return checked
+        warnings = checked.unwrap()
+        if config.choices is not None:
+            # no agent CLI constrains decoding to a list: instruction, match, re-prompt
+
+            async def ask(convo: list[Message]) -> Result[CompletionResponse, ProviderError]:
+                return await self._once(convo, config, False, sink)
+
+            result = await complete_with_choices(ask, messages, config, backend=self.backend)
+        elif config.output_schema is None:
+            result = await self._once(messages, config, False, sink)
+        else:
+            native = (
+                self.capability.support(Param.output_schema) is ParamSupport.NATIVE
+                and self.spec.native_schema is not None
+            )
+
+            async def call(convo: list[Message]) -> Result[CompletionResponse, ProviderError]:
+                return await self._once(convo, config, native, sink)
+
+            result = await complete_with_schema(
+                call, messages, config, translated=not native, backend=self.backend
+            )
+        if warnings and isinstance(result, Success):
+            response = result.unwrap()
+            return Success(response.model_copy(update={"warnings": warnings + response.warnings}))
+        return result
+
+    def _fail(self, error: ProviderError) -> Failure[ProviderError]:
+        return Failure(error.with_backend(self.backend))
+
+    async def _once(
+        self,
+        messages: Sequence[Message],
+        config: CompletionConfig,
+        native_schema: bool,
+        sink: Sink | None,
+    ) -> Result[CompletionResponse, ProviderError]:
+        started = time.monotonic()
+        exe = self.executable()
+        if exe is None:
+            return self._fail(
+                ProviderError(
+                    ErrorKind.not_installed,
+                    f"{self.capability.executable!r} not found on PATH; "
+                    f"{self.capability.install_hint}",
+                    retryable=False,
+                )
+            )
+        system_native = self.capability.support(Param.system_prompt) is ParamSupport.NATIVE
+        system = "\n\n".join(m.content for m in messages if m.role is MessageRole.system)
+        schema = None
+        if native_schema and config.output_schema is not None and self.spec.native_schema:
+            schema = self.spec.native_schema(config.output_schema)
+        events: list[AgentEvent] = []
+
+        async def on_frame(frame: Frame) -> bool:
+            if not frame.is_json or not isinstance(frame.value, dict):
+                return False
+            event = self.spec.decode(frame.value)
+            if event is None:
+                return False
+            events.append(event)
+            if sink is not None:
+                await sink(event)
+            return bool(event.metadata.get("terminal"))
+
+        with _scratch(f"agentport-{self.backend}-") as run_dir:
+            cwd = config.cwd
+            if cwd is None:
+                cwd = run_dir / "work"
+                cwd.mkdir()
+            call = CliCall(
+                executable=exe,
+                prompt=render_prompt(messages, fold_system=not system_native),
+                system_prompt=(system or None) if system_native else None,
+                config=config,
+                schema=schema,
+                options=self.options,
+                run_dir=run_dir,
+                cwd=cwd,
+                session_id=config.session_id,
+            )
+            invocation = self.spec.build(call)
+            user_env = {str(k): str(v) for k, v in dict(self.options.get("env") or {}).items()}
+            try:
+                env = child_env(os.environ, {**self.spec.extra_env, **user_env, **invocation.env})
+            except ProviderError as exc:
+                return self._fail(exc)
+            request = ProcessRequest(
+                argv=invocation.argv,
+                env=env,
+                cwd=cwd,
+                stdin=invocation.stdin,
+                startup_timeout_s=config.startup_timeout_s,
+                idle_timeout_s=config.idle_timeout_s,
+                total_timeout_s=config.total_timeout_s,
+                grace_s=float(self.options.get("grace_s", 3.0)),
+                linger_s=float(self.options.get("linger_s", 1.0)),
+                stdout_to_file=self.spec.stdout_to_file,
+                **(
+                    {"max_line_bytes": int(self.options["max_line_bytes"])}
+                    if "max_line_bytes" in self.options
+                    else {}
+                ),
+            )
+            outcome = await run_process(request, on_frame)
+        if outcome.error is not None:
+            error = outcome.error
+            error.exit_code = outcome.exit_code
+            error.stderr_tail = redact(outcome.stderr_tail[-4000:])
+            error.details = {**error.details, "pid": outcome.pid}
+            return self._fail(error)
+        classified = self.spec.classify(
+            RunOutcome(outcome.exit_code, outcome.stderr_tail, events, outcome.noise)
+        )
+        if classified is not None:
+            classified.details = {**classified.details, "pid": outcome.pid}
+            return self._fail(classified)
+        terminal = next((e for e in reversed(events) if "final_text" in e.metadata), None)
+        text = str(terminal.metadata["final_text"]) if terminal else self.spec.final_text(events)
+        if native_schema:
+            structured = next(
+                (e.metadata["structured"] for e in reversed(events) if "structured" in e.metadata),
+                None,
+            )
+            if structured is not None:
+                text = json.dumps(structured, ensure_ascii=False)
+            elif self.spec.restore_schema and config.output_schema is not None:
+                value = extract_json(text)
+                if value is not None:
+                    text = json.dumps(restore_strict(value, config.output_schema))
+        if not text.strip():
+            return self._fail(
+                ProviderError(
+                    ErrorKind.bad_output,
+                    "the CLI exited without an answer",
+                    exit_code=outcome.exit_code,
+                    stderr_tail=outcome.stderr_tail[-4000:],
+                    details={"pid": outcome.pid},
+                )
+            )
+        usage = next(
+            (
+                e.metadata["usage"]
+                for e in reversed(events)
+                if isinstance(e.metadata.get("usage"), Usage)
+            ),
+            Usage(),
+        )
+        session = next(
+            (e.metadata["session_id"] for e in events if e.metadata.get("session_id")), None
+        )
+        model = next((e.metadata["model"] for e in events if e.metadata.get("model")), None)
+        warnings = tuple(str(e.metadata["warning"]) for e in events if "warning" in e.metadata)
+        return Success(
+            CompletionResponse(
+                content=text,
+                model=config.model or model,
+                usage=usage,
+                finish_reason="stop",
+                warnings=warnings,
+                backend=self.backend,
+                duration_s=time.monotonic() - started,
+                raw=RawInfo(
+                    session_id=session,
+                    exit_code=outcome.exit_code,
+                    extra={"noise_lines": outcome.noise_count, "pid": outcome.pid},
+                ),
+            )
+        )
+
+
+class CliRuntime:
+    """`AgentRuntime` for any agent CLI described by a `BackendSpec`.
+
+    An async context manager owning a task group; each `send` runs one CLI process in it and
+    hands its events out through a bounded memory stream (`buffer` events: a slow consumer
+    applies back-pressure). A fresh working directory lives as long as the runtime (unless the
+    config sets `cwd`); later turns resume `handle.session_id` where the catalog says
+    session_resume is NATIVE. Leaving the block cancels a running turn and kills its process.
+    """
+
+    def __init__(
+        self,
+        spec: BackendSpec,
+        capability: BackendCapability,
+        settings: LLMSettings,
+        buffer: int = 64,
+    ) -> None:
+        self._adapter = CliAdapter(spec, capability, settings)
+        self._handle = RuntimeHandle(backend=capability.name)
+        self._buffer = buffer
+        self._tg: TaskGroup | None = None
+        self._workdir: tempfile.TemporaryDirectory[str] | None = None
+
+    @property
+    def handle(self) -> RuntimeHandle:
+        return self._handle
+
+    async def __aenter__(self) -> Self:
+        self._workdir = tempfile.TemporaryDirectory(prefix=f"agentport-{self._handle.backend}-rt-")
+        self._handle.cwd = Path(self._workdir.name)
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        assert self._tg is not None
+        self._tg.cancel_scope.cancel()
+        tg, self._tg = self._tg, None
+        try:
+            return await tg.__aexit__(exc_type, exc, tb)
+        finally:
+            if self._workdir is not None:
+                self._workdir.cleanup()
+                self._workdir = None
+
+    def send(
+        self, prompt: str | Sequence[Message], config: CompletionConfig | None = None
+    ) -> AsyncIterator[AgentEvent]:
+        if self._tg is None:
+            raise RuntimeError("use `async with` before send()")
+        send, receive = anyio.create_memory_object_stream[AgentEvent](self._buffer)
+        self._tg.start_soon(self._turn, as_messages(prompt), config, send)
+        return _Events(receive)
+
+    async def _turn(
+        self,
+        messages: list[Message],
+        config: CompletionConfig | None,
+        send: MemoryObjectSendStream[AgentEvent],
+    ) -> None:
+        async with send:
+            config = config or self._adapter.default_config
+            update: dict[str, Any] = {}
+            if config.cwd is None:
+                update["cwd"] = self._handle.cwd
+            resumable = self._adapter.capability.support(Param.session_resume)
+            if (
+                config.session_id is None
+                and self._handle.session_id
+                and resumable is ParamSupport.NATIVE
+            ):
+                update["session_id"] = self._handle.session_id
+            config = config.model_copy(update=update)
+
+            async def sink(event: AgentEvent) -> None:
+                sid = event.metadata.get("session_id")
+                if sid:
+                    self._handle.session_id = str(sid)
+                await send.send(event)
+
+            try:
+                result = await self._adapter.run(messages, config, sink)
+            except anyio.BrokenResourceError:
+                return  # the consumer went away; the process is already torn down
+            if isinstance(result, Failure):
+                error = result.failure()
+                final = AgentEvent(
+                    type=EventType.error,
+                    content=str(error),
+                    is_error=True,
+                    metadata={"error": error},
+                )
+            else:
+                response = result.unwrap()
+                final = AgentEvent(
+                    type=EventType.final,
+                    content=response.content,
+                    metadata={"response": response, "usage": response.usage},
+                )
+            with suppress(anyio.BrokenResourceError):
+                await send.send(final)
+
+
+class _Events:
+    """Async iterator over one turn's events (not an async generator: nothing straddles the
+    runtime's task group). `aclose()` drops the stream; the turn's process is then killed."""
+
+    def __init__(self, receive: MemoryObjectReceiveStream[AgentEvent]) -> None:
+        self._receive = receive
+
+    def __aiter__(self) -> _Events:
+        return self
+
+    async def __anext__(self) -> AgentEvent:
+        try:
+            return await self._receive.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            self._receive.close()
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        self._receive.close()

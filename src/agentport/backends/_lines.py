@@ -1,0 +1,61 @@
+"""Frame a plain-text CLI's stdout as NDJSON: `python _lines.py [--trailer FILE] CMD ARGS...`.
+
+The generic CLI adapter hands only JSON lines to a spec's `decode` (plain lines are kept as
+bounded diagnostics), so a CLI without a JSON mode (kiro-cli) runs under this pass-through:
+every stdout line, blank or JSON-looking ones included, becomes `{"line": "<text>"}`; stdin and
+stderr are inherited; the exit status is the child's (128 + signal when it was killed). The
+child stays in our process group, so the runner's group teardown stops both. With
+`--trailer FILE`, a JSON file the CLI wrote (hermes' `--usage-file`) is emitted after the child
+exits as `{"trailer": <value>}`.
+
+Standard library only and no agentport import: it starts in a few tens of milliseconds.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+__all__ = ["command", "main"]
+
+
+def command(python: str, argv: list[str], trailer: str | None = None) -> list[str]:
+    """The argv that runs *argv* under this pass-through with interpreter *python*."""
+    extra = ["--trailer", trailer] if trailer else []
+    return [python, "-I", "-S", __file__, *extra, *argv]
+
+
+def main(argv: list[str]) -> int:
+    trailer = None
+    if argv[:1] == ["--trailer"]:
+        trailer, argv = argv[1], argv[2:]
+    if not argv:
+        print("usage: _lines.py CMD [ARGS...]", file=sys.stderr)
+        return 2
+    try:
+        child = subprocess.Popen(argv, stdout=subprocess.PIPE)
+    except OSError as exc:
+        print(f"cannot start {argv[0]!r}: {exc.strerror or exc}", file=sys.stderr)
+        return 127
+    assert child.stdout is not None
+    out = sys.stdout
+    for raw in child.stdout:
+        text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        out.write(json.dumps({"line": text}, ensure_ascii=False) + "\n")
+        out.flush()
+    code = child.wait()
+    if trailer:
+        try:
+            with open(trailer, encoding="utf-8") as fh:
+                value = json.load(fh)
+        except (OSError, ValueError):
+            pass
+        else:
+            out.write(json.dumps({"trailer": value}, ensure_ascii=False) + "\n")
+            out.flush()
+    return 128 - code if code < 0 else code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,137 @@
+"""`BackendSpec`: everything that differs between two agent CLIs, as data and pure functions.
+
+A backend module is one `BackendSpec` plus `create_adapter` / `create_runtime`; the generic
+adapter (`agentport.backends.CliAdapter` / `CliRuntime`) does the rest. Composition, never
+inheritance between backends (DESIGN.md, "A backend is a spec").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core import AgentEvent, CompletionConfig, EventType, OutputSchema, ProviderError
+
+__all__ = [
+    "BackendSpec",
+    "CliCall",
+    "Invocation",
+    "RunOutcome",
+    "as_dict",
+    "as_int",
+    "last_text",
+    "text_after_last_tool",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class CliCall:
+    """One run, as the spec's `build` sees it.
+
+    Attributes:
+        executable: resolved path of the CLI.
+        prompt: the conversation rendered as one prompt (the system prompt folded in when the
+            catalog says system_prompt is TRANSLATED; the schema instruction when TRANSLATED).
+        system_prompt: the system prompt when the catalog says NATIVE, else None.
+        config: the call's `CompletionConfig`.
+        schema: the schema to hand to the CLI (already in its dialect) when output_schema is
+            NATIVE, else None.
+        options: the `[llm.<backend>]` table.
+        run_dir: a private directory for files this run needs (removed afterwards).
+        cwd: the working directory the CLI runs in.
+        session_id: the session to resume, or None.
+    """
+
+    executable: str
+    prompt: str
+    system_prompt: str | None
+    config: CompletionConfig
+    schema: dict[str, Any] | None
+    options: Mapping[str, Any]
+    run_dir: Path
+    cwd: Path
+    session_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Invocation:
+    """What to spawn: argv, environment additions (applied after the runner's cleaning) and
+    the bytes for stdin (None = stdin closed)."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    stdin: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """What `classify` sees once the process is gone."""
+
+    exit_code: int | None
+    stderr_tail: str
+    events: Sequence[AgentEvent]
+    noise: Sequence[str] = ()
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """*value* when it is a JSON object, else `{}`: decoders read fields of shapes a CLI
+    upgrade may change without crashing."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_int(value: Any) -> int:
+    """*value* as an int (token counts), 0 when missing or not a number."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int | float):
+        return int(value)
+    return 0
+
+
+def last_text(events: Sequence[AgentEvent]) -> str:
+    """The content of the last text event (codex: the last `agent_message`)."""
+    return next((e.content for e in reversed(events) if e.type is EventType.text), "")
+
+
+def text_after_last_tool(events: Sequence[AgentEvent]) -> str:
+    """Text events after the last tool call/result, concatenated (gemini streams deltas)."""
+    out: list[str] = []
+    for event in events:
+        if event.type in (EventType.tool_call, EventType.tool_result):
+            out.clear()
+        elif event.type is EventType.text:
+            out.append(event.content)
+    return "".join(out)
+
+
+@dataclass(frozen=True, slots=True)
+class BackendSpec:
+    """One agent CLI.
+
+    Attributes:
+        name: the catalog name; the catalog entry says which params are NATIVE/TRANSLATED.
+        build: `CliCall -> Invocation` (argv, env, stdin).
+        decode: a parsed stdout JSON line -> `AgentEvent`, or None to skip it. Conventions in
+            `metadata`: `session_id` (init), `usage` (a `Usage`), `terminal: True` (the run's
+            last event: stop reading), `final_text` (the CLI's own final answer), `structured`
+            (a natively enforced JSON value), `warning` (a non-fatal note).
+        final_text: events -> the answer, when no event carries `final_text`.
+        classify: the error table: `RunOutcome -> ProviderError | None` (None = success).
+        native_schema: the schema in the CLI's dialect (used when output_schema is NATIVE).
+        restore_schema: undo `strict_schema` on the answer (`restore_strict`).
+        extra_env: environment this CLI always needs headless (auto-updaters off, ...).
+        stdout_to_file: the CLI loses the end of large outputs on a pipe; the runner gives it
+            a file to follow instead (`ProcessRequest.stdout_to_file`).
+    """
+
+    name: str
+    build: Callable[[CliCall], Invocation]
+    decode: Callable[[Any], AgentEvent | None]
+    classify: Callable[[RunOutcome], ProviderError | None]
+    final_text: Callable[[Sequence[AgentEvent]], str] = last_text
+    native_schema: Callable[[OutputSchema], dict[str, Any]] | None = None
+    restore_schema: bool = False
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+    stdout_to_file: bool = False

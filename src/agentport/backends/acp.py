@@ -1,0 +1,966 @@
+"""Any agent that speaks the Agent Client Protocol (ACP) over stdio: `complete()` and an
+`AgentRuntime` from one small JSON-RPC 2.0 client.
+
+Configuration: `[llm.acp] command = ["gemini", "--acp"]` (the agent's command line, a list or
+one shell-like string); optional `env` (a table added to the agent's environment), `cwd`
+handling as for CLIs (a neutral temporary directory unless the call sets `cwd`),
+`mcp_servers` (passed to `session/new`), `auth_method` (an `authMethods` id to `authenticate`
+with when `session/new` answers auth_required), `grace_s` (SIGTERM→SIGKILL seconds, default 3),
+`max_line_bytes`.
+
+Protocol (agentclientprotocol.com, protocol version 1; checked against gemini-cli 0.61.0
+`--acp`): `initialize` (we offer no fs/terminal capabilities) -> `session/new {cwd,
+mcpServers}` (or `session/load` when the caller resumes and the agent's `initialize` answer
+says `loadSession`) -> `session/set_model` when a model is asked for and the agent listed
+`models` -> `session/prompt` (text blocks), while the agent streams `session/update`
+notifications and may ask `session/request_permission`; the prompt's answer carries
+`stopReason`. Permission requests are answered from the call's `ToolPolicy` (see
+`permission_allowed`); requests for client capabilities we did not offer get -32601.
+
+Why our own client and not the `agent-client-protocol` package: that SDK (0.12.1 checked) is
+built on asyncio (`asyncio.create_subprocess_exec`, asyncio tasks and queues), and agentport
+runs on anyio with every async path tested on asyncio and trio; the protocol surface a client
+needs is small. Process handling follows the shared runner's
+rules (argv list, new process group, `child_env`, bounded stderr tail, shielded group
+teardown from `agentport.transport`).
+
+Errors: a JSON-RPC error whose code is an HTTP status (gemini passes the API status through)
+is classified by status; -32000 is auth_required; -32601 unsupported; -32602 invalid_request;
+otherwise by message text. An agent that exits is process_failed with its stderr tail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+from anyio.abc import Process, TaskGroup
+from anyio.streams.memory import MemoryObjectSendStream
+from returns.result import Failure, Result, Success
+
+from ..config import LLMSettings
+from ..core import (
+    AgentEvent,
+    BackendCapability,
+    CompletionConfig,
+    CompletionResponse,
+    ErrorKind,
+    EventType,
+    Message,
+    ProviderError,
+    RawInfo,
+    RuntimeHandle,
+    Sandbox,
+    TimeoutWhich,
+    ToolPolicy,
+    Usage,
+    as_messages,
+    check_params,
+)
+from ..structured import complete_constrained
+from ..transport import DEFAULT_MAX_LINE_BYTES, LineFramer, LineTooLongError, child_env, parse_line
+from ..transport._runner import _teardown
+from ._classify import kind_from_status, kind_from_text
+from ._cli import _Events, render_prompt
+from ._spec import text_after_last_tool
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "AcpAdapter",
+    "AcpRuntime",
+    "create_adapter",
+    "create_runtime",
+    "decode_update",
+    "permission_allowed",
+]
+
+PROTOCOL_VERSION = 1
+_CHUNK = 256 * 1024
+_READ_KINDS = frozenset({"read", "search", "think"})
+_WRITE_KINDS = _READ_KINDS | {"edit", "delete", "move"}
+Sink = Callable[[AgentEvent], Awaitable[None]]
+
+
+# ---------------------------------------------------------------------- pure parts
+
+
+def permission_allowed(tool_call: Mapping[str, Any], tools: ToolPolicy, cwd: Path) -> bool:
+    """Whether the caller's tool policy allows the tool an agent asks permission for.
+
+    `allowed_tools` (when set) must name the tool: its ACP `kind` (read, edit, delete, move,
+    search, execute, think, fetch, other), the start of its `toolCallId` (gemini:
+    `run_shell_command__…`) or the first word of its `title`. Then the sandbox decides:
+    `full` allows anything, `workspace_write` reads and edits whose `locations` stay inside
+    *cwd*, `read_only` reads only. Without a sandbox, a named tool is allowed and otherwise
+    only reads are (agentport's default: nothing that changes files or runs commands).
+    """
+    kind = str(tool_call.get("kind") or "other").lower()
+    if tools.allowed_tools is not None:
+        names = {n.lower() for n in tools.allowed_tools}
+        call_id = str(tool_call.get("toolCallId") or "").lower()
+        title = str(tool_call.get("title") or "").lower().split(maxsplit=1)
+        named = (
+            kind in names
+            or any(call_id.startswith(n) for n in names if n)
+            or bool(title and title[0] in names)
+        )
+        if not named:
+            return False
+    sandbox = tools.sandbox
+    if sandbox is Sandbox.full:
+        return True
+    if sandbox is Sandbox.workspace_write:
+        root = cwd.resolve()
+        paths = [
+            Path(str(loc.get("path")))
+            for loc in tool_call.get("locations") or []
+            if isinstance(loc, dict) and loc.get("path")
+        ]
+        inside = all(
+            (root / p).resolve().is_relative_to(root) for p in paths
+        )  # relative paths are taken from the agent's cwd
+        return kind in _WRITE_KINDS and inside
+    if sandbox is Sandbox.read_only:
+        return kind in _READ_KINDS
+    return tools.allowed_tools is not None or kind in _READ_KINDS
+
+
+def _choose_option(options: Sequence[Any], allow: bool) -> str | None:
+    wanted = ("allow_once", "allow_always") if allow else ("reject_once", "reject_always")
+    for kind in wanted:
+        for option in options:
+            if isinstance(option, dict) and option.get("kind") == kind:
+                return str(option.get("optionId"))
+    return None
+
+
+def _content_text(content: Any) -> str:
+    """Text of an ACP content block, or of a list of tool-call content items."""
+    if isinstance(content, dict):
+        if content.get("type") == "text":
+            return str(content.get("text", ""))
+        if content.get("type") == "content":
+            return _content_text(content.get("content"))
+        if content.get("type") == "diff":
+            return f"diff {content.get('path', '')}"
+        return ""
+    if isinstance(content, list):
+        return "".join(_content_text(c) for c in content)
+    return ""
+
+
+def decode_update(update: Mapping[str, Any]) -> AgentEvent | None:
+    """One `session/update` payload -> an event (None for plans, commands, modes, echoes)."""
+    kind = update.get("sessionUpdate")
+    if kind == "agent_message_chunk":
+        return AgentEvent(type=EventType.text, content=_content_text(update.get("content")),
+                          raw=dict(update))  # fmt: skip
+    if kind == "agent_thought_chunk":
+        return AgentEvent(type=EventType.reasoning, content=_content_text(update.get("content")),
+                          raw=dict(update))  # fmt: skip
+    meta = {"id": update.get("toolCallId"), "tool": update.get("kind")}
+    if kind == "tool_call":
+        meta["input"] = update.get("rawInput")
+        return AgentEvent(type=EventType.tool_call, content=str(update.get("title") or ""),
+                          raw=dict(update), metadata=meta)  # fmt: skip
+    if kind == "tool_call_update" and update.get("status") in ("completed", "failed"):
+        output = _content_text(update.get("content"))
+        if not output and update.get("rawOutput") is not None:
+            raw_out = update["rawOutput"]
+            output = raw_out if isinstance(raw_out, str) else json.dumps(raw_out)
+        return AgentEvent(type=EventType.tool_result, content=output, raw=dict(update),
+                          is_error=update.get("status") == "failed", metadata=meta)  # fmt: skip
+    return None
+
+
+def _usage(result: Mapping[str, Any]) -> Usage:
+    # ACP v1 has no usage field; gemini puts it in _meta.quota.token_count, the draft
+    # "usage" RFD in result.usage (camelCase).
+    usage = result.get("usage")
+    if isinstance(usage, dict):
+        return Usage(
+            input_tokens=int(usage.get("inputTokens") or 0),
+            output_tokens=int(usage.get("outputTokens") or 0),
+            cached_tokens=int(usage.get("cachedReadTokens") or 0),
+        )
+    meta = result.get("_meta") or {}
+    counts = (meta.get("quota") or {}).get("token_count") if isinstance(meta, dict) else None
+    if isinstance(counts, dict):
+        return Usage(
+            input_tokens=int(counts.get("input_tokens") or 0),
+            output_tokens=int(counts.get("output_tokens") or 0),
+        )
+    return Usage()
+
+
+def rpc_error(error: Mapping[str, Any], method: str) -> ProviderError:
+    """A JSON-RPC error object -> a classified `ProviderError`."""
+    code = error.get("code")
+    message = str(error.get("message") or f"{method} failed")
+    data = error.get("data")
+    text = message + (f" {json.dumps(data)}" if data is not None else "")
+    status = code if isinstance(code, int) and 400 <= code <= 599 else None
+    if status is not None:
+        kind = kind_from_status(status) or ErrorKind.server_error
+    elif code == -32000:
+        kind = ErrorKind.auth_required
+    elif code == -32601:
+        kind = ErrorKind.unsupported
+    elif code == -32602:
+        kind = ErrorKind.invalid_request
+    else:
+        kind = kind_from_text(text) or ErrorKind.process_failed
+    return ProviderError(
+        kind, f"{method}: {message}", status=status, details={"rpc_code": code, "data": data}
+    )
+
+
+# ---------------------------------------------------------------------- the connection
+
+
+@dataclass(slots=True)
+class _Waiter:
+    event: anyio.Event = field(default_factory=anyio.Event)
+    result: Any = None
+    rpc_error: dict[str, Any] | None = None
+    gone: ProviderError | None = None
+
+
+OnRequest = Callable[[str, Any], Awaitable[Any]]
+OnNotify = Callable[[str, Any], Awaitable[None]]
+
+
+class _Agent:
+    """One agent process and its JSON-RPC connection. `start(tg)` spawns it and runs the
+    reader and the stderr drain in *tg*; `aclose()` closes stdin, then tears the process group
+    down (shielded, bounded). Requests raise `ProviderError` (timeouts, agent gone, RPC errors).
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        cwd: Path,
+        *,
+        grace_s: float,
+        max_line_bytes: int,
+        on_request: OnRequest,
+    ) -> None:
+        self.argv = list(argv)
+        self.env = dict(env)
+        self.cwd = cwd
+        self.grace_s = grace_s
+        self.max_line_bytes = max_line_bytes
+        self.on_request = on_request
+        self.on_notify: OnNotify | None = None
+        self.process: Process | None = None
+        self.last_activity = time.monotonic()
+        self.noise = 0
+        self._ids = 0
+        self._pending: dict[int, _Waiter] = {}
+        self._gone: ProviderError | None = None
+        self._tail: deque[bytes] = deque()
+        self._lock = anyio.Lock()
+
+    @property
+    def stderr_tail(self) -> str:
+        return b"".join(self._tail)[-8000:].decode("utf-8", errors="replace")
+
+    async def start(self, tg: TaskGroup) -> None:
+        try:
+            self.process = await anyio.open_process(
+                self.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=self.cwd,
+                env=self.env,
+                start_new_session=sys.platform != "win32",
+            )
+        except FileNotFoundError as exc:
+            raise ProviderError(
+                ErrorKind.not_installed, f"cannot start {self.argv[0]!r}: {exc.strerror}"
+            ) from None
+        except OSError as exc:
+            raise ProviderError(
+                ErrorKind.process_failed,
+                f"cannot start {self.argv[0]!r}: {exc.strerror or exc}",
+                retryable=False,
+            ) from None
+        tg.start_soon(self._read)
+        tg.start_soon(self._drain)
+
+    async def aclose(self) -> None:
+        process = self.process
+        if process is None:
+            return
+        with anyio.CancelScope(shield=True):
+            if process.stdin is not None:
+                with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    await process.stdin.aclose()
+            with anyio.move_on_after(min(self.grace_s, 1.0)):
+                await process.wait()  # a polite agent exits at stdin's EOF
+            await _teardown(process, self.grace_s)
+
+    def _fail_all(self, error: ProviderError) -> None:
+        self._gone = error
+        for waiter in self._pending.values():
+            waiter.gone = error
+            waiter.event.set()
+        self._pending.clear()
+
+    async def _drain(self) -> None:
+        assert self.process is not None
+        assert self.process.stderr is not None
+        size = 0
+        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            async for chunk in self.process.stderr:
+                self._tail.append(chunk)
+                size += len(chunk)
+                while size - len(self._tail[0]) >= 64 * 1024:
+                    size -= len(self._tail.popleft())
+
+    async def _read(self) -> None:
+        assert self.process is not None
+        assert self.process.stdout is not None
+        framer = LineFramer(self.max_line_bytes)
+        try:
+            while True:
+                try:
+                    chunk = await self.process.stdout.receive(_CHUNK)
+                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    break
+                self.last_activity = time.monotonic()
+                for line in framer.feed(chunk):
+                    await self._dispatch(line)
+        except LineTooLongError as exc:
+            self._fail_all(ProviderError(ErrorKind.bad_output, str(exc), retryable=False))
+            return
+        with anyio.move_on_after(self.grace_s):
+            await self.process.wait()
+        code = self.process.returncode
+        tail = self.stderr_tail
+        lines = [ln.strip() for ln in tail.strip().splitlines() if ln.strip()]
+        self._fail_all(
+            ProviderError(
+                ErrorKind.process_failed,
+                f"the ACP agent exited (code {code})" + (f": {lines[-1]}" if lines else ""),
+                exit_code=code,
+                stderr_tail=tail[-4000:],
+                retryable=False,
+            )
+        )
+
+    async def _dispatch(self, line: bytes | bytearray) -> None:
+        frame = parse_line(line)
+        if frame is None:
+            return
+        msg = frame.value
+        if not frame.is_json or not isinstance(msg, dict):
+            self.noise += 1  # an agent that logs to stdout; the protocol lines still count
+            return
+        method = msg.get("method")
+        if method is None and "id" in msg:
+            waiter = self._pending.pop(msg["id"], None) if isinstance(msg["id"], int) else None
+            if waiter is not None:
+                if isinstance(msg.get("error"), dict):
+                    waiter.rpc_error = msg["error"]
+                else:
+                    waiter.result = msg.get("result")
+                waiter.event.set()
+        elif "id" in msg:
+            await self._answer(msg["id"], str(method), msg.get("params"))
+        elif self.on_notify is not None:
+            await self.on_notify(str(method), msg.get("params"))
+
+    async def _answer(self, request_id: Any, method: str, params: Any) -> None:
+        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
+        try:
+            reply["result"] = await self.on_request(method, params)
+        except _RpcFailure as exc:
+            reply["error"] = {"code": exc.code, "message": exc.message}
+        with suppress(ProviderError):
+            await self._send(reply)
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        assert self.process is not None
+        assert self.process.stdin is not None
+        data = (json.dumps(message, ensure_ascii=False) + "\n").encode("utf-8")
+        async with self._lock:
+            try:
+                await self.process.stdin.send(data)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                raise self._gone or ProviderError(
+                    ErrorKind.process_failed, "the ACP agent closed its stdin", retryable=False
+                ) from None
+
+    async def notify(self, method: str, params: Any) -> None:
+        await self._send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def request(
+        self, method: str, params: Any, *, limit_s: float, which: TimeoutWhich = "idle"
+    ) -> Any:
+        """Send a request and wait for its answer; *limit_s* is the longest silence (no line
+        from the agent) tolerated while waiting."""
+        if self._gone is not None:
+            raise self._gone
+        self._ids += 1
+        request_id = self._ids
+        waiter = _Waiter()
+        self._pending[request_id] = waiter
+        await self._send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        self.last_activity = time.monotonic()
+        while not waiter.event.is_set():
+            remaining = limit_s - (time.monotonic() - self.last_activity)
+            if remaining <= 0:
+                self._pending.pop(request_id, None)
+                raise ProviderError(
+                    ErrorKind.timeout,
+                    f"{method}: no message from the ACP agent for {limit_s:g}s",
+                    timeout=which,
+                )
+            with anyio.move_on_after(remaining):
+                await waiter.event.wait()
+        if waiter.gone is not None:
+            raise waiter.gone
+        if waiter.rpc_error is not None:
+            raise rpc_error(waiter.rpc_error, method)
+        return waiter.result
+
+
+class _RpcFailure(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+# ---------------------------------------------------------------------- sessions and turns
+
+
+@dataclass(slots=True)
+class _Turn:
+    """What one `session/prompt` collects."""
+
+    sink: Sink | None
+    events: list[AgentEvent] = field(default_factory=list)
+    permissions: list[dict[str, Any]] = field(default_factory=list)
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+
+
+class _Session:
+    """An initialised agent with one ACP session; runs prompts one at a time."""
+
+    def __init__(self, capability: BackendCapability, options: Mapping[str, Any]) -> None:
+        self.capability = capability
+        self.options = options
+        self.agent: _Agent | None = None
+        self.init: dict[str, Any] = {}
+        self.session_id: str | None = None
+        self.models: dict[str, Any] = {}
+        self.model: str | None = None
+        self.cwd: Path | None = None
+        self._turn: _Turn | None = None
+        self._tools = ToolPolicy()
+
+    @property
+    def backend(self) -> str:
+        return self.capability.name
+
+    def command(self) -> list[str]:
+        raw = self.options.get("command")
+        if isinstance(raw, str):
+            argv = shlex.split(raw)
+        elif isinstance(raw, list | tuple):
+            argv = [str(a) for a in raw]
+        else:
+            argv = []
+        if not argv:
+            raise ProviderError(
+                ErrorKind.config,
+                "[llm.acp] command is required: the agent's command line, e.g. "
+                'command = ["gemini", "--acp"]',
+                retryable=False,
+            )
+        exe = argv[0]
+        found = exe if os.sep in exe and Path(exe).exists() else shutil.which(exe)
+        if found is None:
+            raise ProviderError(
+                ErrorKind.not_installed,
+                f"ACP agent {exe!r} not found on PATH; install it or set [llm.acp] command",
+                retryable=False,
+            )
+        return [found, *argv[1:]]
+
+    async def open(self, tg: TaskGroup, config: CompletionConfig, cwd: Path) -> None:
+        """Spawn the agent, `initialize`, then open (or load) the session."""
+        user_env = {str(k): str(v) for k, v in dict(self.options.get("env") or {}).items()}
+        agent = _Agent(
+            self.command(),
+            child_env(os.environ, user_env),
+            cwd,
+            grace_s=float(self.options.get("grace_s", 3.0)),
+            max_line_bytes=int(self.options.get("max_line_bytes", DEFAULT_MAX_LINE_BYTES)),
+            on_request=self._on_request,
+        )
+        self.agent, self.cwd = agent, cwd
+        agent.on_notify = self._on_notify
+        await agent.start(tg)
+        self.init = (
+            await agent.request(
+                "initialize",
+                {
+                    "protocolVersion": PROTOCOL_VERSION,
+                    "clientCapabilities": {
+                        "fs": {"readTextFile": False, "writeTextFile": False},
+                        "terminal": False,
+                    },
+                },
+                limit_s=config.startup_timeout_s,
+                which="startup",
+            )
+            or {}
+        )
+        version = self.init.get("protocolVersion")
+        if isinstance(version, int) and version != PROTOCOL_VERSION:
+            raise ProviderError(
+                ErrorKind.unsupported,
+                f"the ACP agent speaks protocol version {version}; agentport speaks "
+                f"{PROTOCOL_VERSION}",
+                retryable=False,
+            )
+        if config.session_id:
+            await self.load(config.session_id, config)
+        else:
+            await self._new(config)
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        """The agent's `agentCapabilities` from its `initialize` answer."""
+        caps = self.init.get("agentCapabilities")
+        return caps if isinstance(caps, dict) else {}
+
+    async def _new(self, config: CompletionConfig) -> None:
+        assert self.agent is not None
+        assert self.cwd is not None
+        params = {"cwd": str(self.cwd), "mcpServers": list(self.options.get("mcp_servers", []))}
+        try:
+            answer = await self.agent.request(
+                "session/new", params, limit_s=config.startup_timeout_s, which="startup"
+            )
+        except ProviderError as exc:
+            method = self.options.get("auth_method")
+            if exc.kind is not ErrorKind.auth_required or not method:
+                raise
+            await self.agent.request(
+                "authenticate", {"methodId": str(method)}, limit_s=config.startup_timeout_s,
+                which="startup",
+            )  # fmt: skip
+            answer = await self.agent.request(
+                "session/new", params, limit_s=config.startup_timeout_s, which="startup"
+            )
+        answer = answer or {}
+        self.session_id = str(answer.get("sessionId") or "")
+        models = answer.get("models")
+        self.models = models if isinstance(models, dict) else {}
+        if not self.session_id:
+            raise ProviderError(ErrorKind.bad_output, "session/new answered without a sessionId")
+
+    async def load(self, session_id: str, config: CompletionConfig) -> None:
+        """Resume *session_id* with `session/load` (needs `loadSession` in `initialize`)."""
+        assert self.agent is not None
+        assert self.cwd is not None
+        if not self.capabilities.get("loadSession"):
+            raise ProviderError(
+                ErrorKind.unsupported,
+                "this ACP agent cannot resume sessions (no loadSession in its initialize answer)",
+                retryable=False,
+            )
+        replay, self._turn = self._turn, None  # the agent replays history: not this turn's
+        try:
+            await self.agent.request(
+                "session/load",
+                {
+                    "sessionId": session_id,
+                    "cwd": str(self.cwd),
+                    "mcpServers": list(self.options.get("mcp_servers", [])),
+                },
+                limit_s=config.startup_timeout_s,
+                which="startup",
+            )
+        finally:
+            self._turn = replay
+        self.session_id = session_id
+
+    async def _set_model(self, model: str, config: CompletionConfig) -> None:
+        assert self.agent is not None
+        if model == self.model:
+            return
+        if not self.models:
+            raise ProviderError(
+                ErrorKind.unsupported,
+                "this ACP agent offers no model selection (no models in its session/new "
+                "answer); choose the model in [llm.acp] command",
+                retryable=False,
+            )
+        await self.agent.request(
+            "session/set_model",
+            {"sessionId": self.session_id, "modelId": model},
+            limit_s=config.idle_timeout_s,
+        )
+        self.model = model
+
+    async def _on_notify(self, method: str, params: Any) -> None:
+        turn = self._turn
+        if method != "session/update" or turn is None or not isinstance(params, dict):
+            return
+        if params.get("sessionId") not in (None, self.session_id):
+            return
+        update = params.get("update")
+        event = decode_update(update) if isinstance(update, dict) else None
+        if event is None:
+            return
+        turn.events.append(event)
+        if turn.sink is not None:
+            try:
+                await turn.sink(event)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                turn.sink = None  # the consumer stopped reading: stop the turn
+                turn.scope.cancel()
+
+    async def _on_request(self, method: str, params: Any) -> Any:
+        if method != "session/request_permission" or not isinstance(params, dict):
+            raise _RpcFailure(-32601, f"method not found: {method}")
+        raw_call = params.get("toolCall")
+        tool_call: dict[str, Any] = raw_call if isinstance(raw_call, dict) else {}
+        allowed = permission_allowed(tool_call, self._tools, self.cwd or Path.cwd())
+        option = _choose_option(params.get("options") or [], allowed)
+        if self._turn is not None:
+            self._turn.permissions.append(
+                {"tool": tool_call.get("title"), "kind": tool_call.get("kind"),
+                 "allowed": allowed, "option": option}
+            )  # fmt: skip
+        if option is None:
+            return {"outcome": {"outcome": "cancelled"}}
+        return {"outcome": {"outcome": "selected", "optionId": option}}
+
+    async def prompt(
+        self, text: str, config: CompletionConfig, sink: Sink | None
+    ) -> Result[CompletionResponse, ProviderError]:
+        """One `session/prompt` turn (the caller bounds it with the total timeout)."""
+        assert self.agent is not None
+        started = time.monotonic()
+        if config.model:
+            await self._set_model(config.model, config)
+        self._tools = config.tools
+        turn = self._turn = _Turn(sink)
+        params = {"sessionId": self.session_id, "prompt": [{"type": "text", "text": text}]}
+        result: Any = None
+        with turn.scope:
+            try:
+                result = await self.agent.request(
+                    "session/prompt", params, limit_s=config.idle_timeout_s
+                )
+            except BaseException:
+                # ask the agent to stop (it may be gone already)
+                with (
+                    anyio.CancelScope(shield=True),
+                    anyio.move_on_after(1.0),
+                    suppress(ProviderError),
+                ):
+                    await self.agent.notify("session/cancel", {"sessionId": self.session_id})
+                raise
+            finally:
+                self._turn = None
+        if turn.scope.cancelled_caught:
+            return Failure(ProviderError(
+                ErrorKind.process_failed, "the consumer stopped reading; the turn was cancelled",
+                retryable=False,
+            ))  # fmt: skip
+        result = result if isinstance(result, dict) else {}
+        stop = str(result.get("stopReason") or "end_turn")
+        if stop == "max_turn_requests":
+            return Failure(ProviderError(
+                ErrorKind.process_failed, "the agent reached its turn limit (max_turn_requests)",
+                retryable=False,
+            ))  # fmt: skip
+        if stop == "refusal":
+            return Failure(ProviderError(
+                ErrorKind.bad_output, "the agent refused to answer (stopReason refusal)",
+                retryable=False,
+            ))  # fmt: skip
+        if stop == "cancelled":
+            return Failure(ProviderError(ErrorKind.process_failed, "the turn was cancelled"))
+        answer = text_after_last_tool(turn.events)
+        if not answer.strip():
+            return Failure(ProviderError(ErrorKind.bad_output, "the agent ended its turn "
+                                         "without an answer"))  # fmt: skip
+        warnings: tuple[str, ...] = ()
+        if stop == "max_tokens":
+            warnings = ("the answer was cut at the token limit (stopReason max_tokens)",)
+        return Success(
+            CompletionResponse(
+                content=answer,
+                model=config.model or self.models.get("currentModelId"),
+                usage=_usage(result),
+                finish_reason="length" if stop == "max_tokens" else "stop",
+                warnings=warnings,
+                backend=self.backend,
+                duration_s=time.monotonic() - started,
+                raw=RawInfo(
+                    session_id=self.session_id,
+                    exit_code=None,
+                    extra={
+                        "stop_reason": stop,
+                        "permissions": turn.permissions,
+                        "agent_info": self.init.get("agentInfo"),
+                        "agent_capabilities": self.capabilities,
+                        "pid": self.agent.process.pid if self.agent.process else None,
+                    },
+                ),
+            )
+        )
+
+    async def close(self) -> None:
+        if self.agent is not None:
+            await self.agent.aclose()
+
+    def stderr_tail(self) -> str:
+        return self.agent.stderr_tail[-4000:] if self.agent is not None else ""
+
+
+def _absolute(path: str | Path) -> Path:
+    # ACP requires an absolute cwd; no symlink resolution (no filesystem access needed)
+    return Path(os.path.abspath(path))
+
+
+def _prompt_text(messages: Sequence[Message]) -> str:
+    # ACP has no system role: the system prompt is folded in (TRANSLATED).
+    return render_prompt(messages, fold_system=True)
+
+
+# ---------------------------------------------------------------------- adapter and runtime
+
+
+async def _schema_or_plain(
+    capability: BackendCapability,
+    messages: Sequence[Message],
+    config: CompletionConfig,
+    once: Callable[[list[Message]], Awaitable[Result[CompletionResponse, ProviderError]]],
+) -> Result[CompletionResponse, ProviderError]:
+    checked = check_params(capability, messages, config)
+    if isinstance(checked, Failure):
+        return checked
+    warnings = checked.unwrap()
+    result = await complete_constrained(once, messages, config, backend=capability.name)
+    if warnings and isinstance(result, Success):
+        response = result.unwrap()
+        return Success(response.model_copy(update={"warnings": warnings + response.warnings}))
+    return result
+
+
+class AcpAdapter:
+    """`LLMAdapter` over an ACP agent: one process per call (spawn, initialize, session,
+    prompt, teardown). Options: see the module docstring."""
+
+    def __init__(self, capability: BackendCapability, settings: LLMSettings) -> None:
+        self.capability = capability
+        self.options: dict[str, Any] = settings.options(capability.name)
+        self.default_config = settings.completion_config()
+
+    @property
+    def backend(self) -> str:
+        return self.capability.name
+
+    async def complete(
+        self, messages: Sequence[Message], config: CompletionConfig | None = None
+    ) -> Result[CompletionResponse, ProviderError]:
+        config = config or self.default_config
+        return await _schema_or_plain(
+            self.capability, messages, config, lambda convo: self._once(convo, config)
+        )
+
+    async def _once(
+        self, messages: Sequence[Message], config: CompletionConfig
+    ) -> Result[CompletionResponse, ProviderError]:
+        session = _Session(self.capability, self.options)
+        result: Result[CompletionResponse, ProviderError] = Failure(
+            ProviderError(ErrorKind.timeout, f"still running after {config.total_timeout_s:g}s",
+                          timeout="total")
+        )  # fmt: skip
+        with tempfile.TemporaryDirectory(prefix="agentport-acp-") as tmp:
+            cwd = _absolute(config.cwd or tmp)
+            async with anyio.create_task_group() as tg:
+                try:
+                    with anyio.move_on_after(config.total_timeout_s):
+                        try:
+                            await session.open(tg, config, cwd)
+                            result = await session.prompt(_prompt_text(messages), config, None)
+                        except ProviderError as exc:
+                            result = Failure(exc)
+                finally:
+                    await session.close()
+                    tg.cancel_scope.cancel()
+        if isinstance(result, Failure):
+            error = result.failure()
+            if not error.stderr_tail:
+                error.stderr_tail = session.stderr_tail()
+            return Failure(error.with_backend(self.backend))
+        return result
+
+
+class AcpRuntime:
+    """`AgentRuntime` over an ACP agent: ONE agent process and ONE ACP session for the whole
+    `async with` block; each `send` is a `session/prompt` in that session (turns run one at a
+    time). The agent starts with the first `send`, so its failures arrive as `error` events.
+    A config with another `session_id` loads that session first (`session/load`).
+    """
+
+    def __init__(
+        self, capability: BackendCapability, settings: LLMSettings, buffer: int = 64
+    ) -> None:
+        self.capability = capability
+        self.options: dict[str, Any] = settings.options(capability.name)
+        self.default_config = settings.completion_config()
+        self._handle = RuntimeHandle(backend=capability.name)
+        self._buffer = buffer
+        self._tg: TaskGroup | None = None
+        self._session: _Session | None = None
+        self._workdir: tempfile.TemporaryDirectory[str] | None = None
+        self._lock = anyio.Lock()
+
+    @property
+    def handle(self) -> RuntimeHandle:
+        return self._handle
+
+    async def __aenter__(self) -> Self:
+        self._workdir = tempfile.TemporaryDirectory(prefix="agentport-acp-rt-")
+        self._handle.cwd = Path(self._workdir.name)
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        assert self._tg is not None
+        tg, self._tg = self._tg, None
+        try:
+            tg.cancel_scope.cancel()  # a running turn sends session/cancel on its way out
+            return await tg.__aexit__(exc_type, exc, tb)
+        finally:
+            await self._drop_session()  # shielded and bounded
+            if self._workdir is not None:
+                self._workdir.cleanup()
+                self._workdir = None
+
+    def send(
+        self, prompt: str | Sequence[Message], config: CompletionConfig | None = None
+    ) -> AsyncIterator[AgentEvent]:
+        if self._tg is None:
+            raise RuntimeError("use `async with` before send()")
+        send, receive = anyio.create_memory_object_stream[AgentEvent](self._buffer)
+        self._tg.start_soon(self._turn, as_messages(prompt), config, send)
+        return _Events(receive)
+
+    async def _ensure(self, config: CompletionConfig) -> _Session:
+        assert self._tg is not None
+        if self._session is None:
+            session = _Session(self.capability, self.options)
+            self._session = session
+            cwd = _absolute(config.cwd or self._handle.cwd or ".")
+            try:
+                await session.open(self._tg, config, cwd)
+            except BaseException:
+                await self._drop_session()  # never reuse a half-opened agent
+                raise
+            self._handle.session_id = session.session_id
+        elif config.session_id and config.session_id != self._session.session_id:
+            await self._session.load(config.session_id, config)
+            self._handle.session_id = config.session_id
+        return self._session
+
+    async def _turn(
+        self,
+        messages: list[Message],
+        config: CompletionConfig | None,
+        send: MemoryObjectSendStream[AgentEvent],
+    ) -> None:
+        async with send, self._lock:
+            config = config or self.default_config
+
+            async def sink(event: AgentEvent) -> None:
+                await send.send(event)
+
+            async def once(convo: list[Message]) -> Result[CompletionResponse, ProviderError]:
+                with anyio.move_on_after(config.total_timeout_s) as total:
+                    try:
+                        session = await self._ensure(config)
+                        if session.session_id:
+                            await sink(AgentEvent(
+                                type=EventType.init,
+                                metadata={"session_id": session.session_id},
+                            ))  # fmt: skip
+                        return await session.prompt(_prompt_text(convo), config, sink)
+                    except ProviderError as exc:
+                        return Failure(exc.with_backend(self.capability.name))
+                assert total.cancelled_caught
+                return Failure(ProviderError(
+                    ErrorKind.timeout, f"still running after {config.total_timeout_s:g}s",
+                    timeout="total", backend=self.capability.name,
+                ))  # fmt: skip
+
+            try:
+                result = await _schema_or_plain(self.capability, messages, config, once)
+            except anyio.BrokenResourceError:
+                return  # the consumer went away
+            if isinstance(result, Failure):
+                error = result.failure()
+                if isinstance(error, ProviderError) and error.kind in (
+                    ErrorKind.timeout,
+                    ErrorKind.process_failed,
+                ):
+                    await self._drop_session()  # a stuck or dead agent is not reused
+                final = AgentEvent(
+                    type=EventType.error, content=str(error), is_error=True,
+                    metadata={"error": error},
+                )  # fmt: skip
+            else:
+                response = result.unwrap()
+                final = AgentEvent(
+                    type=EventType.final,
+                    content=response.content,
+                    metadata={"response": response, "usage": response.usage},
+                )
+            with suppress(anyio.BrokenResourceError):
+                await send.send(final)
+
+    async def _drop_session(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+
+def create_adapter(capability: BackendCapability, settings: LLMSettings) -> AcpAdapter:
+    return AcpAdapter(capability, settings)
+
+
+def create_runtime(capability: BackendCapability, settings: LLMSettings) -> AcpRuntime:
+    return AcpRuntime(capability, settings)

@@ -1,0 +1,228 @@
+"""Claude Code (`claude -p --output-format stream-json --verbose`), as one `BackendSpec`.
+
+Facts from cli-contracts.md §2 (Claude Code 2.1.197): the prompt goes through stdin (variadic
+flags such as `--allowedTools` swallow a trailing prompt, so list flags use `--flag=value`);
+the endpoint is `ANTHROPIC_BASE_URL` + `ANTHROPIC_API_KEY`; `CLAUDE_CODE_MAX_RETRIES` caps
+retries; errors end in a `result` with `is_error: true` even when `subtype` is "success";
+`--json-schema` is NATIVE but may end without `structured_output` (then the answer text is
+validated instead); usage and `total_cost_usd` come in `result`; bypassing permissions is
+refused as root; on a pipe it loses the end of a large output (an 8 MiB answer cut
+short, exit 0), so it writes to a file the runner follows.
+
+Options (`[llm.claude]`): `base_url`, `api_key`, `max_retries`, `bare` (true adds `--bare`:
+no hooks/CLAUDE.md, API-key auth only), `system_prompt_mode` (`append` (default) or `replace`),
+`extra_args`, plus the generic `executable`, `env`, `grace_s`, `max_line_bytes`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from ..core import (
+    AgentEvent,
+    BackendCapability,
+    ErrorKind,
+    EventType,
+    ProviderError,
+    Sandbox,
+    Usage,
+)
+from ..structured import schema_dict
+from ._classify import kind_from_status, kind_from_text
+from ._cli import CliAdapter, CliRuntime
+from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, as_dict, as_int, last_text
+
+if TYPE_CHECKING:  # settings arrive from the factory; config sits above backends
+    from ..config import LLMSettings
+
+__all__ = ["SPEC", "build", "classify", "create_adapter", "create_runtime", "decode"]
+
+_PERMISSION = {
+    Sandbox.read_only: "plan",
+    Sandbox.workspace_write: "acceptEdits",
+    Sandbox.full: "bypassPermissions",
+}
+_HEADLESS_ENV = {
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+}
+
+
+def build(call: CliCall) -> Invocation:
+    """argv: `claude -p --output-format stream-json --verbose [--model M]
+    [--append-system-prompt S] [--json-schema J] [--max-turns N] [--tools=.. --allowedTools=..]
+    [--permission-mode P] [--resume ID]`; the prompt goes through stdin."""
+    opts, config = call.options, call.config
+    argv = [call.executable, "-p", "--output-format", "stream-json", "--verbose"]
+    if opts.get("bare"):
+        argv.append("--bare")
+    if config.model:
+        argv += ["--model", config.model]
+    if call.system_prompt:
+        flag = "--system-prompt" if opts.get("system_prompt_mode") == "replace" else None
+        argv += [flag or "--append-system-prompt", call.system_prompt]
+    if call.schema is not None:
+        argv += ["--json-schema", json.dumps(call.schema, separators=(",", ":"))]
+    if config.max_turns is not None:
+        argv += ["--max-turns", str(config.max_turns)]
+    if config.tools.allowed_tools is not None:
+        listed = ",".join(config.tools.allowed_tools)
+        argv += [f"--tools={listed}", f"--allowedTools={listed}"]
+    if config.tools.sandbox is not None:
+        argv += ["--permission-mode", _PERMISSION[config.tools.sandbox]]
+    if call.session_id:
+        argv += ["--resume", call.session_id]
+    argv += [str(a) for a in opts.get("extra_args", ())]
+    env: dict[str, str] = {}
+    if opts.get("base_url"):
+        env["ANTHROPIC_BASE_URL"] = str(opts["base_url"]).rstrip("/")
+    if "api_key" in opts:
+        env["ANTHROPIC_API_KEY"] = str(opts["api_key"])
+    if "max_retries" in opts:
+        env["CLAUDE_CODE_MAX_RETRIES"] = str(opts["max_retries"])
+    return Invocation(tuple(argv), env, call.prompt.encode("utf-8"))
+
+
+def _usage(result: dict[str, Any]) -> Usage:
+    u = as_dict(result.get("usage"))
+    cost = result.get("total_cost_usd")
+    return Usage(
+        input_tokens=as_int(u.get("input_tokens")),
+        output_tokens=as_int(u.get("output_tokens")),
+        cached_tokens=as_int(u.get("cache_read_input_tokens")),
+        cost_usd=float(cost)
+        if isinstance(cost, int | float) and not isinstance(cost, bool)
+        else None,
+    )
+
+
+def _blocks(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    content = as_dict(obj.get("message")).get("content") or []
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def decode(obj: Any) -> AgentEvent | None:
+    """One stream-json line -> an event (None for status lines and partial-stream events)."""
+    kind = obj.get("type")
+    if kind == "system":
+        sub = obj.get("subtype")
+        if sub == "init":
+            init = {"session_id": obj.get("session_id"), "model": obj.get("model")}
+            return AgentEvent(type=EventType.init, raw=obj, metadata=init)
+        if sub == "api_retry":
+            note = f"API retry {obj.get('attempt')}/{obj.get('max_retries')}: {obj.get('error')}"
+            return AgentEvent(
+                type=EventType.error, content=note, raw=obj, metadata={"warning": note}
+            )
+        return None
+    if kind == "assistant":
+        blocks = _blocks(obj)
+        tools = [b for b in blocks if b.get("type") == "tool_use"]
+        if tools:
+            call = {
+                "tool": tools[0].get("name"),
+                "id": tools[0].get("id"),
+                "input": tools[0].get("input"),
+            }
+            return AgentEvent(
+                type=EventType.tool_call, content=str(tools[0].get("name")), raw=obj, metadata=call
+            )
+        text = "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+        if text:
+            return AgentEvent(type=EventType.text, content=text, raw=obj)
+        thinking = "".join(
+            str(b.get("thinking", "")) for b in blocks if b.get("type") == "thinking"
+        )
+        return AgentEvent(type=EventType.reasoning, content=thinking, raw=obj) if thinking else None
+    if kind == "user":
+        results = [b for b in _blocks(obj) if b.get("type") == "tool_result"]
+        if not results:
+            return None
+        first = results[0]
+        content = first.get("content")
+        if isinstance(content, list):
+            content = "".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
+        return AgentEvent(
+            type=EventType.tool_result, content=str(content or ""), raw=obj,
+            is_error=bool(first.get("is_error")), metadata={"id": first.get("tool_use_id")},
+        )  # fmt: skip
+    if kind == "result":
+        is_error = bool(obj.get("is_error"))
+        meta: dict[str, Any] = {
+            "usage": _usage(obj),
+            "terminal": True,
+            "session_id": obj.get("session_id"),
+        }
+        if not is_error and isinstance(obj.get("result"), str):
+            meta["final_text"] = obj["result"]
+        if "structured_output" in obj:
+            meta["structured"] = obj["structured_output"]
+        text = str(obj.get("result") or "; ".join(map(str, obj.get("errors") or [])))
+        return AgentEvent(
+            type=EventType.usage, content=text, raw=obj, is_error=is_error, metadata=meta
+        )
+    return None
+
+
+def classify(outcome: RunOutcome) -> ProviderError | None:
+    """The `result` event decides: `is_error` (whatever `subtype` says) -> status first
+    (`api_error_status`), message second; `error_max_turns` -> process_failed. No `result` ->
+    the exit code and stderr."""
+    tail = outcome.stderr_tail[-4000:]
+    result = next((e for e in reversed(outcome.events) if e.metadata.get("terminal")), None)
+    if result is not None:
+        if not result.is_error:
+            return None
+        raw = result.raw if isinstance(result.raw, dict) else {}
+        status = raw.get("api_error_status")
+        status = status if isinstance(status, int) else None
+        message = result.content or str(raw.get("subtype", "error"))
+        if raw.get("subtype") == "error_max_turns":
+            return ProviderError(
+                ErrorKind.process_failed, f"turn limit reached: {message}",
+                exit_code=outcome.exit_code, retryable=False,
+            )  # fmt: skip
+        kind = kind_from_status(status) or kind_from_text(message) or ErrorKind.process_failed
+        return ProviderError(
+            kind, message, status=status, exit_code=outcome.exit_code, stderr_tail=tail
+        )
+    if outcome.exit_code not in (0, None):
+        line = (tail.strip().splitlines() or [f"exit code {outcome.exit_code}"])[-1]
+        kind = ErrorKind.process_failed
+        if "root/sudo" in tail:
+            kind = ErrorKind.config
+        elif "Input must be provided" in tail:
+            kind = ErrorKind.invalid_request
+        return ProviderError(
+            kind, line, exit_code=outcome.exit_code, stderr_tail=tail, retryable=False
+        )
+    return ProviderError(
+        ErrorKind.bad_output, "claude ended without a result event", stderr_tail=tail
+    )
+
+
+def _schema(output_schema: Any) -> dict[str, Any]:
+    return schema_dict(output_schema)
+
+
+SPEC = BackendSpec(
+    name="claude",
+    build=build,
+    decode=decode,
+    classify=classify,
+    final_text=last_text,
+    native_schema=_schema,
+    extra_env=_HEADLESS_ENV,
+    stdout_to_file=True,  # on a pipe it cuts an 8 MiB answer short and exits 0
+)
+
+
+def create_adapter(capability: BackendCapability, settings: LLMSettings) -> CliAdapter:
+    return CliAdapter(SPEC, capability, settings)
+
+
+def create_runtime(capability: BackendCapability, settings: LLMSettings) -> CliRuntime:
+    return CliRuntime(SPEC, capability, settings)

@@ -1,0 +1,199 @@
+"""OpenAI Codex CLI (`codex exec --json`), as one `BackendSpec`.
+
+Facts from cli-contracts.md §1 (codex-cli 0.171.0): stdin must be closed or fed (we feed the
+prompt with `-`); the endpoint is a custom provider (`-c model_providers.<id>={...}`,
+`wire_api = "responses"`; `OPENAI_BASE_URL` is NOT honoured); `--output-schema FILE` is sent as a
+strict json_schema; the final answer is the last `agent_message`; `item.type == "error"` items
+are warnings; `turn.failed` ends the run (exit 1); usage comes in `turn.completed`.
+
+Options (`[llm.codex]`): `base_url` (Responses API base, e.g. `http://127.0.0.1:8080/v1`),
+`api_key` or `api_key_env` (the variable holding the key), `provider` (id, default
+`agentport`), `request_max_retries`, `stream_max_retries`, `home` (`CODEX_HOME`),
+`extra_args`, plus the generic `executable`, `env`, `grace_s`, `max_line_bytes`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from ..core import (
+    AgentEvent,
+    BackendCapability,
+    ErrorKind,
+    EventType,
+    ProviderError,
+    Sandbox,
+    Usage,
+)
+from ..structured import strict_schema
+from ._classify import kind_from_text
+from ._cli import CliAdapter, CliRuntime
+from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, as_dict, as_int, last_text
+
+if TYPE_CHECKING:  # settings arrive from the factory; config sits above backends
+    from ..config import LLMSettings
+
+__all__ = ["SPEC", "build", "classify", "create_adapter", "create_runtime", "decode"]
+
+_SANDBOX = {
+    Sandbox.read_only: "read-only",
+    Sandbox.workspace_write: "workspace-write",
+    Sandbox.full: "danger-full-access",
+}
+_KEY_ENV = "CODEX_AGENTPORT_API_KEY"
+_TOOL_ITEMS = {"command_execution", "mcp_tool_call", "file_change", "web_search"}
+
+
+def _toml(value: Any) -> str:
+    # TOML basic strings accept JSON's escapes; numbers and booleans read the same.
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(str(value))
+
+
+def build(call: CliCall) -> Invocation:
+    """argv: `codex exec --json --skip-git-repo-check --color never -C CWD --sandbox S [-m M]
+    [--output-schema FILE] [-c provider...] [resume ID] -`; the prompt goes through stdin."""
+    opts = call.options
+    sandbox = call.config.tools.sandbox or Sandbox.read_only
+    argv = [call.executable, "exec", "--json", "--skip-git-repo-check", "--color", "never"]
+    argv += ["-C", str(call.cwd), "--sandbox", _SANDBOX[sandbox]]
+    env: dict[str, str] = {}
+    if call.config.model:
+        argv += ["-m", call.config.model]
+    if call.schema is not None:
+        path = call.run_dir / "output-schema.json"
+        path.write_text(json.dumps(call.schema), encoding="utf-8")
+        argv += ["--output-schema", str(path)]
+    if opts.get("base_url"):
+        provider = str(opts.get("provider", "agentport"))
+        key_env = str(opts.get("api_key_env", _KEY_ENV))
+        fields = {
+            "name": provider,
+            "base_url": str(opts["base_url"]).rstrip("/"),
+            "env_key": key_env,
+            "wire_api": "responses",
+        }
+        for knob in ("request_max_retries", "stream_max_retries", "stream_idle_timeout_ms"):
+            if knob in opts:
+                fields[knob] = opts[knob]
+        table = ", ".join(f"{k} = {_toml(v)}" for k, v in fields.items())
+        argv += ["-c", f"model_provider={_toml(provider)}"]
+        argv += ["-c", f"model_providers.{provider}={{{table}}}"]
+        if "api_key" in opts:
+            env[key_env] = str(opts["api_key"])
+    if opts.get("home"):
+        env["CODEX_HOME"] = str(opts["home"])
+    argv += [str(a) for a in opts.get("extra_args", ())]
+    if call.session_id:
+        argv += ["resume", call.session_id]
+    argv.append("-")
+    return Invocation(tuple(argv), env, call.prompt.encode("utf-8"))
+
+
+def _usage(raw: Any) -> Usage:
+    u = as_dict(raw)
+    return Usage(
+        input_tokens=as_int(u.get("input_tokens")),
+        output_tokens=as_int(u.get("output_tokens")),
+        cached_tokens=as_int(u.get("cached_input_tokens")),
+    )
+
+
+def decode(obj: Any) -> AgentEvent | None:
+    """One `codex exec --json` line -> an event (None for lifecycle lines we do not surface)."""
+    kind = obj.get("type")
+    if kind == "thread.started":
+        return AgentEvent(
+            type=EventType.init, raw=obj, metadata={"session_id": obj.get("thread_id")}
+        )
+    if kind == "turn.completed":
+        usage = _usage(obj.get("usage"))
+        return AgentEvent(
+            type=EventType.usage, raw=obj, metadata={"usage": usage, "terminal": True}
+        )
+    if kind == "turn.failed":
+        message = str(as_dict(obj.get("error")).get("message", "turn failed"))
+        return AgentEvent(
+            type=EventType.error, content=message, raw=obj, is_error=True,
+            metadata={"terminal": True},
+        )  # fmt: skip
+    if kind == "error":  # "Reconnecting... n/m": a retry in progress, not the end
+        message = str(obj.get("message", ""))
+        return AgentEvent(
+            type=EventType.error, content=message, raw=obj, metadata={"warning": message}
+        )
+    if kind not in ("item.started", "item.completed"):
+        return None
+    item = as_dict(obj.get("item"))
+    item_type = item.get("type")
+    done = kind == "item.completed"
+    if item_type == "agent_message" and done:
+        return AgentEvent(type=EventType.text, content=str(item.get("text", "")), raw=obj)
+    if item_type == "reasoning" and done:
+        return AgentEvent(type=EventType.reasoning, content=str(item.get("text", "")), raw=obj)
+    if item_type == "error" and done:  # e.g. unknown model metadata: a warning only
+        message = str(item.get("message", ""))
+        return AgentEvent(
+            type=EventType.error, content=message, raw=obj, metadata={"warning": message}
+        )
+    if item_type in _TOOL_ITEMS:
+        name = str(item.get("command") or item.get("tool") or item_type)
+        meta = {"tool": item_type, "id": item.get("id")}
+        if not done:
+            return AgentEvent(type=EventType.tool_call, content=name, raw=obj, metadata=meta)
+        failed = item.get("status") not in (None, "completed") or item.get("exit_code") not in (
+            None,
+            0,
+        )
+        output = str(item.get("aggregated_output") or "")
+        return AgentEvent(
+            type=EventType.tool_result, content=output, raw=obj, is_error=failed, metadata=meta
+        )
+    return None
+
+
+def classify(outcome: RunOutcome) -> ProviderError | None:
+    """`turn.completed` = success whatever the exit code; `turn.failed` = the error (by its
+    message); otherwise a non-zero exit is `process_failed` with the stderr tail."""
+    events = outcome.events
+    if any(e.type is EventType.usage and e.metadata.get("terminal") for e in events):
+        return None
+    failed = next((e for e in reversed(events) if e.is_error), None)
+    if failed is not None:
+        kind = kind_from_text(failed.content) or ErrorKind.process_failed
+        return ProviderError(
+            kind,
+            failed.content,
+            exit_code=outcome.exit_code,
+            stderr_tail=outcome.stderr_tail[-4000:],
+        )
+    if outcome.exit_code not in (0, None):
+        last = outcome.stderr_tail.strip().splitlines()[-1:] or [f"exit code {outcome.exit_code}"]
+        return ProviderError(
+            ErrorKind.process_failed, last[0], exit_code=outcome.exit_code,
+            stderr_tail=outcome.stderr_tail[-4000:], retryable=False,
+        )  # fmt: skip
+    return None
+
+
+SPEC = BackendSpec(
+    name="codex",
+    build=build,
+    decode=decode,
+    classify=classify,
+    final_text=last_text,
+    native_schema=strict_schema,
+    restore_schema=True,
+)
+
+
+def create_adapter(capability: BackendCapability, settings: LLMSettings) -> CliAdapter:
+    return CliAdapter(SPEC, capability, settings)
+
+
+def create_runtime(capability: BackendCapability, settings: LLMSettings) -> CliRuntime:
+    return CliRuntime(SPEC, capability, settings)

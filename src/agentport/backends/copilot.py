@@ -1,0 +1,159 @@
+"""GitHub Copilot CLI (`copilot --output-format json`), as one `BackendSpec`.
+
+Facts from cli-contracts.md §7 (GitHub Copilot CLI 1.0.102): piped stdin without `-p` runs
+one-shot (we feed the prompt there); `--allow-all-tools` is required non-interactively; a
+custom endpoint is BYOK through environment variables (`COPILOT_PROVIDER_BASE_URL`,
+`COPILOT_PROVIDER_API_KEY`, `COPILOT_PROVIDER_TYPE` = openai|azure|anthropic,
+`COPILOT_PROVIDER_WIRE_API` = completions|responses, `COPILOT_MODEL`) and needs no GitHub
+login; without it copilot wants a GitHub token. The JSONL envelope is `{type, data, ...}`:
+`assistant.message_delta` (text deltas), `assistant.message` (`content`, `toolRequests`),
+`tool.execution_start` / `tool.execution_complete`, `session.error` (`errorType`, `message`,
+`statusCode`) and a final `result` (`exitCode`, `sessionId`); exit 1 on API failure. Token
+counts are not reported.
+
+Options (`[llm.copilot]`): `base_url` (BYOK endpoint, e.g. `http://127.0.0.1:8080/v1`),
+`api_key`, `provider_type` (`openai` default, `azure`, `anthropic`), `wire_api`
+(`completions` or `responses`), `extra_args`, plus the generic `executable`, `env`, `grace_s`,
+`max_line_bytes`. Without `base_url`, copilot's own GitHub login (or `COPILOT_GITHUB_TOKEN` /
+`GH_TOKEN` / `GITHUB_TOKEN`) is used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..config import LLMSettings
+from ..core import AgentEvent, BackendCapability, ErrorKind, EventType, ProviderError
+from ._classify import kind_from_status, kind_from_text
+from ._cli import CliAdapter, CliRuntime
+from ._node import blocking_stdio_env
+from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, text_after_last_tool
+
+__all__ = ["SPEC", "build", "classify", "create_adapter", "create_runtime", "decode"]
+
+_ERROR_KIND = {"authentication": ErrorKind.auth_required}
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def build(call: CliCall) -> Invocation:
+    """argv: `copilot --allow-all-tools --output-format json --no-color
+    --disable-client-telemetry [--model M] [--available-tools L]`; the prompt goes through
+    stdin; BYOK endpoint settings through `COPILOT_PROVIDER_*` variables."""
+    opts, config = call.options, call.config
+    argv = [call.executable, "--allow-all-tools", "--output-format", "json", "--no-color"]
+    argv.append("--disable-client-telemetry")
+    if config.model:
+        argv += ["--model", config.model]
+    if config.tools.allowed_tools is not None:
+        argv += [f"--available-tools={','.join(config.tools.allowed_tools)}"]
+    argv += [str(a) for a in opts.get("extra_args", ())]
+    env: dict[str, str] = {}
+    if opts.get("base_url"):
+        env["COPILOT_PROVIDER_BASE_URL"] = str(opts["base_url"]).rstrip("/")
+        env["COPILOT_PROVIDER_TYPE"] = str(opts.get("provider_type", "openai"))
+        if opts.get("wire_api"):
+            env["COPILOT_PROVIDER_WIRE_API"] = str(opts["wire_api"])
+        if config.model:
+            env["COPILOT_MODEL"] = config.model
+    if "api_key" in opts:
+        env["COPILOT_PROVIDER_API_KEY"] = str(opts["api_key"])
+    env.update(blocking_stdio_env(call.run_dir, opts.get("env")))
+    return Invocation(tuple(argv), env, call.prompt.encode("utf-8"))
+
+
+def decode(obj: Any) -> AgentEvent | None:
+    """One `--output-format json` line -> an event (None for session/model bookkeeping)."""
+    kind = obj.get("type")
+    data = _dict(obj.get("data"))
+    if kind == "assistant.message_delta":
+        return AgentEvent(type=EventType.text, content=str(data.get("deltaContent", "")), raw=obj)
+    if kind == "assistant.message":
+        content = str(data.get("content") or "")
+        meta: dict[str, Any] = {"model": data.get("model")}
+        if content and not data.get("toolRequests"):
+            meta["final_text"] = content
+        return AgentEvent(type=EventType.usage, content=content, raw=obj, metadata=meta)
+    if kind == "tool.execution_start":
+        call = {"tool": data.get("toolName"), "id": data.get("toolCallId")}
+        call["input"] = data.get("arguments")
+        return AgentEvent(
+            type=EventType.tool_call, content=str(data.get("toolName")), raw=obj, metadata=call
+        )
+    if kind == "tool.execution_complete":
+        result = _dict(data.get("result"))
+        return AgentEvent(
+            type=EventType.tool_result, content=str(result.get("content") or ""), raw=obj,
+            is_error=not data.get("success", True), metadata={"id": data.get("toolCallId")},
+        )  # fmt: skip
+    if kind == "session.info" and data.get("infoType") == "model_retry":
+        note = str(data.get("message") or "model retry")
+        return AgentEvent(type=EventType.error, content=note, raw=obj, metadata={"warning": note})
+    if kind == "session.error":
+        meta = {"status": data.get("statusCode"), "error_type": data.get("errorType")}
+        message = str(data.get("message") or "copilot reported an error")
+        return AgentEvent(
+            type=EventType.error, content=message, raw=obj, is_error=True, metadata=meta
+        )
+    if kind == "result":
+        failed = obj.get("exitCode") not in (0, None)
+        meta = {"terminal": True, "session_id": obj.get("sessionId")}
+        return AgentEvent(type=EventType.final, raw=obj, is_error=failed, metadata=meta)
+    return None
+
+
+def final_text(events: Sequence[AgentEvent]) -> str:
+    """Fallback when no `assistant.message` carried the answer: the deltas after the last
+    tool."""
+    return text_after_last_tool(events)
+
+
+def classify(outcome: RunOutcome) -> ProviderError | None:
+    """`session.error` decides (its `statusCode` first, `errorType: authentication`, then the
+    wording); a failed `result` or non-zero exit without one -> `process_failed`."""
+    tail = outcome.stderr_tail[-4000:]
+    failed = next(
+        (e for e in reversed(outcome.events) if e.type is EventType.error and e.is_error), None
+    )
+    if failed is not None:
+        raw_status = failed.metadata.get("status")
+        status = raw_status if isinstance(raw_status, int) else None
+        kind = (
+            kind_from_status(status)
+            or _ERROR_KIND.get(str(failed.metadata.get("error_type")))
+            or kind_from_text(failed.content)
+            or ErrorKind.process_failed
+        )
+        return ProviderError(
+            kind, failed.content, status=status, exit_code=outcome.exit_code, stderr_tail=tail
+        )
+    result = next((e for e in reversed(outcome.events) if e.metadata.get("terminal")), None)
+    if result is not None and not result.is_error:
+        return None
+    if result is None and outcome.exit_code in (0, None):
+        return None  # the generic adapter reports a missing answer as bad_output
+    line = (tail.strip().splitlines() or [f"exit code {outcome.exit_code}"])[-1]
+    kind = kind_from_text(line) or ErrorKind.process_failed
+    if "No authentication information found" in tail:
+        kind = ErrorKind.auth_required
+    return ProviderError(kind, line, exit_code=outcome.exit_code, stderr_tail=tail)
+
+
+SPEC = BackendSpec(
+    name="copilot",
+    build=build,
+    decode=decode,
+    classify=classify,
+    final_text=final_text,
+)
+
+
+def create_adapter(capability: BackendCapability, settings: LLMSettings) -> CliAdapter:
+    return CliAdapter(SPEC, capability, settings)
+
+
+def create_runtime(capability: BackendCapability, settings: LLMSettings) -> CliRuntime:
+    return CliRuntime(SPEC, capability, settings)

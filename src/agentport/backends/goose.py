@@ -1,0 +1,215 @@
+"""Goose (`goose run --output-format stream-json`), as one `BackendSpec`.
+
+Not run here: built from goose's documentation and source as summarised in
+reference/undriveable-clis.md §2 (goose-cli-commands.md, environment-variables.md,
+providers.md; crates/goose-cli/src/session/mod.rs for the stream-json shapes), and tested
+against a fake CLI that replays those shapes (`verified_against = None`).
+
+Facts used: the prompt is read from stdin with `-i -`; `--system TEXT` adds system
+instructions; `--max-turns N`; `--no-session` stores nothing, `--name NAME --resume` continues
+a named session; stream-json is one object per line tagged `type` (`message`, `notification`,
+`error`, `complete`) and a headless run ends with exactly one `error` or `complete` line;
+failures also print `Error: …` to stderr and exit 1. The default `GOOSE_MODE` (smart_approve)
+aborts a headless run at the first tool confirmation, so a mode is always set:
+read_only -> `chat` (no tools at all), otherwise `auto`. The endpoint is provider `openai`
+with `OPENAI_HOST` (scheme://host:port) and `OPENAI_BASE_PATH` (path + `chat/completions`).
+
+Options (`[llm.goose]`): `base_url` (an OpenAI-compatible base such as
+`http://127.0.0.1:8080/v1`), `api_key`, `provider` (default `openai` when `base_url` is set),
+`mode` (a `GOOSE_MODE`, overrides the sandbox mapping), `home` (`GOOSE_PATH_ROOT`: isolated
+config/data/state), `context_limit` (`GOOSE_CONTEXT_LIMIT`, for models goose does not know),
+`extra_args`, plus the generic `executable`, `env`, `grace_s`, `linger_s`, `max_line_bytes`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..config import LLMSettings
+from ..core import (
+    AgentEvent,
+    BackendCapability,
+    ErrorKind,
+    EventType,
+    ProviderError,
+    Sandbox,
+    Usage,
+)
+from ._classify import kind_from_text
+from ._cli import CliAdapter, CliRuntime
+from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, text_after_last_tool
+
+__all__ = ["SPEC", "build", "classify", "create_adapter", "create_runtime", "decode"]
+
+_MODE = {Sandbox.read_only: "chat", Sandbox.workspace_write: "auto", Sandbox.full: "auto"}
+# Session naming and tool-call summaries are extra model calls; the keyring can block headless.
+_HEADLESS_ENV = {
+    "GOOSE_DISABLE_SESSION_NAMING": "1",
+    "GOOSE_DISABLE_TOOL_CALL_SUMMARY": "1",
+    "GOOSE_DISABLE_KEYRING": "1",
+}
+
+
+def endpoint_env(base_url: str) -> dict[str, str]:
+    """`OPENAI_HOST` / `OPENAI_BASE_PATH` for an OpenAI-compatible base URL.
+
+    goose joins host and base path itself, so a host that carries a path would get
+    `/v1/chat/completions` appended twice (a 404): the path goes into the base path.
+    """
+    parts = urlsplit(base_url.rstrip("/"))
+    host = f"{parts.scheme}://{parts.netloc}"
+    path = parts.path.strip("/")
+    return {
+        "OPENAI_HOST": host,
+        "OPENAI_BASE_PATH": f"{path}/chat/completions" if path else "v1/chat/completions",
+    }
+
+
+def build(call: CliCall) -> Invocation:
+    """argv: `goose run --output-format stream-json -q [--system S] [--model M]
+    [--provider P] [--max-turns N] (--no-session | --name ID --resume) -i -`; the prompt goes
+    through stdin; `GOOSE_MODE` from the sandbox (default `auto`)."""
+    opts, config = call.options, call.config
+    argv = [call.executable, "run", "--output-format", "stream-json", "-q"]
+    if call.system_prompt:
+        argv += ["--system", call.system_prompt]
+    provider = opts.get("provider") or ("openai" if opts.get("base_url") else None)
+    if provider:
+        argv += ["--provider", str(provider)]
+    if config.model:
+        argv += ["--model", config.model]
+    if config.max_turns is not None:
+        argv += ["--max-turns", str(config.max_turns)]
+    if call.session_id:
+        argv += ["--name", call.session_id, "--resume"]
+    else:
+        argv.append("--no-session")
+    argv += [str(a) for a in opts.get("extra_args", ())]
+    argv += ["-i", "-"]
+    sandbox = config.tools.sandbox
+    env = {"GOOSE_MODE": str(opts.get("mode") or (_MODE[sandbox] if sandbox else "auto"))}
+    if opts.get("base_url"):
+        env.update(endpoint_env(str(opts["base_url"])))
+    if "api_key" in opts:
+        env["OPENAI_API_KEY"] = str(opts["api_key"])
+    if opts.get("home"):
+        env["GOOSE_PATH_ROOT"] = str(opts["home"])
+    if opts.get("context_limit"):
+        env["GOOSE_CONTEXT_LIMIT"] = str(opts["context_limit"])
+    return Invocation(tuple(argv), env, call.prompt.encode("utf-8"))
+
+
+def _usage(obj: dict[str, Any]) -> Usage:
+    cost = obj.get("cost_usd")
+    return Usage(
+        input_tokens=int(obj.get("input_tokens") or 0),
+        output_tokens=int(obj.get("output_tokens") or 0),
+        cached_tokens=int(obj.get("cache_read_input_tokens") or 0),
+        cost_usd=float(cost) if isinstance(cost, int | float) else None,
+    )
+
+
+def _tool_name(item: dict[str, Any]) -> str:
+    # toolCall is a Result-like wrapper in goose's source ({"status","value":{name,arguments}})
+    call = item.get("toolCall") or {}
+    value = call.get("value") if isinstance(call.get("value"), dict) else call
+    return str(value.get("name") or "tool") if isinstance(value, dict) else "tool"
+
+
+def _tool_output(item: dict[str, Any]) -> tuple[str, bool]:
+    result = item.get("toolResult") or {}
+    if not isinstance(result, dict):
+        return str(result), False
+    failed = result.get("status") == "error"
+    value = result.get("value", result.get("error", ""))
+    if isinstance(value, list):  # MCP content items
+        value = "".join(str(c.get("text", "")) for c in value if isinstance(c, dict))
+    return str(value), failed
+
+
+def decode(obj: Any) -> AgentEvent | None:
+    """One stream-json line -> an event (None for notifications and user text)."""
+    kind = obj.get("type")
+    if kind == "complete":
+        return AgentEvent(
+            type=EventType.usage, raw=obj, metadata={"usage": _usage(obj), "terminal": True}
+        )
+    if kind == "error":
+        error = str(obj.get("error") or "goose reported an error")
+        return AgentEvent(
+            type=EventType.error, content=error, raw=obj, is_error=True,
+            metadata={"terminal": True},
+        )  # fmt: skip
+    if kind != "message":
+        return None
+    body = obj.get("message") or {}
+    items = [c for c in body.get("content") or [] if isinstance(c, dict)]
+    for item in items:
+        if item.get("type") == "toolRequest":
+            name = _tool_name(item)
+            return AgentEvent(
+                type=EventType.tool_call, content=name, raw=obj,
+                metadata={"tool": name, "id": item.get("id")},
+            )  # fmt: skip
+        if item.get("type") == "toolResponse":
+            output, failed = _tool_output(item)
+            return AgentEvent(
+                type=EventType.tool_result, content=output, raw=obj, is_error=failed,
+                metadata={"id": item.get("id")},
+            )  # fmt: skip
+    if body.get("role") == "user":
+        return None
+    text = "".join(str(i.get("text", "")) for i in items if i.get("type") == "text")
+    if text:
+        return AgentEvent(type=EventType.text, content=text, raw=obj)
+    thinking = "".join(str(i.get("thinking", "")) for i in items if i.get("type") == "thinking")
+    return AgentEvent(type=EventType.reasoning, content=thinking, raw=obj) if thinking else None
+
+
+def classify(outcome: RunOutcome) -> ProviderError | None:
+    """`complete` = success; an `error` line = the error (by its text); no terminal line ->
+    the exit code (1 on failure, from goose's `main` returning `Err`) and stderr's `Error:`."""
+    tail = outcome.stderr_tail[-4000:]
+    terminal = next((e for e in reversed(outcome.events) if e.metadata.get("terminal")), None)
+    if terminal is not None and not terminal.is_error:
+        return None
+    if terminal is not None:
+        message = terminal.content
+    else:
+        lines = [ln.strip() for ln in tail.strip().splitlines() if ln.strip()]
+        message = next((ln for ln in reversed(lines) if ln.startswith("Error")), "")
+        message = message or (lines[-1] if lines else "")
+        if outcome.exit_code in (0, None):
+            return ProviderError(
+                ErrorKind.bad_output, message or "goose ended without a complete event",
+                exit_code=outcome.exit_code, stderr_tail=tail,
+            )  # fmt: skip
+    if "approval required" in message.lower():
+        return ProviderError(
+            ErrorKind.config, message + " (set [llm.goose] mode = \"auto\" or a sandbox)",
+            exit_code=outcome.exit_code, stderr_tail=tail, retryable=False,
+        )  # fmt: skip
+    kind = kind_from_text(message) or ErrorKind.process_failed
+    return ProviderError(
+        kind, message or f"goose failed (exit {outcome.exit_code})",
+        exit_code=outcome.exit_code, stderr_tail=tail,
+    )  # fmt: skip
+
+
+SPEC = BackendSpec(
+    name="goose",
+    build=build,
+    decode=decode,
+    classify=classify,
+    final_text=text_after_last_tool,
+    extra_env=_HEADLESS_ENV,
+)
+
+
+def create_adapter(capability: BackendCapability, settings: LLMSettings) -> CliAdapter:
+    return CliAdapter(SPEC, capability, settings)
+
+
+def create_runtime(capability: BackendCapability, settings: LLMSettings) -> CliRuntime:
+    return CliRuntime(SPEC, capability, settings)

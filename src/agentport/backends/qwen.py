@@ -1,0 +1,265 @@
+"""Qwen Code (`qwen --output-format stream-json`), as one `BackendSpec`.
+
+Facts from cli-contracts.md §5 (qwen-code 0.15.10, a gemini-cli fork): the prompt goes through
+stdin (no positional prompt needed); the output is claude-style JSONL (`system`/`assistant`/
+`user`/`result`); the endpoint is `OPENAI_BASE_URL` + `OPENAI_API_KEY` with auth type `openai`;
+`--json-schema` registers a `structured_output` tool and the value comes back in
+`result.structured_result`. Surprises: qwen **exits 0 on every API error** and writes
+`[API Error: …]` into the answer, appended to any partial text, so the answer text is the
+error channel; after the answer it sends a background "managed memory" request (turned off
+here with `memory.enableManagedAutoMemory = false`); against a 429 it retries for minutes
+(60 s initial delay) unless `model.generationConfig.maxRetries` is set, and 429/5xx are retried
+7 times over about 75 s whatever the settings say (measured here; no setting shortens it);
+through a pipe, an answer of 1 MiB or more was cut off at exit (fixed with blocking stdio,
+see `_node.py`).
+
+Run settings (retries, sampling, memory, telemetry) go into a per-run JSON file named by
+`QWEN_CODE_SYSTEM_DEFAULTS_PATH`, the lowest-priority settings layer, so the user's own
+`~/.qwen/settings.json` still wins where it sets the same key.
+
+Options (`[llm.qwen]`): `base_url` (an OpenAI-compatible base, e.g. `http://127.0.0.1:8080/v1`;
+selects auth type `openai`), `api_key`, `auth_type` (override `--auth-type`), `max_retries`
+(`model.generationConfig.maxRetries`, default 0: the SDK's and the 429 loop's retries; the
+7 attempts of the backoff loop remain), `managed_memory` (default false), `bare` (true adds
+`--bare`), `system_prompt_mode` (`append` (default) or `replace`), `approval_mode` (overrides
+the sandbox mapping), `extra_args`, plus the generic `executable`, `env`, `grace_s`,
+`max_line_bytes`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ..config import LLMSettings
+from ..core import (
+    AgentEvent,
+    BackendCapability,
+    ErrorKind,
+    EventType,
+    OutputSchema,
+    ProviderError,
+    Sandbox,
+    Usage,
+)
+from ..structured import schema_dict
+from ._classify import kind_from_status, kind_from_text
+from ._cli import CliAdapter, CliRuntime
+from ._node import blocking_stdio_env
+from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, last_text
+
+__all__ = [
+    "SPEC",
+    "api_error",
+    "build",
+    "classify",
+    "create_adapter",
+    "create_runtime",
+    "decode",
+]
+
+_APPROVAL = {
+    Sandbox.read_only: "default",
+    Sandbox.workspace_write: "auto-edit",
+    Sandbox.full: "yolo",
+}
+# The relaunch (a child node with a larger heap) only adds a process level.
+_HEADLESS_ENV = {"QWEN_CODE_NO_RELAUNCH": "true"}
+# `[API Error: <message>]`, anywhere in the text (after partial output too): the message runs
+# to the last `]` of the text (messages may contain brackets themselves).
+_API_ERROR = re.compile(r"\[API Error: (?P<message>.*)\]", re.S)
+_STATUS = re.compile(r"^\s*(?P<status>[1-5]\d\d)\b")
+
+
+def _settings(call: CliCall) -> dict[str, Any]:
+    opts, config = call.options, call.config
+    generation: dict[str, Any] = {"maxRetries": int(opts.get("max_retries", 0))}
+    sampling: dict[str, Any] = {}
+    if config.temperature is not None:
+        sampling["temperature"] = config.temperature
+    if config.max_tokens is not None:
+        sampling["max_tokens"] = config.max_tokens
+    if sampling:
+        generation["samplingParams"] = sampling
+    return {
+        "model": {"generationConfig": generation},
+        "memory": {"enableManagedAutoMemory": bool(opts.get("managed_memory", False))},
+        "general": {"enableAutoUpdate": False},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+    }
+
+
+def build(call: CliCall) -> Invocation:
+    """argv: `qwen --output-format stream-json [--auth-type openai] [-m M]
+    [--append-system-prompt S] [--json-schema @FILE] [--max-session-turns N]
+    [--core-tools L --allowed-tools L] [--approval-mode A] [--resume ID]`; the prompt goes
+    through stdin; run settings through `QWEN_CODE_SYSTEM_DEFAULTS_PATH`."""
+    opts, config = call.options, call.config
+    argv = [call.executable, "--output-format", "stream-json"]
+    env: dict[str, str] = {}
+    if opts.get("bare"):
+        argv.append("--bare")
+    auth = opts.get("auth_type") or ("openai" if opts.get("base_url") else None)
+    if auth:
+        argv += ["--auth-type", str(auth)]
+    if opts.get("base_url"):
+        env["OPENAI_BASE_URL"] = str(opts["base_url"]).rstrip("/")
+    if "api_key" in opts:
+        env["OPENAI_API_KEY"] = str(opts["api_key"])
+    if config.model:
+        argv += ["-m", config.model]
+    if call.system_prompt:
+        replace = opts.get("system_prompt_mode") == "replace"
+        argv += ["--system-prompt" if replace else "--append-system-prompt", call.system_prompt]
+    if call.schema is not None:
+        # `@file` keeps a large schema off the command line (cli-contracts.md §5).
+        path = call.run_dir / "qwen-schema.json"
+        path.write_text(json.dumps(call.schema), encoding="utf-8")
+        argv += ["--json-schema", f"@{path}"]
+    if config.max_turns is not None:
+        argv += ["--max-session-turns", str(config.max_turns)]
+    if config.tools.allowed_tools is not None:
+        listed = ",".join(config.tools.allowed_tools)
+        argv += ["--core-tools", listed, "--allowed-tools", listed]
+    approval = opts.get("approval_mode") or (
+        _APPROVAL[config.tools.sandbox] if config.tools.sandbox else None
+    )
+    if approval:
+        argv += ["--approval-mode", str(approval)]
+    if call.session_id:
+        argv += ["--resume", call.session_id]
+    argv += [str(a) for a in opts.get("extra_args", ())]
+    settings = call.run_dir / "qwen-settings.json"
+    settings.write_text(json.dumps(_settings(call)), encoding="utf-8")
+    env["QWEN_CODE_SYSTEM_DEFAULTS_PATH"] = str(settings)
+    env.update(blocking_stdio_env(call.run_dir, opts.get("env")))
+    return Invocation(tuple(argv), env, call.prompt.encode("utf-8"))
+
+
+def api_error(text: str) -> str | None:
+    """The message of qwen's in-band `[API Error: …]` marker in an answer, or None."""
+    match = _API_ERROR.search(text)
+    return match.group("message").strip() if match else None
+
+
+def _usage(raw: Any) -> Usage:
+    u = raw if isinstance(raw, dict) else {}
+    return Usage(
+        input_tokens=int(u.get("input_tokens") or 0),
+        output_tokens=int(u.get("output_tokens") or 0),
+        cached_tokens=int(u.get("cache_read_input_tokens") or 0),
+    )
+
+
+def _blocks(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    content = (obj.get("message") or {}).get("content") or []
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def decode(obj: Any) -> AgentEvent | None:
+    """One stream-json line -> an event (None for other `system` lines and echoes)."""
+    kind = obj.get("type")
+    if kind == "system":
+        if obj.get("subtype") != "init":
+            return None
+        init = {"session_id": obj.get("session_id"), "model": obj.get("model")}
+        return AgentEvent(type=EventType.init, raw=obj, metadata=init)
+    if kind == "assistant":
+        blocks = _blocks(obj)
+        tools = [b for b in blocks if b.get("type") == "tool_use"]
+        if tools:
+            call = {
+                "tool": tools[0].get("name"),
+                "id": tools[0].get("id"),
+                "input": tools[0].get("input"),
+            }
+            return AgentEvent(
+                type=EventType.tool_call, content=str(tools[0].get("name")), raw=obj, metadata=call
+            )
+        text = "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+        if text:
+            return AgentEvent(type=EventType.text, content=text, raw=obj)
+        thinking = "".join(
+            str(b.get("thinking", "")) for b in blocks if b.get("type") == "thinking"
+        )
+        return AgentEvent(type=EventType.reasoning, content=thinking, raw=obj) if thinking else None
+    if kind == "user":
+        results = [b for b in _blocks(obj) if b.get("type") == "tool_result"]
+        if not results:
+            return None
+        first = results[0]
+        content = first.get("content")
+        if isinstance(content, list):
+            content = "".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
+        return AgentEvent(
+            type=EventType.tool_result, content=str(content or ""), raw=obj,
+            is_error=bool(first.get("is_error")), metadata={"id": first.get("tool_use_id")},
+        )  # fmt: skip
+    if kind == "result":
+        text = str(obj.get("result") or "")
+        # exit 0 + `is_error: false` on API errors: the marker in the text is the real signal
+        failed = bool(obj.get("is_error")) or api_error(text) is not None
+        meta: dict[str, Any] = {
+            "usage": _usage(obj.get("usage")),
+            "terminal": True,
+            "session_id": obj.get("session_id"),
+        }
+        if not failed:
+            meta["final_text"] = text
+        if obj.get("structured_result") is not None:
+            meta["structured"] = obj["structured_result"]
+        return AgentEvent(
+            type=EventType.usage, content=text, raw=obj, is_error=failed, metadata=meta
+        )
+    return None
+
+
+def classify(outcome: RunOutcome) -> ProviderError | None:
+    """The `[API Error: …]` marker (in `result` or, without one, the last assistant text) ->
+    HTTP status from its leading number, else its wording; a non-zero exit without a result ->
+    `process_failed` with the stderr tail."""
+    tail = outcome.stderr_tail[-4000:]
+    result = next((e for e in reversed(outcome.events) if e.metadata.get("terminal")), None)
+    text = result.content if result is not None else last_text(outcome.events)
+    message = api_error(text)
+    if message is None and result is not None and result.is_error:
+        message = text or "qwen reported an error"
+    if message is not None:
+        found = _STATUS.match(message)
+        status = int(found.group("status")) if found else None
+        kind = kind_from_status(status) or kind_from_text(message) or ErrorKind.process_failed
+        return ProviderError(
+            kind, message, status=status, exit_code=outcome.exit_code, stderr_tail=tail
+        )
+    if result is not None:
+        return None
+    if (outcome.exit_code or 0) > 0:
+        line = (tail.strip().splitlines() or [f"exit code {outcome.exit_code}"])[-1]
+        kind = kind_from_text(line) or ErrorKind.process_failed
+        return ProviderError(kind, line, exit_code=outcome.exit_code, stderr_tail=tail)
+    return None
+
+
+def _schema(output_schema: OutputSchema) -> dict[str, Any]:
+    return schema_dict(output_schema)
+
+
+SPEC = BackendSpec(
+    name="qwen",
+    build=build,
+    decode=decode,
+    classify=classify,
+    final_text=last_text,
+    native_schema=_schema,
+    extra_env=_HEADLESS_ENV,
+)
+
+
+def create_adapter(capability: BackendCapability, settings: LLMSettings) -> CliAdapter:
+    return CliAdapter(SPEC, capability, settings)
+
+
+def create_runtime(capability: BackendCapability, settings: LLMSettings) -> CliRuntime:
+    return CliRuntime(SPEC, capability, settings)

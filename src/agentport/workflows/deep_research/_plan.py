@@ -1,0 +1,85 @@
+"""`plan_research`: what a run may cost before it starts (the original has no estimate,
+anthropics/claude-code#70433).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ._config import ResearchConfig
+from ._corpus import Corpus
+
+__all__ = ["ResearchPlan", "plan_research"]
+
+_MAX_ANGLES = 6  # Scope schema: 3..6 angles
+_TYPICAL_ANGLES = 5  # the scope prompt asks for 5
+_MAX_RESULTS = 6  # Search schema: at most 6 results per angle
+_MAX_CLAIMS_PER_SOURCE = 5  # Extract schema
+
+
+@dataclass(frozen=True, slots=True)
+class ResearchPlan:
+    """Upper bound and typical number of agent calls, and the limits behind them.
+
+    `upper_bound_calls` = 1 scope + 6 searches + max fetches + max claims x votes + 1
+    synthesis; `typical_calls` uses 5 angles and MAX_FETCH fetches (97 with the defaults,
+    the original's worst case). Each call may make up to `schema_retries + 1` model requests.
+    """
+
+    mode: str
+    max_angles: int
+    max_fetches: int
+    max_claims_verified: int
+    votes_per_claim: int
+    upper_bound_calls: int
+    typical_calls: int
+    requests_per_call: int
+    concurrency: int
+    early_quorum: bool
+    strict_fetch_cap: bool
+
+    def lines(self) -> list[str]:
+        """Human-readable lines (the CLI's `--plan`)."""
+        cap = "hard" if self.strict_fetch_cap else "soft: high-relevance results may exceed it"
+        return [
+            f"mode: {self.mode}",
+            f"agent calls: at most {self.upper_bound_calls} "
+            f"(typical {self.typical_calls}); up to {self.requests_per_call} model "
+            "request(s) per call with schema re-prompts",
+            f"scope: 1 call -> 3..{self.max_angles} angles",
+            f"search: 1 call per angle (<= {self.max_angles})",
+            f"fetch+extract: <= {self.max_fetches} sources (MAX_FETCH cap {cap})",
+            f"verify: <= {self.max_claims_verified} claims x {self.votes_per_claim} votes"
+            + (" (early quorum: fewer when the outcome is settled)" if self.early_quorum else ""),
+            "synthesis: 1 call",
+            f"concurrency: {self.concurrency} agent calls in flight at most",
+        ]
+
+
+def plan_research(
+    config: ResearchConfig | None = None, *, corpus: Corpus | None = None
+) -> ResearchPlan:
+    """The plan of a run with *config* (web mode, or corpus mode over *corpus*)."""
+    cfg = config or ResearchConfig()
+    fetch_ceiling = _MAX_ANGLES * _MAX_RESULTS
+    if corpus is not None:
+        fetch_ceiling = min(fetch_ceiling, len(corpus.passages))
+    max_fetches = min(cfg.MAX_FETCH, fetch_ceiling) if cfg.strict_fetch_cap else fetch_ceiling
+    max_claims = min(cfg.MAX_VERIFY_CLAIMS, max_fetches * _MAX_CLAIMS_PER_SOURCE)
+    typical_fetches = min(cfg.MAX_FETCH, max_fetches)
+    typical_claims = min(cfg.MAX_VERIFY_CLAIMS, typical_fetches * _MAX_CLAIMS_PER_SOURCE)
+    return ResearchPlan(
+        mode="web" if corpus is None else "corpus",
+        max_angles=_MAX_ANGLES,
+        max_fetches=max_fetches,
+        max_claims_verified=max_claims,
+        votes_per_claim=cfg.VOTES_PER_CLAIM,
+        upper_bound_calls=1 + _MAX_ANGLES + max_fetches + max_claims * cfg.VOTES_PER_CLAIM + 1,
+        typical_calls=(
+            1 + _TYPICAL_ANGLES + typical_fetches + typical_claims * cfg.VOTES_PER_CLAIM + 1
+        ),
+        requests_per_call=cfg.schema_retries + 1,
+        concurrency=cfg.CONCURRENCY,
+        early_quorum=cfg.early_quorum,
+        strict_fetch_cap=cfg.strict_fetch_cap,
+    )

@@ -1,0 +1,208 @@
+"""The research result (`ResearchReport`), progress events, and the renderers.
+
+The JSON shape follows the original's final result (workflow-anchors.md §4.2 step 11):
+question, summary, findings, caveats, openQuestions, refuted, unverified, sources, stats,
+with camelCase keys; agentport adds `claims` (every verified claim with quote, votes and
+outcome), `confirmed` (salvaged claims when synthesis fails), `error` and `warnings`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import Field
+
+from ._schemas import Finding, _Wire
+
+__all__ = [
+    "ClaimEntry",
+    "ConfirmedEntry",
+    "RefutedEntry",
+    "ResearchEvent",
+    "ResearchReport",
+    "SourceEntry",
+    "UnverifiedEntry",
+    "to_json",
+    "to_markdown",
+]
+
+Phase = Literal["scope", "search", "extract", "verify", "synthesis"]
+
+
+@dataclass(frozen=True, slots=True)
+class ResearchEvent:
+    """One progress event for `on_event` callbacks.
+
+    Attributes:
+        kind: `phase` (a phase starts), `call_started`, `call_finished`, or `note`.
+        phase: scope / search / extract / verify / synthesis (or "" for notes).
+        ok: False when the call failed (the message says why).
+        cached: True when the call was replayed from the resume cache.
+        message: one human line.
+        done: agent calls finished so far (replayed ones included).
+        expected: current estimate of the run's total agent calls.
+    """
+
+    kind: Literal["phase", "call_started", "call_finished", "note"]
+    phase: str
+    ok: bool = True
+    cached: bool = False
+    message: str = ""
+    done: int = 0
+    expected: int = 0
+
+
+class SourceEntry(_Wire):
+    """A fetched source: url, title, quality, the angle that found it, its claim count, and
+    the failure when extraction failed (so "blocked" differs from "empty")."""
+
+    url: str
+    title: str = ""
+    quality: str
+    angle: str
+    claim_count: int = Field(alias="claimCount")
+    publish_date: str | None = Field(default=None, alias="publishDate")
+    error: str | None = None
+
+
+class ClaimEntry(_Wire):
+    """A verified claim: text, supporting quote, source, votes and three-state outcome.
+
+    `grounded` is True/False when the quote was checked against the source text (corpus
+    mode) and None when it could not be (web mode).
+    """
+
+    claim: str
+    quote: str
+    source: str
+    source_quality: str = Field(alias="sourceQuality")
+    importance: str
+    outcome: Literal["confirmed", "refuted", "unverified"]
+    vote: str
+    valid_votes: int = Field(alias="validVotes")
+    refuted_votes: int = Field(alias="refutedVotes")
+    abstained: int
+    skipped: int = 0
+    grounded: bool | None = None
+    evidence: list[str] = Field(default_factory=list)
+
+
+class RefutedEntry(_Wire):
+    claim: str
+    vote: str
+    source: str
+
+
+class UnverifiedEntry(_Wire):
+    claim: str
+    errored_votes: int = Field(alias="erroredVotes")
+    valid_votes: int = Field(alias="validVotes")
+    source: str
+
+
+class ConfirmedEntry(_Wire):
+    claim: str
+    source: str
+    quote: str
+    vote: str
+
+
+class ResearchReport(_Wire):
+    """The result of `run_research`. `error` is set (one line) when the run could not
+    produce findings at all (empty question, scope failure, bad corpus, no web tools); the
+    other fields then hold whatever was salvaged."""
+
+    question: str
+    mode: Literal["web", "corpus"] = "web"
+    summary: str = ""
+    findings: list[Finding] = Field(default_factory=list)
+    caveats: str = ""
+    open_questions: list[str] = Field(default_factory=list, alias="openQuestions")
+    claims: list[ClaimEntry] = Field(default_factory=list)
+    confirmed: list[ConfirmedEntry] = Field(default_factory=list)
+    refuted: list[RefutedEntry] = Field(default_factory=list)
+    unverified: list[UnverifiedEntry] = Field(default_factory=list)
+    sources: list[SourceEntry] = Field(default_factory=list)
+    stats: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def to_json(report: ResearchReport) -> str:
+    """The report as indented JSON with camelCase keys."""
+    return json.dumps(report.model_dump(mode="json"), ensure_ascii=False, indent=2)
+
+
+def _md(text: str) -> str:
+    # Model- and web-derived text is untrusted: keep it on its own lines, no raw HTML.
+    return text.replace("<", "&lt;").strip()
+
+
+def to_markdown(report: ResearchReport) -> str:
+    """A readable report: summary, findings, verified claims with quotes and votes,
+    caveats, open questions, refuted and unverified claims, sources, stats.
+    Source: Task 9 (extended with claims, unverified and sources)."""
+    lines = ["# Deep Research", "", "**Question:** " + _md(report.question), ""]
+    if report.error:
+        lines += ["**Error:** " + report.error, ""]
+    if report.summary:
+        lines += ["## Summary", _md(report.summary), ""]
+    if report.findings:
+        lines.append("## Findings")
+        for i, f in enumerate(report.findings, 1):
+            vote = f" · vote {f.vote}" if f.vote else ""
+            lines += [
+                f"### {i}. {_md(f.claim)} _({f.confidence}{vote})_",
+                _md(f.evidence),
+                "Sources: " + ", ".join(f.sources),
+                "",
+            ]
+    if report.confirmed:
+        lines.append("## Confirmed claims (unmerged)")
+        for kept in report.confirmed:
+            lines.append(
+                f'- {_md(kept.claim)} — vote {kept.vote}, {kept.source}\n  > "{_md(kept.quote)}"'
+            )
+        lines.append("")
+    if report.caveats:
+        lines += ["## Caveats", _md(report.caveats), ""]
+    if report.open_questions:
+        lines += ["## Open Questions", *(f"- {_md(q)}" for q in report.open_questions), ""]
+    if report.claims:
+        lines.append("## Verified claims")
+        for c in report.claims:
+            flag = " · quote NOT found in source" if c.grounded is False else ""
+            lines.append(
+                f"- **{c.outcome}** (vote {c.vote}, {c.abstained} abstained{flag}): "
+                f'{_md(c.claim)}\n  > "{_md(c.quote)}"\n  — {c.source} ({c.source_quality})'
+            )
+        lines.append("")
+    if report.refuted:
+        lines.append("## Refuted (transparency)")
+        lines += [f'- "{_md(r.claim)}" (vote {r.vote}, {r.source})' for r in report.refuted]
+        lines.append("")
+    if report.unverified:
+        lines.append("## Unverified (too few valid votes — not refuted)")
+        lines += [
+            f'- "{_md(u.claim)}" ({u.valid_votes} valid, {u.errored_votes} failed, {u.source})'
+            for u in report.unverified
+        ]
+        lines.append("")
+    if report.sources:
+        lines.append("## Sources")
+        for s in report.sources:
+            status = f" — extraction failed: {s.error}" if s.error else ""
+            lines.append(
+                f"- {s.url} ({s.quality}, {s.claim_count} claim(s), via {_md(s.angle)}){status}"
+            )
+        lines.append("")
+    if report.warnings:
+        lines += ["## Warnings", *(f"- {_md(w)}" for w in report.warnings), ""]
+    lines += ["## Stats", "```json", json.dumps(report.stats, ensure_ascii=False, indent=2), "```"]
+    return "\n".join(lines) + "\n"

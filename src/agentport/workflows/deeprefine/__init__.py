@@ -1,0 +1,83 @@
+"""agentport.workflows.deeprefine: the DeepRefine loop over graphify's graph.json.
+
+Seed: ../shared/seeds/deeprefine-skill.md (constants, control flow, verbatim prompts, dry-run
+safety policy). Files and commands are compatible with deeprefine-cli 0.2.0; the reference's
+defects (reference/deeprefine-cli.md section 5) are fixed, see docs/deeprefine.md.
+
+- `load_graph` / `dump_graph` / `Graph`: graph.json with graphify fidelity.
+- `match_question` / `expand` / `Triple`: hop 1 and k-hop retrieval.
+- `run_loop(adapter, graph, question)`: judge -> abduction -> refinement on any `LLMAdapter`,
+  `Result[LoopResult, ProviderError]`; calls are labelled `judge`, `abduction`, `refinement`.
+- `parse_refinement` / `render_action` / `Action`: the action grammar.
+- `validate_trace`, `review`, `apply_refinement`, `sync_memory`, `pending`, `finish`.
+"""
+
+from ._actions import Action, Parsed, Rejected, parse_refinement, render_action, render_refinement
+from ._apply import ApplyReport, apply_refinement, apply_reviewed
+from ._constants import (
+    BASE_TOP_K,
+    HISTORY_HORIZON,
+    INCREMENT_HOP,
+    MAX_ACTIONS,
+    MAX_HOPS,
+    MAX_TRIPLE_NUM_BY_STEP,
+)
+from ._files import InputError, Layout, atomic_write, find_layout
+from ._graph import Graph, Resolution, dump_graph, load_graph, parse_graph
+from ._history import add_query, memory_question, pending, read_history, sync_memory
+from ._loop import LoopResult, LoopSettings, format_history, parse_judge, run_loop
+from ._retrieval import Triple, expand, match_question, render_triples
+from ._review import Review, ReviewContext, ReviewItem, review
+from ._trace import load_trace, query_id, trace_template, validate_trace
+from ._workflow import finish, save_loop
+
+__all__ = [
+    "BASE_TOP_K",
+    "HISTORY_HORIZON",
+    "INCREMENT_HOP",
+    "MAX_ACTIONS",
+    "MAX_HOPS",
+    "MAX_TRIPLE_NUM_BY_STEP",
+    "Action",
+    "ApplyReport",
+    "Graph",
+    "InputError",
+    "Layout",
+    "LoopResult",
+    "LoopSettings",
+    "Parsed",
+    "Rejected",
+    "Resolution",
+    "Review",
+    "ReviewContext",
+    "ReviewItem",
+    "Triple",
+    "add_query",
+    "apply_refinement",
+    "apply_reviewed",
+    "atomic_write",
+    "dump_graph",
+    "expand",
+    "find_layout",
+    "finish",
+    "format_history",
+    "load_graph",
+    "load_trace",
+    "match_question",
+    "memory_question",
+    "parse_graph",
+    "parse_judge",
+    "parse_refinement",
+    "pending",
+    "query_id",
+    "read_history",
+    "render_action",
+    "render_refinement",
+    "render_triples",
+    "review",
+    "run_loop",
+    "save_loop",
+    "sync_memory",
+    "trace_template",
+    "validate_trace",
+]

@@ -1,0 +1,217 @@
+"""File plumbing: input errors, atomic writes, the apply lock, project layout.
+
+Every write goes through `atomic_write`: a temp file in the target's directory, `fsync`, then
+`os.replace` and a directory `fsync`, so a reader (or a crash, kill -9 included) sees either the
+old bytes or the new bytes, never a mix (the reference wrote graph.json in place, F-01).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from returns.result import Failure
+
+from ...core import ErrorKind, ProviderError
+from ._constants import OUT_DIR, STATE_DIR
+
+__all__ = [
+    "InputError",
+    "Layout",
+    "as_failure",
+    "atomic_write",
+    "find_layout",
+    "graph_lock",
+    "open_input",
+    "read_bytes",
+]
+
+
+class InputError(Exception):
+    """Bad input: one line naming the file and field, e.g. `trace.json: retrieval: ...`."""
+
+    def __init__(self, where: str | Path, field: str, message: str) -> None:
+        self.where = str(where)
+        self.field = field
+        text = f"{where}: {field}: {message}" if field else f"{where}: {message}"
+        super().__init__(" ".join(text.split("\n")))
+
+
+def as_failure(exc: InputError) -> Failure[ProviderError]:
+    return Failure(ProviderError(ErrorKind.invalid_request, str(exc), details={"field": exc.field}))
+
+
+def read_bytes(path: Path, *, limit: int = 512 * 1024 * 1024) -> bytes:
+    """The file's bytes, or `InputError` naming the file (missing, unreadable, over `limit`)."""
+    try:
+        size = path.stat().st_size
+        if size > limit:
+            raise InputError(path, "", f"file is {size} bytes; the limit is {limit}")
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(path, "", "file not found") from None
+    except IsADirectoryError:
+        raise InputError(path, "", "is a directory, expected a file") from None
+    except OSError as exc:
+        raise InputError(path, "", f"cannot read: {exc.strerror}") from None
+
+
+def _fsync_dir(directory: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+_CHUNK = 1 << 20
+
+
+def open_input(path: Path, *, limit: int = 512 * 1024 * 1024) -> BinaryIO:
+    """Open a file for reading, or `InputError` naming it (missing, unreadable, over `limit`).
+    The handle keeps the inode: later reads see these bytes even after a rename over it."""
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise InputError(path, "", "file not found") from None
+    except IsADirectoryError:
+        raise InputError(path, "", "is a directory, expected a file") from None
+    except OSError as exc:
+        raise InputError(path, "", f"cannot read: {exc.strerror}") from None
+    size = os.fstat(handle.fileno()).st_size
+    if size > limit:
+        handle.close()
+        raise InputError(path, "", f"file is {size} bytes; the limit is {limit}")
+    return handle
+
+
+def atomic_write(path: Path, data: bytes | str | BinaryIO) -> None:
+    """Replace `path` with `data` atomically (temp file, fsync, rename, dir fsync). A `str`
+    is written as UTF-8 without an intermediate bytes copy; a binary file is copied from its
+    start in chunks."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            if isinstance(data, str):
+                for start in range(0, len(data), _CHUNK):  # bounded temporaries
+                    handle.write(data[start : start + _CHUNK].encode("utf-8"))
+            elif not isinstance(data, bytes):
+                data.seek(0)
+                while chunk := data.read(_CHUNK):
+                    handle.write(chunk)
+            else:
+                handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+@contextlib.contextmanager
+def graph_lock(state_dir: Path, timeout_s: float = 60.0) -> Iterator[None]:
+    """Exclusive `flock` on `<state_dir>/graph.lock` so two refinements never interleave their
+    read-review-write of graph.json. The kernel drops the lock when the holder dies (kill -9)."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(state_dir / "graph.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+                if time.monotonic() > deadline:
+                    raise InputError(
+                        state_dir / "graph.lock", "", "another refinement holds the lock"
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # closing releases the flock
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """Where things live. `root` is the project root (parent of `graphify-out/`), which is
+    also where graphify's `source_file` paths usually start (reference section 1.1)."""
+
+    root: Path
+
+    @property
+    def out_dir(self) -> Path:
+        return self.root / OUT_DIR
+
+    @property
+    def graph(self) -> Path:
+        return self.out_dir / "graph.json"
+
+    @property
+    def state(self) -> Path:
+        return self.out_dir / STATE_DIR
+
+    @property
+    def history(self) -> Path:
+        return self.state / "history.jsonl"
+
+    @property
+    def memory(self) -> Path:
+        return self.out_dir / "memory"
+
+    @property
+    def backup(self) -> Path:
+        return self.state / "graph.json.bak"
+
+    def trace_path(self, query_id: str) -> Path:
+        return self.state / f"loop_trace_{query_id}.json"
+
+    def actions_path(self, query_id: str) -> Path:
+        return self.state / f"refinement_actions_{query_id}.txt"
+
+    @classmethod
+    def for_graph(cls, graph: Path) -> Layout:
+        """Layout of an explicit graph path `<root>/graphify-out/graph.json`."""
+        graph = graph.absolute()
+        if graph.parent.name == OUT_DIR:
+            return cls(graph.parent.parent)
+        return _GraphLayout(graph.parent, graph)
+
+
+@dataclass(frozen=True, slots=True)
+class _GraphLayout(Layout):
+    """A graph that does not sit in `graphify-out/`: state lives beside it."""
+
+    graph_file: Path = Path()
+
+    @property
+    def out_dir(self) -> Path:
+        return self.root
+
+    @property
+    def graph(self) -> Path:
+        return self.graph_file
+
+
+def find_layout(start: Path | None = None) -> Layout:
+    """Walk up from `start` (default CWD) to the first directory holding
+    `graphify-out/graph.json`; if none, the start directory (reference `find_project_root`)."""
+    here = (start or Path.cwd()).absolute()
+    for candidate in (here, *here.parents):
+        if (candidate / OUT_DIR / "graph.json").is_file():
+            return Layout(candidate)
+    return Layout(here)

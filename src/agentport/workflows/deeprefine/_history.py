@@ -1,0 +1,205 @@
+"""`history.jsonl`: the pending-query queue, graphify memory import, marking refined.
+
+Rows (reference 2.4): `id`, `ts` (UTC), `query`, `source`, `refined`, optional `memory_file`
+(relative to the project root, F-20), `trace_file`, `refined_ts`. A corrupt line is reported
+and skipped, never fatal (F-11/F03); rewrites are atomic (F-20).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._files import Layout, atomic_write
+from ._trace import query_id
+
+__all__ = [
+    "History",
+    "add_query",
+    "mark_refined",
+    "memory_question",
+    "pending",
+    "read_history",
+    "sync_memory",
+]
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+@dataclass
+class History:
+    """Rows in file order and one message per skipped line (`history.jsonl:N: ...`)."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ids(self) -> set[str]:
+        return {str(r.get("id")) for r in self.rows}
+
+
+def read_history(path: Path) -> History:
+    history = History()
+    if not path.exists():
+        return history
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            history.problems.append(f"{path}:{number}: not valid JSON ({exc.msg}); line skipped")
+            continue
+        if not isinstance(row, dict) or not isinstance(row.get("query"), str):
+            history.problems.append(f"{path}:{number}: query: missing; line skipped")
+            continue
+        row.setdefault("id", query_id(row["query"]))
+        history.rows.append(row)
+    return history
+
+
+def pending(history: History) -> list[dict[str, Any]]:
+    """Rows with `refined != true`, deduplicated by id (first occurrence), in file order."""
+    seen: set[str] = set()
+    out = []
+    for row in history.rows:
+        if row.get("refined") is True or row["id"] in seen:
+            continue
+        seen.add(row["id"])
+        out.append(row)
+    return out
+
+
+def _append(path: Path, rows: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def add_query(layout: Layout, question: str, source: str = "user", **extra: Any) -> dict[str, Any]:
+    row = {
+        "id": query_id(question),
+        "ts": _now(),
+        "query": question.strip(),
+        "source": source,
+        "refined": False,
+        **extra,
+    }
+    _append(layout.history, [row])
+    return row
+
+
+_YAML_ESCAPES = {
+    "\\": "\\", '"': '"', "n": "\n", "r": "\r", "t": "\t", "0": "\0", "/": "/", " ": " ",
+    "a": "\a", "b": "\b", "e": "\x1b", "f": "\f", "v": "\v", "N": "\x85", "_": "\xa0",
+    "L": "\u2028", "P": "\u2029",
+}  # fmt: skip
+
+
+def _yaml_double(value: str) -> str:
+    """Unescape a YAML double-quoted scalar body (graphify's writer escapes, ref 1.4)."""
+    out, i = [], 0
+    while i < len(value):
+        ch = value[i]
+        if ch != "\\" or i + 1 >= len(value):
+            out.append(ch)
+            i += 1
+            continue
+        nxt = value[i + 1]
+        width = {"x": 2, "u": 4, "U": 8}.get(nxt)
+        if width and re.fullmatch(rf"[0-9a-fA-F]{{{width}}}", value[i + 2 : i + 2 + width]):
+            out.append(chr(int(value[i + 2 : i + 2 + width], 16)))
+            i += 2 + width
+            continue
+        out.append(_YAML_ESCAPES.get(nxt, "\\" + nxt))
+        i += 2
+    return "".join(out)
+
+
+def memory_question(text: str) -> str | None:
+    """The question of a graphify `query_*.md`: front-matter `question:`, else `# Q:`."""
+    text = text.replace("\r\n", "\n")
+    if text.startswith("---\n"):
+        end = text.find("\n---", 4)
+        for line in text[4 : end if end > 0 else None].splitlines():
+            key, sep, value = line.partition(":")
+            if sep and key.strip().lower() == "question":
+                value = value.strip()
+                if len(value) >= 2 and value[0] == value[-1] == '"':
+                    value = _yaml_double(value[1:-1])
+                elif len(value) >= 2 and value[0] == value[-1] == "'":
+                    value = value[1:-1].replace("''", "'")
+                if value.strip():
+                    return value.strip()
+    match = re.search(r"^# Q:\s*(.+)$", text, re.MULTILINE)
+    return match.group(1).strip() if match else None
+
+
+def sync_memory(layout: Layout) -> tuple[int, int, list[str]]:
+    """Import `graphify-out/memory/query_*.md` (sorted by name) as `graphify_memory` rows for
+    unknown ids. Returns (added, known ids, problems)."""
+    history = read_history(layout.history)
+    known = history.ids
+    problems = list(history.problems)
+    rows = []
+    for path in sorted(layout.memory.glob("query_*.md")) if layout.memory.is_dir() else []:
+        try:
+            question = memory_question(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            problems.append(f"{path}: unreadable; skipped")
+            continue
+        if not question:
+            problems.append(f"{path}: question: missing; skipped")
+            continue
+        qid = query_id(question)
+        if qid in known:
+            continue
+        known.add(qid)
+        rows.append(
+            {
+                "id": qid,
+                "ts": _now(),
+                "query": question,
+                "source": "graphify_memory",
+                "refined": False,
+                "memory_file": str(path.relative_to(layout.root)),
+            }
+        )
+    if rows:
+        _append(layout.history, rows)
+    return len(rows), len(known), problems
+
+
+def mark_refined(layout: Layout, qid: str, question: str, trace_file: str | None) -> None:
+    """Add a row if the id is new, then set `refined` on every row with that id (atomic
+    rewrite; corrupt lines are kept verbatim so nothing is lost)."""
+    path = layout.history
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    out, found = [], False
+    for line in lines:
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            out.append(line)
+            continue
+        if isinstance(row, dict) and row.get("id") == qid:
+            found = True
+            row["refined"] = True
+            row["refined_ts"] = _now()
+            line = json.dumps(row, ensure_ascii=False)
+        out.append(line)
+    if not found:
+        row = {
+            "id": qid, "ts": _now(), "query": question, "source": "deeprefine_loop",
+            "refined": True, "trace_file": trace_file, "refined_ts": _now(),
+        }  # fmt: skip
+        out.append(json.dumps(row, ensure_ascii=False))
+    atomic_write(path, ("\n".join(out) + "\n").encode("utf-8"))

@@ -1,0 +1,284 @@
+"""The DeepRefine loop on any `LLMAdapter` (seed "Control flow", Reafiner / Skill flow A).
+
+For step 1..MAX_HOPS: retrieve (hop 1 match, then k-hop expansion), judge, append the step,
+stop on Yes. One step -> early exit, no refinement. More than one step -> ALWAYS error
+abduction over the last HISTORY_HORIZON steps, then refinement actions on the last hop's
+triples, even when the last hop said Yes (seed "Critical refinement rule"). Every call is a
+fresh single-shot system+user pair with the seed's verbatim prompts and a `label`
+(`judge`, `abduction`, `refinement`). Answers that do not parse get a bounded number of
+re-prompts (the original reply plus a one-line format reminder).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from returns.result import Failure, Result, Success
+
+from ...core import CompletionConfig, ErrorKind, LLMAdapter, Message, ProviderError
+from ._actions import Parsed, extract_block, parse_refinement
+from ._constants import (
+    ABDUCTION_RETRY,
+    ABDUCTION_SYSTEM,
+    ABDUCTION_USER,
+    BASE_TOP_K,
+    HISTORY_HORIZON,
+    INCREMENT_HOP,
+    JUDGE_RETRY,
+    JUDGE_SYSTEM,
+    JUDGE_USER,
+    MAX_HOPS,
+    REFINEMENT_RETRY,
+    REFINEMENT_SYSTEM,
+    REFINEMENT_USER,
+)
+from ._graph import Graph
+from ._retrieval import Triple, expand, match_question, render_triples, step_cap
+from ._trace import query_id, trace_template
+
+__all__ = ["LoopResult", "LoopSettings", "format_history", "parse_judge", "run_loop"]
+
+_JUDGE_LOOSE = re.compile(r"<judge>\s*(yes|no)\b", re.IGNORECASE)
+_YES = re.compile(r"\byes\b", re.IGNORECASE)
+_NO = re.compile(r"\bno\b", re.IGNORECASE)
+_ABDUCTION = re.compile(r"<abduction>(.*?)</abduction>", re.IGNORECASE | re.DOTALL)
+_ABDUCTION_OPEN = re.compile(r"<abduction>(.*)", re.IGNORECASE | re.DOTALL)
+
+
+def parse_judge(text: str) -> bool | None:
+    """`<judge>Yes|No</judge>` (case/space tolerant), then an unclosed `<judge>Yes`, then
+    exactly one of yes/no in the first 200 characters; None when undecidable."""
+    from ._trace import JUDGE_TAG
+
+    for pattern in (JUDGE_TAG, _JUDGE_LOOSE):
+        match = pattern.search(text)
+        if match:
+            return match.group(1).lower() == "yes"
+    head = text[:200]
+    yes, no = bool(_YES.search(head)), bool(_NO.search(head))
+    return yes if yes != no else None
+
+
+def _parse_abduction(text: str) -> str | None:
+    match = _ABDUCTION.search(text) or _ABDUCTION_OPEN.search(text)
+    reason = (match.group(1) if match else "").strip()
+    return reason or None
+
+
+def format_history(steps: list[dict[str, Any]]) -> str:
+    """The seed's `{interaction_history}`: `Step<i>:` then the bracketed record, the triple
+    dicts as Python reprs (DeepRefine's format), steps separated by a blank line."""
+    blocks = []
+    for i, step in enumerate(steps, start=1):
+        content = [
+            {k: t[k] for k in ("subject", "relation", "object")} for t in step["retrieved_subgraph"]
+        ]
+        blocks.append(
+            f"Step{i}:\n['Query': {step['query']}, 'Subgraph_hop': {step['num_hops']}, "
+            f"'Subgraph_content': {content!r}, 'Answerable': {step['answerable']}]"
+        )
+    return "\n\n".join(blocks)
+
+
+def _original_text(graph: Graph, triples: list[Triple]) -> str:
+    """Source-file hints for the refinement prompt (seed: "source file hints from triples"):
+    `file: label, label` per file, so the model can write file-qualified names."""
+    files: dict[str, list[str]] = {}
+    for t in triples:
+        for node_id in (t.subject_id, t.object_id):
+            node = graph.nodes[node_id]
+            source = str(node.get("source_file") or "")
+            if source and node["label"] not in files.setdefault(source, []):
+                files[source].append(str(node["label"]))
+    return "; ".join(f"{f}: {', '.join(labels)}" for f, labels in files.items()) or "[]"
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """Knobs for small models: per-phase `max_tokens`, re-prompt budget, and optional
+    per-label config overrides (e.g. a grammar-constrained judge on a local backend; the
+    loop always sets the `label`)."""
+
+    judge_max_tokens: int = 256
+    abduction_max_tokens: int = 512
+    refinement_max_tokens: int = 1024
+    retries: int = 2
+    temperature: float | None = 0.0
+    configs: Mapping[str, CompletionConfig] = field(default_factory=dict)
+    on_step: Callable[[int], object] | None = None
+
+    def config(self, label: str, max_tokens: int) -> CompletionConfig:
+        base = self.configs.get(label)
+        if base is None:
+            return CompletionConfig(
+                label=label, max_tokens=max_tokens, temperature=self.temperature
+            )
+        return base.model_copy(update={"label": label})
+
+
+@dataclass
+class LoopResult:
+    """Outcome of one question: the reference-format `trace` (refinement_action_file still
+    unset), `early_exit`, the raw `<refinement>` answer and its parse (None on early exit),
+    and the triples of every step with node ids."""
+
+    trace: dict[str, Any]
+    early_exit: bool
+    refinement_raw: str | None = None
+    refinement: Parsed | None = None
+    steps: list[list[Triple]] = field(default_factory=list)
+
+    @property
+    def query_id(self) -> str:
+        return str(self.trace["query_id"])
+
+    def refinement_text(self) -> str:
+        """What goes into `refinement_actions_<id>.txt`: the first `<refinement>` block as the
+        model wrote it (rejected items included, so review can report them)."""
+        block, _ = extract_block(self.refinement_raw or "")
+        return f"<refinement>{(block or '').strip()}</refinement>\n"
+
+
+async def _ask(
+    adapter: LLMAdapter,
+    system: str,
+    user: str,
+    config: CompletionConfig,
+    parse: Callable[[str], Any],
+    reminder: str,
+    retries: int,
+) -> Result[tuple[str, Any], ProviderError]:
+    messages = [Message.system(system), Message.user(user)]
+    text = ""
+    for _ in range(retries + 1):
+        result = await adapter.complete(messages, config)
+        if isinstance(result, Failure):
+            return result
+        text = result.unwrap().content
+        value = parse(text)
+        if value is not None:
+            return Success((text, value))
+        messages = [*messages, Message.assistant(text), Message.user(reminder)]
+    return Failure(
+        ProviderError(
+            ErrorKind.bad_output,
+            f"{config.label}: no parsable answer after {retries + 1} attempts",
+            backend=adapter.backend,
+            raw_text=text,
+        )
+    )
+
+
+async def run_loop(
+    adapter: LLMAdapter, graph: Graph, question: str, settings: LoopSettings | None = None
+) -> Result[LoopResult, ProviderError]:
+    """Run the whole loop for one question (no files written).
+
+    Returns `Failure(ProviderError)` for backend failures, unparsable answers after the
+    re-prompts (`bad_output`), or a question that matches nothing in the graph
+    (`invalid_request`). Cancellation propagates.
+    """
+    settings = settings or LoopSettings()
+    question = question.strip()
+    trace = trace_template(question)
+    history: list[dict[str, Any]] = trace["interaction_history"]
+    steps: list[list[Triple]] = []
+    for step in range(1, MAX_HOPS + 1):
+        if settings.on_step:
+            settings.on_step(step)
+        if step == 1:
+            triples, evidence = match_question(graph, question, step_cap(1))
+            method = "graphify_query+graph_read"
+            if not triples:
+                return Failure(
+                    ProviderError(
+                        ErrorKind.invalid_request,
+                        f"{graph.path}: no node matches the question {question!r}",
+                    )
+                )
+        else:
+            triples, evidence = expand(graph, question, steps[-1], step_cap(step))
+            method = "k_hop_expansion"
+        user = JUDGE_USER.format(question=question, triples_string=render_triples(triples))
+        judged = await _ask(
+            adapter,
+            JUDGE_SYSTEM,
+            user,
+            settings.config("judge", settings.judge_max_tokens),
+            parse_judge,
+            JUDGE_RETRY,
+            settings.retries,
+        )
+        if isinstance(judged, Failure):
+            return judged
+        raw, answerable = judged.unwrap()
+        record: dict[str, Any] = {
+            "step": step,
+            "query": question,
+            "num_hops": (step - 1) * INCREMENT_HOP,
+            "base_top_k": BASE_TOP_K,
+            "retrieved_subgraph": [t.as_trace() for t in triples],
+            "answerable": answerable,
+            "judgement_raw": raw,
+            "retrieval": {"method": method, "evidence": evidence[:4000]},
+        }
+        if not re.search(r"<judge>\s*(yes|no)\s*</judge>", raw, re.IGNORECASE):
+            # keep the model's words, but store the normalised tag the trace format requires
+            record["judgement_raw"] = f"<judge>{'Yes' if answerable else 'No'}</judge>"
+            record["judgement_model_output"] = raw
+        history.append(record)
+        steps.append(triples)
+        if answerable:
+            break
+    if len(history) <= 1:
+        trace["early_exit"] = True
+        return Success(LoopResult(trace, True, steps=steps))
+    trace["early_exit"] = False
+    abduced = await _ask(
+        adapter,
+        ABDUCTION_SYSTEM,
+        ABDUCTION_USER.format(interaction_history=format_history(history[-HISTORY_HORIZON:])),
+        settings.config("abduction", settings.abduction_max_tokens),
+        _parse_abduction,
+        ABDUCTION_RETRY,
+        settings.retries,
+    )
+    if isinstance(abduced, Failure):
+        return abduced
+    raw_abduction, reason = abduced.unwrap()
+    trace["error_abduction_raw"] = (
+        raw_abduction if _ABDUCTION.search(raw_abduction) else f"<abduction>{reason}</abduction>"
+    )
+    trace["error_abduction_reason"] = reason
+    last = steps[-1]
+    user = REFINEMENT_USER.format(
+        original_text=_original_text(graph, last),
+        triples_string=render_triples(last),
+        question=question,
+        error_reasons=reason,
+    )
+
+    def parse(text: str) -> Parsed | None:
+        parsed = parse_refinement(text)
+        return parsed if parsed.found else None
+
+    refined = await _ask(
+        adapter,
+        REFINEMENT_SYSTEM,
+        user,
+        settings.config("refinement", settings.refinement_max_tokens),
+        parse,
+        REFINEMENT_RETRY,
+        settings.retries,
+    )
+    if isinstance(refined, Failure):
+        return refined
+    raw_refinement, parsed = refined.unwrap()
+    if extract_block(raw_refinement)[0] is None:
+        # bare calls without a block: store them as a block so the file format holds
+        raw_refinement = "<refinement>" + "|".join(str(i) for i in parsed.items) + "</refinement>"
+    assert query_id(question) == trace["query_id"]
+    return Success(LoopResult(trace, False, raw_refinement, parsed, steps))
