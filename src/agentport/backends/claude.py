@@ -32,6 +32,7 @@ from ..structured import schema_dict
 from ._classify import kind_from_status, kind_from_text
 from ._cli import CliAdapter, CliRuntime
 from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, as_dict, as_int, last_text
+from ._stream_json import decode_message
 
 if TYPE_CHECKING:  # settings arrive from the factory; config sits above backends
     from ..config import LLMSettings
@@ -99,11 +100,6 @@ def _usage(result: dict[str, Any]) -> Usage:
     )
 
 
-def _blocks(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    content = as_dict(obj.get("message")).get("content") or []
-    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
-
-
 def decode(obj: Any) -> AgentEvent | None:
     """One stream-json line -> an event (None for status lines and partial-stream events)."""
     kind = obj.get("type")
@@ -118,37 +114,8 @@ def decode(obj: Any) -> AgentEvent | None:
                 type=EventType.error, content=note, raw=obj, metadata={"warning": note}
             )
         return None
-    if kind == "assistant":
-        blocks = _blocks(obj)
-        tools = [b for b in blocks if b.get("type") == "tool_use"]
-        if tools:
-            call = {
-                "tool": tools[0].get("name"),
-                "id": tools[0].get("id"),
-                "input": tools[0].get("input"),
-            }
-            return AgentEvent(
-                type=EventType.tool_call, content=str(tools[0].get("name")), raw=obj, metadata=call
-            )
-        text = "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
-        if text:
-            return AgentEvent(type=EventType.text, content=text, raw=obj)
-        thinking = "".join(
-            str(b.get("thinking", "")) for b in blocks if b.get("type") == "thinking"
-        )
-        return AgentEvent(type=EventType.reasoning, content=thinking, raw=obj) if thinking else None
-    if kind == "user":
-        results = [b for b in _blocks(obj) if b.get("type") == "tool_result"]
-        if not results:
-            return None
-        first = results[0]
-        content = first.get("content")
-        if isinstance(content, list):
-            content = "".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
-        return AgentEvent(
-            type=EventType.tool_result, content=str(content or ""), raw=obj,
-            is_error=bool(first.get("is_error")), metadata={"id": first.get("tool_use_id")},
-        )  # fmt: skip
+    if kind in ("assistant", "user"):
+        return decode_message(obj)
     if kind == "result":
         is_error = bool(obj.get("is_error"))
         meta: dict[str, Any] = {

@@ -48,6 +48,7 @@ from ._classify import kind_from_status, kind_from_text
 from ._cli import CliAdapter, CliRuntime
 from ._node import blocking_stdio_env
 from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, last_text
+from ._stream_json import decode_message
 
 __all__ = [
     "SPEC",
@@ -153,11 +154,6 @@ def _usage(raw: Any) -> Usage:
     )
 
 
-def _blocks(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    content = (obj.get("message") or {}).get("content") or []
-    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
-
-
 def decode(obj: Any) -> AgentEvent | None:
     """One stream-json line -> an event (None for other `system` lines and echoes)."""
     kind = obj.get("type")
@@ -166,37 +162,8 @@ def decode(obj: Any) -> AgentEvent | None:
             return None
         init = {"session_id": obj.get("session_id"), "model": obj.get("model")}
         return AgentEvent(type=EventType.init, raw=obj, metadata=init)
-    if kind == "assistant":
-        blocks = _blocks(obj)
-        tools = [b for b in blocks if b.get("type") == "tool_use"]
-        if tools:
-            call = {
-                "tool": tools[0].get("name"),
-                "id": tools[0].get("id"),
-                "input": tools[0].get("input"),
-            }
-            return AgentEvent(
-                type=EventType.tool_call, content=str(tools[0].get("name")), raw=obj, metadata=call
-            )
-        text = "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
-        if text:
-            return AgentEvent(type=EventType.text, content=text, raw=obj)
-        thinking = "".join(
-            str(b.get("thinking", "")) for b in blocks if b.get("type") == "thinking"
-        )
-        return AgentEvent(type=EventType.reasoning, content=thinking, raw=obj) if thinking else None
-    if kind == "user":
-        results = [b for b in _blocks(obj) if b.get("type") == "tool_result"]
-        if not results:
-            return None
-        first = results[0]
-        content = first.get("content")
-        if isinstance(content, list):
-            content = "".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
-        return AgentEvent(
-            type=EventType.tool_result, content=str(content or ""), raw=obj,
-            is_error=bool(first.get("is_error")), metadata={"id": first.get("tool_use_id")},
-        )  # fmt: skip
+    if kind in ("assistant", "user"):
+        return decode_message(obj)
     if kind == "result":
         text = str(obj.get("result") or "")
         # exit 0 + `is_error: false` on API errors: the marker in the text is the real signal
