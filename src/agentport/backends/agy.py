@@ -170,17 +170,13 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
     )
 
 
-def _schema(output_schema: Any) -> dict[str, Any]:
-    return schema_dict(output_schema)
-
-
 SPEC = BackendSpec(
     name="agy",
     build=build,
     decode=decode,
     classify=classify,
     final_text=text_after_last_tool,
-    native_schema=_schema,
+    native_schema=schema_dict,
     extra_env=_HEADLESS_ENV,
 )
 

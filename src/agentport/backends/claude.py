@@ -171,17 +171,13 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
     )
 
 
-def _schema(output_schema: Any) -> dict[str, Any]:
-    return schema_dict(output_schema)
-
-
 SPEC = BackendSpec(
     name="claude",
     build=build,
     decode=decode,
     classify=classify,
     final_text=last_text,
-    native_schema=_schema,
+    native_schema=schema_dict,
     extra_env=_HEADLESS_ENV,
     stdout_to_file=True,  # on a pipe it cuts an 8 MiB answer short and exits 0
 )

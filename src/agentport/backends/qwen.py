@@ -38,7 +38,6 @@ from ..core import (
     BackendCapability,
     ErrorKind,
     EventType,
-    OutputSchema,
     ProviderError,
     Sandbox,
     Usage,
@@ -209,17 +208,13 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
     return None
 
 
-def _schema(output_schema: OutputSchema) -> dict[str, Any]:
-    return schema_dict(output_schema)
-
-
 SPEC = BackendSpec(
     name="qwen",
     build=build,
     decode=decode,
     classify=classify,
     final_text=last_text,
-    native_schema=_schema,
+    native_schema=schema_dict,
     extra_env=_HEADLESS_ENV,
 )
 
