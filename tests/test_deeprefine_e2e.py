@@ -3,6 +3,7 @@ agentport's `deeprefine`, and `agentport refine` with a ScriptedAdapter (every b
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shlex
@@ -234,8 +235,8 @@ print(validate_trace(result.trace, trace, layout, actions))
 
 @pytest.mark.slow
 @pytest.mark.skipif(
-    os.environ.get("DEEPREFINE_LOCAL_E2E") != "1",
-    reason="set DEEPREFINE_LOCAL_E2E=1 to run the embedded local model (agentport[local])",
+    importlib.util.find_spec("llama_cpp") is None,
+    reason="the embedded local model needs agentport[local] (llama-cpp-python)",
 )
 def test_embedded_local_model_completes_the_loop_and_the_trace_validates(
     real_project: Path,
