@@ -251,6 +251,41 @@ _ENTRIES: tuple[BackendCapability, ...] = (
         },
     ),
     BackendCapability(
+        name="opencode",
+        aliases=("open_code", "sst_opencode"),
+        kind=BackendKind.cli,
+        summary="OpenCode CLI (opencode run --format json), completion and runtime.",
+        module="agentport.backends.opencode",
+        executable="opencode",
+        install_hint="npm install -g opencode-ai",
+        verified_against="1.18.33",
+        supports_runtime=True,
+        auto_priority=40,
+        params=_params(
+            system_prompt=T, output_schema=T, temperature=I, max_tokens=I, model=N,
+            tool_restriction=I, sandbox=I, max_turns=I, streaming=N, session_resume=I,
+            cwd=N, web_search=I,
+        ),
+        notes={
+            Param.system_prompt: "folded into the prompt as a 'System instructions' block "
+            "(opencode run has no system-prompt flag)",
+            Param.output_schema: "no schema flag on run: schema in the prompt, JSON extracted, "
+            "validated, re-prompted with the errors",
+            Param.temperature: "not mapped (agent temperature lives in the opencode config)",
+            Param.max_tokens: "the CLI has no output-token flag",
+            Param.model: "-m provider/model; a bare model name gets the configured provider",
+            Param.tool_restriction: "not mapped (tools and permissions live in the opencode "
+            "config)",
+            Param.sandbox: "no OS sandbox; permissions live in the opencode config",
+            Param.max_turns: "the CLI has no turn budget",
+            Param.streaming: "--format json events (step_start, whole text parts, tool_use, "
+            "step_finish with usage)",
+            Param.session_resume: "not verified headless; each call is a new session",
+            Param.cwd: "the process working directory",
+            Param.web_search: "not toggled by agentport",
+        },
+    ),
+    BackendCapability(
         name="qwen",
         aliases=("qwen_code",),
         kind=BackendKind.cli,
@@ -285,6 +320,112 @@ _ENTRIES: tuple[BackendCapability, ...] = (
             Param.session_resume: "not verified headless; each call is a new session",
             Param.cwd: "the process working directory",
             Param.web_search: "not toggled by agentport",
+        },
+    ),
+    BackendCapability(
+        name="pi",
+        aliases=("pi_coding_agent", "pi_agent"),
+        kind=BackendKind.cli,
+        summary="pi coding agent (pi -p --mode json), completion and runtime.",
+        module="agentport.backends.pi",
+        executable="pi",
+        install_hint="npm install -g @mariozechner/pi-coding-agent",
+        verified_against="0.73.1",
+        supports_runtime=True,
+        auto_priority=60,
+        params=_params(
+            system_prompt=N, output_schema=T, temperature=I, max_tokens=I, model=N,
+            tool_restriction=N, sandbox=I, max_turns=I, streaming=N, session_resume=I,
+            cwd=N, web_search=I,
+        ),
+        notes={
+            Param.system_prompt: "--append-system-prompt ([llm.pi] system_prompt_mode = "
+            "\"replace\" uses --system-prompt)",
+            Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "
+            "validated, re-prompted with the errors",
+            Param.temperature: "the CLI has no sampling flags",
+            Param.max_tokens: "no per-call flag ([llm.pi] max_output_tokens sets the model's "
+            "maxTokens in the generated models.json)",
+            Param.model: "--provider P --model M (provider/model, or [llm.pi] provider)",
+            Param.tool_restriction: "--tools <list>; an empty list -> --no-tools",
+            Param.sandbox: "no sandbox or permission modes in print mode",
+            Param.max_turns: "the CLI has no turn budget",
+            Param.streaming: "--mode json events (init, text deltas, tool_call, tool_result, "
+            "usage)",
+            Param.session_resume: "runs with --no-session (ephemeral)",
+            Param.cwd: "the process working directory",
+            Param.web_search: "pi has no web tool",
+        },
+    ),
+    BackendCapability(
+        name="copilot",
+        aliases=("copilot_cli", "github_copilot"),
+        kind=BackendKind.cli,
+        summary="GitHub Copilot CLI (copilot --output-format json), BYOK endpoints; completion "
+        "and runtime.",
+        module="agentport.backends.copilot",
+        executable="copilot",
+        install_hint="npm install -g @github/copilot",
+        verified_against="1.0.102",
+        supports_runtime=True,
+        auto_priority=70,
+        params=_params(
+            system_prompt=T, output_schema=T, temperature=I, max_tokens=I, model=N,
+            tool_restriction=N, sandbox=I, max_turns=I, streaming=N, session_resume=I,
+            cwd=N, web_search=I,
+        ),
+        notes={
+            Param.system_prompt: "folded into the prompt as a 'System instructions' block",
+            Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "
+            "validated, re-prompted with the errors",
+            Param.temperature: "the CLI has no sampling flags",
+            Param.max_tokens: "the CLI has no output-token flag",
+            Param.model: "--model (and COPILOT_MODEL for a BYOK endpoint)",
+            Param.tool_restriction: "--available-tools=<list>",
+            Param.sandbox: "no sandbox; --allow-all-tools is required headless",
+            Param.max_turns: "the CLI has no turn budget",
+            Param.streaming: "--output-format json events (text deltas, tool_call, "
+            "tool_result); no token counts",
+            Param.session_resume: "not verified headless; each call is a new session",
+            Param.cwd: "the process working directory",
+            Param.web_search: "not toggled by agentport",
+        },
+    ),
+    BackendCapability(
+        name="hermes",
+        aliases=("hermes_agent",),
+        kind=BackendKind.cli,
+        summary="Hermes Agent (hermes -z, plain text + usage report), completion and runtime.",
+        module="agentport.backends.hermes",
+        executable="hermes",
+        install_hint="pipx install hermes-agent (or pip install hermes-agent in its own venv)",
+        verified_against="0.19.0",
+        supports_runtime=True,
+        auto_priority=83,
+        params=_params(
+            system_prompt=T, output_schema=T, temperature=I, max_tokens=I, model=N,
+            tool_restriction=N, sandbox=I, max_turns=N, streaming=I, session_resume=I,
+            cwd=N, web_search=I,
+        ),
+        notes={
+            Param.system_prompt: "folded into the prompt as a 'System instructions' block "
+            "(the prompt is an argument: about 100 kB at most)",
+            Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "
+            "validated, re-prompted with the errors",
+            Param.temperature: "the CLI has no sampling flags",
+            Param.max_tokens: "the CLI has no output-token flag",
+            Param.model: "-m (and model.default in the generated config.yaml)",
+            Param.tool_restriction: "-t <toolsets>: the names are hermes toolsets (file, "
+            "terminal, web, ...), not single tools",
+            Param.sandbox: "-z auto-approves every tool; limit toolsets with tool_restriction",
+            Param.max_turns: "agent.max_turns in the generated config.yaml (needs [llm.hermes] "
+            "base_url)",
+            Param.streaming: "one-shot: only the final reply, then the usage report",
+            Param.session_resume: "0.19.0's -z ignores --resume (checked): each call is a new "
+            "session; the session id is still reported",
+            Param.cwd: "the process working directory",
+            Param.web_search: "not toggled by agentport (the web toolset follows "
+            "tool_restriction)",
         },
     ),
     BackendCapability(
@@ -438,147 +579,6 @@ _ENTRIES: tuple[BackendCapability, ...] = (
             Param.session_resume: "session/load when the agent's initialize answer has "
             "loadSession (else unsupported); a runtime keeps one live session",
             Param.cwd: "session/new cwd and the agent's working directory",
-            Param.web_search: "not toggled by agentport",
-        },
-    ),
-    BackendCapability(
-        name="opencode",
-        aliases=("open_code", "sst_opencode"),
-        kind=BackendKind.cli,
-        summary="OpenCode CLI (opencode run --format json), completion and runtime.",
-        module="agentport.backends.opencode",
-        executable="opencode",
-        install_hint="npm install -g opencode-ai",
-        verified_against="1.18.33",
-        supports_runtime=True,
-        auto_priority=40,
-        params=_params(
-            system_prompt=T, output_schema=T, temperature=I, max_tokens=I, model=N,
-            tool_restriction=I, sandbox=I, max_turns=I, streaming=N, session_resume=I,
-            cwd=N, web_search=I,
-        ),
-        notes={
-            Param.system_prompt: "folded into the prompt as a 'System instructions' block "
-            "(opencode run has no system-prompt flag)",
-            Param.output_schema: "no schema flag on run: schema in the prompt, JSON extracted, "
-            "validated, re-prompted with the errors",
-            Param.temperature: "not mapped (agent temperature lives in the opencode config)",
-            Param.max_tokens: "the CLI has no output-token flag",
-            Param.model: "-m provider/model; a bare model name gets the configured provider",
-            Param.tool_restriction: "not mapped (tools and permissions live in the opencode "
-            "config)",
-            Param.sandbox: "no OS sandbox; permissions live in the opencode config",
-            Param.max_turns: "the CLI has no turn budget",
-            Param.streaming: "--format json events (step_start, whole text parts, tool_use, "
-            "step_finish with usage)",
-            Param.session_resume: "not verified headless; each call is a new session",
-            Param.cwd: "the process working directory",
-            Param.web_search: "not toggled by agentport",
-        },
-    ),
-    BackendCapability(
-        name="hermes",
-        aliases=("hermes_agent",),
-        kind=BackendKind.cli,
-        summary="Hermes Agent (hermes -z, plain text + usage report), completion and runtime.",
-        module="agentport.backends.hermes",
-        executable="hermes",
-        install_hint="pipx install hermes-agent (or pip install hermes-agent in its own venv)",
-        verified_against="0.19.0",
-        supports_runtime=True,
-        auto_priority=83,
-        params=_params(
-            system_prompt=T, output_schema=T, temperature=I, max_tokens=I, model=N,
-            tool_restriction=N, sandbox=I, max_turns=N, streaming=I, session_resume=I,
-            cwd=N, web_search=I,
-        ),
-        notes={
-            Param.system_prompt: "folded into the prompt as a 'System instructions' block "
-            "(the prompt is an argument: about 100 kB at most)",
-            Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "
-            "validated, re-prompted with the errors",
-            Param.temperature: "the CLI has no sampling flags",
-            Param.max_tokens: "the CLI has no output-token flag",
-            Param.model: "-m (and model.default in the generated config.yaml)",
-            Param.tool_restriction: "-t <toolsets>: the names are hermes toolsets (file, "
-            "terminal, web, ...), not single tools",
-            Param.sandbox: "-z auto-approves every tool; limit toolsets with tool_restriction",
-            Param.max_turns: "agent.max_turns in the generated config.yaml (needs [llm.hermes] "
-            "base_url)",
-            Param.streaming: "one-shot: only the final reply, then the usage report",
-            Param.session_resume: "0.19.0's -z ignores --resume (checked): each call is a new "
-            "session; the session id is still reported",
-            Param.cwd: "the process working directory",
-            Param.web_search: "not toggled by agentport (the web toolset follows "
-            "tool_restriction)",
-        },
-    ),
-    BackendCapability(
-        name="pi",
-        aliases=("pi_coding_agent", "pi_agent"),
-        kind=BackendKind.cli,
-        summary="pi coding agent (pi -p --mode json), completion and runtime.",
-        module="agentport.backends.pi",
-        executable="pi",
-        install_hint="npm install -g @mariozechner/pi-coding-agent",
-        verified_against="0.73.1",
-        supports_runtime=True,
-        auto_priority=60,
-        params=_params(
-            system_prompt=N, output_schema=T, temperature=I, max_tokens=I, model=N,
-            tool_restriction=N, sandbox=I, max_turns=I, streaming=N, session_resume=I,
-            cwd=N, web_search=I,
-        ),
-        notes={
-            Param.system_prompt: "--append-system-prompt ([llm.pi] system_prompt_mode = "
-            "\"replace\" uses --system-prompt)",
-            Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "
-            "validated, re-prompted with the errors",
-            Param.temperature: "the CLI has no sampling flags",
-            Param.max_tokens: "no per-call flag ([llm.pi] max_output_tokens sets the model's "
-            "maxTokens in the generated models.json)",
-            Param.model: "--provider P --model M (provider/model, or [llm.pi] provider)",
-            Param.tool_restriction: "--tools <list>; an empty list -> --no-tools",
-            Param.sandbox: "no sandbox or permission modes in print mode",
-            Param.max_turns: "the CLI has no turn budget",
-            Param.streaming: "--mode json events (init, text deltas, tool_call, tool_result, "
-            "usage)",
-            Param.session_resume: "runs with --no-session (ephemeral)",
-            Param.cwd: "the process working directory",
-            Param.web_search: "pi has no web tool",
-        },
-    ),
-    BackendCapability(
-        name="copilot",
-        aliases=("copilot_cli", "github_copilot"),
-        kind=BackendKind.cli,
-        summary="GitHub Copilot CLI (copilot --output-format json), BYOK endpoints; completion "
-        "and runtime.",
-        module="agentport.backends.copilot",
-        executable="copilot",
-        install_hint="npm install -g @github/copilot",
-        verified_against="1.0.102",
-        supports_runtime=True,
-        auto_priority=70,
-        params=_params(
-            system_prompt=T, output_schema=T, temperature=I, max_tokens=I, model=N,
-            tool_restriction=N, sandbox=I, max_turns=I, streaming=N, session_resume=I,
-            cwd=N, web_search=I,
-        ),
-        notes={
-            Param.system_prompt: "folded into the prompt as a 'System instructions' block",
-            Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "
-            "validated, re-prompted with the errors",
-            Param.temperature: "the CLI has no sampling flags",
-            Param.max_tokens: "the CLI has no output-token flag",
-            Param.model: "--model (and COPILOT_MODEL for a BYOK endpoint)",
-            Param.tool_restriction: "--available-tools=<list>",
-            Param.sandbox: "no sandbox; --allow-all-tools is required headless",
-            Param.max_turns: "the CLI has no turn budget",
-            Param.streaming: "--output-format json events (text deltas, tool_call, "
-            "tool_result); no token counts",
-            Param.session_resume: "not verified headless; each call is a new session",
-            Param.cwd: "the process working directory",
             Param.web_search: "not toggled by agentport",
         },
     ),
