@@ -11,28 +11,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from ..._fs import atomic_write
 
 __all__ = ["CallCache", "atomic_write_text"]
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write *text* to *path* via a temporary file in the same folder, fsync, rename; a
-    crash leaves either the old file or the new one, never a torn one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write *text* to *path* atomically (see `agentport._fs.atomic_write`)."""
+    atomic_write(path, text)
 
 
 class CallCache:

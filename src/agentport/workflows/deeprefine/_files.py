@@ -11,7 +11,6 @@ import contextlib
 import errno
 import fcntl
 import os
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import BinaryIO
 
 from returns.result import Failure
 
+from ..._fs import atomic_write
 from ...core import ErrorKind, ProviderError
 from ._constants import OUT_DIR, STATE_DIR
 
@@ -64,18 +64,6 @@ def read_bytes(path: Path, *, limit: int = 512 * 1024 * 1024) -> bytes:
         raise InputError(path, "", f"cannot read: {exc.strerror}") from None
 
 
-def _fsync_dir(directory: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-_CHUNK = 1 << 20
-
-
 def open_input(path: Path, *, limit: int = 512 * 1024 * 1024) -> BinaryIO:
     """Open a file for reading, or `InputError` naming it (missing, unreadable, over `limit`).
     The handle keeps the inode: later reads see these bytes even after a rename over it."""
@@ -92,33 +80,6 @@ def open_input(path: Path, *, limit: int = 512 * 1024 * 1024) -> BinaryIO:
         handle.close()
         raise InputError(path, "", f"file is {size} bytes; the limit is {limit}")
     return handle
-
-
-def atomic_write(path: Path, data: bytes | str | BinaryIO) -> None:
-    """Replace `path` with `data` atomically (temp file, fsync, rename, dir fsync). A `str`
-    is written as UTF-8 without an intermediate bytes copy; a binary file is copied from its
-    start in chunks."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            if isinstance(data, str):
-                for start in range(0, len(data), _CHUNK):  # bounded temporaries
-                    handle.write(data[start : start + _CHUNK].encode("utf-8"))
-            elif not isinstance(data, bytes):
-                data.seek(0)
-                while chunk := data.read(_CHUNK):
-                    handle.write(chunk)
-            else:
-                handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(path.parent)
 
 
 @contextlib.contextmanager
