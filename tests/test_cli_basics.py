@@ -110,3 +110,12 @@ def test_schema_mismatch_is_one_line(tmp_path: Path) -> None:
 def test_environment_switches_backend(tmp_path: Path) -> None:
     out = _run("complete", "hi", cwd=tmp_path, env={"AGENTPORT_LLM_BACKEND": "scripted"})
     assert out.stdout.strip() == "ok"
+
+
+def test_schema_file_that_is_not_a_json_schema_is_one_line(tmp_path: Path) -> None:
+    # Regression: `{"type": "nonsense"}` crashed with jsonschema's UnknownType traceback.
+    (tmp_path / "ns.json").write_text('{"type": "nonsense"}')
+    line = _one_line_error(
+        _run("complete", "{}", "-b", "echo", "--schema", "ns.json", cwd=tmp_path)
+    )
+    assert "ns.json: not a valid JSON schema" in line

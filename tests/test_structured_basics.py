@@ -86,3 +86,60 @@ async def test_reprompts_are_bounded_then_schema_mismatch() -> None:
     assert result.failure().kind is ErrorKind.schema_mismatch
     assert result.failure().raw_text == "never json"
     assert len(llm.calls) == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("no", "no"),
+        ("  yes\n", "yes"),
+        ("The answer is: yes.", "yes"),
+        ("nope", None),  # regression: substring matching turned "nope" into "no"
+        ("I do not know", None),
+        ("unknown", None),
+        ("Yes, no doubt", None),  # both words stand in it: ambiguous
+        ("<judge>Yes</judge>", "yes"),
+    ],
+)
+def test_match_choice_needs_a_whole_word(text: str, expected: str | None) -> None:
+    from agentport.structured import match_choice
+
+    assert match_choice(text, ("yes", "no")) == expected
+
+
+def test_invalid_json_schema_is_rejected_when_the_config_is_built() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="not a valid JSON schema"):
+        CompletionConfig(output_schema={"type": "nonsense"})
+    with pytest.raises(ValidationError, match="regex"):
+        CompletionConfig(output_schema={"properties": {"a": {"pattern": "("}}})
+
+
+def test_unresolvable_ref_is_a_failure_not_a_crash() -> None:
+    result = validate({"$ref": "#/nope"}, {"a": 1})
+    assert "cannot be applied" in result.failure()
+
+
+def test_duplicate_or_empty_choices_are_rejected() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="distinct"):
+        CompletionConfig(choices=("a", "a"))
+    with pytest.raises(ValidationError, match="at least 1 item"):
+        CompletionConfig(choices=())
+
+
+@pytest.mark.anyio
+async def test_test_doubles_enforce_choices() -> None:
+    # Regression: echo and scripted ignored `choices`, so choice flows tested nothing.
+    from agentport.testing import EchoAdapter
+
+    config = CompletionConfig(choices=("yes", "no"))
+    scripted = ScriptedAdapter().add("maybe", "Yes")
+    first = await scripted.complete([Message.user("q")], config)
+    assert first.failure().kind is ErrorKind.schema_mismatch
+    assert first.failure().raw_text == "maybe"
+    echo = await EchoAdapter().complete([Message.user("answer: no")], config)
+    assert echo.unwrap().parsed == "no"
+    assert echo.unwrap().content == "no"

@@ -44,6 +44,7 @@ __all__ = [
     "extract_json",
     "match_choice",
     "parse_answer",
+    "parse_choice",
     "restore_strict",
     "schema_dict",
     "schema_instruction",
@@ -115,8 +116,15 @@ def validate(output_schema: OutputSchema, value: Any) -> Result[Any, str]:
     if isinstance(output_schema, dict):
         import jsonschema
 
-        validator = jsonschema.Draft202012Validator(output_schema)
-        errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+        cls = jsonschema.validators.validator_for(
+            output_schema, default=jsonschema.Draft202012Validator
+        )
+        try:
+            errors = sorted(
+                cls(output_schema).iter_errors(value), key=lambda e: list(e.absolute_path)
+            )
+        except Exception as exc:  # an unresolvable $ref etc.: the schema, not the answer
+            return Failure(f"the schema cannot be applied: {type(exc).__name__}: {exc}")
         if errors:
             return Failure(
                 "; ".join(
@@ -225,13 +233,31 @@ def choice_instruction(choices: Sequence[str]) -> str:
 
 
 def match_choice(text: str, choices: Sequence[str]) -> str | None:
-    """The choice *text* is, ignoring surrounding whitespace; else the only choice it contains;
-    else None (none, or several)."""
+    """The choice *text* is, ignoring surrounding whitespace; else the only choice that stands
+    in it as a whole word, ignoring case (so "nope" and "I do not know" match neither "no" nor
+    "yes", and "Yes, no doubt" is ambiguous); else None."""
     stripped = text.strip()
     if stripped in choices:
         return stripped
-    found = [c for c in choices if c in text]
+    found = [c for c in choices if re.search(rf"(?<!\w){re.escape(c)}(?!\w)", text, re.IGNORECASE)]
     return found[0] if len(found) == 1 else None
+
+
+def parse_choice(
+    text: str, choices: Sequence[str], backend: str = ""
+) -> Result[str, ProviderError]:
+    """`match_choice` as a Result: `schema_mismatch` carrying the raw text when none matches."""
+    choice = match_choice(text, choices)
+    if choice is None:
+        return Failure(
+            ProviderError(
+                ErrorKind.schema_mismatch,
+                f"the answer is not one of {len(choices)} allowed choices",
+                backend=backend,
+                raw_text=text,
+            )
+        )
+    return Success(choice)
 
 
 async def complete_with_choices(

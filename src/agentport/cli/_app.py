@@ -17,7 +17,7 @@ from returns.result import Failure
 
 from .._docs import verified_label
 from ..catalog import all_backends
-from ..core import ErrorKind, Message, Param, ProviderError
+from ..core import ErrorKind, Message, Param, ProviderError, json_schema_problem
 
 app = typer.Typer(
     name="agentport",
@@ -107,6 +107,9 @@ def _load_schema(path: Path) -> dict[str, Any]:
         fail(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}", 2)
     if not isinstance(value, dict):
         fail(f"{path}: a JSON schema must be an object", 2)
+    problem = json_schema_problem(value)
+    if problem:
+        fail(f"{path}: not a valid JSON schema: {problem}", 2)
     return value
 
 

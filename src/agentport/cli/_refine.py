@@ -32,6 +32,7 @@ from ..workflows.deeprefine import (
     validate_trace,
 )
 from ._app import app, fail
+from ._research import SettingsAdapter
 
 __all__ = ["refine", "run_refine"]
 
@@ -54,9 +55,11 @@ def run_refine(
     try:
         graph = load_graph(graph_path)
         if adapter is None:
+            from ..config import load_settings
             from ..factory import create_llm_adapter
 
-            adapter = create_llm_adapter(backend)
+            llm = load_settings(backend=backend).llm
+            adapter = SettingsAdapter(create_llm_adapter(backend), llm)
     except InputError as exc:
         err(str(exc))
         return 1
@@ -64,7 +67,11 @@ def run_refine(
         err(str(exc))
         return 2
     settings = LoopSettings(on_step=lambda step: out(f"[Step: {step}]"))
-    result = anyio.run(run_loop, adapter, graph, question, settings)
+    try:
+        result = anyio.run(run_loop, adapter, graph, question, settings)
+    except KeyboardInterrupt:
+        err("interrupted; graph.json was not modified")
+        return 130
     if isinstance(result, Failure):
         err(str(result.failure()))
         return 1

@@ -10,15 +10,24 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
 import typer
-from returns.result import Failure
+from returns.result import Failure, Result
 
 from ..catalog import get_capability
-from ..core import BackendKind, LLMAdapter, ProviderError
+from ..config import LLMSettings
+from ..core import (
+    BackendKind,
+    CompletionConfig,
+    CompletionResponse,
+    LLMAdapter,
+    Message,
+    ProviderError,
+)
 from ..workflows.deep_research import (
     CallCache,
     Corpus,
@@ -35,7 +44,49 @@ from ..workflows.deep_research import (
 )
 from ._app import app, fail, fail_error
 
-__all__ = ["cache_folder", "research"]
+__all__ = ["SettingsAdapter", "cache_folder", "research", "resolved_backend"]
+
+
+class SettingsAdapter:
+    """Applies the configured `llm.*_timeout_s`, `on_ignored` and model to every call a
+    workflow makes (workflows build their own per-call `CompletionConfig`s, which would
+    otherwise carry the library defaults)."""
+
+    def __init__(self, inner: LLMAdapter, llm: LLMSettings) -> None:
+        self.inner = inner
+        self.llm = llm
+
+    @property
+    def backend(self) -> str:
+        return self.inner.backend
+
+    async def complete(
+        self, messages: Sequence[Message], config: CompletionConfig | None = None
+    ) -> Result[CompletionResponse, ProviderError]:
+        update: dict[str, Any] = {
+            "startup_timeout_s": self.llm.startup_timeout_s,
+            "idle_timeout_s": self.llm.idle_timeout_s,
+            "total_timeout_s": self.llm.total_timeout_s,
+            "on_ignored": self.llm.on_ignored,
+        }
+        if config is None:
+            config = self.llm.completion_config()
+        elif config.model is None and self.llm.model is not None:
+            update["model"] = self.llm.model
+        return await self.inner.complete(messages, config.model_copy(update=update))
+
+
+def resolved_backend(backend: str | None) -> str | None:
+    """The canonical backend a run would use (`--backend`, else `llm.backend`), without
+    creating an adapter; None when it cannot be resolved."""
+    from ..config import load_settings
+    from ..factory import resolve_auto, resolve_backend
+
+    try:
+        name = load_settings(backend=backend).llm.backend
+        return resolve_auto() if name.strip().lower() == "auto" else resolve_backend(name)
+    except ProviderError:
+        return backend
 
 
 def cache_folder(question: str, backend: str, model: str | None, corpus: Path | None) -> Path:
@@ -155,7 +206,7 @@ def research(
     if not q:
         fail("the research question is empty", 2)
     try:
-        config = _config(backend, early_quorum, concurrency)
+        config = _config(resolved_backend(backend), early_quorum, concurrency)
     except ProviderError as exc:
         fail_error(exc)
     loaded: Corpus | None = None
@@ -172,12 +223,15 @@ def research(
         elif backend is not None and (refusal := check_web_search(backend)) is not None:
             typer.echo(f"note: {refusal}")
         return
+    from ..config import load_settings
     from ..factory import create_llm_adapter
 
     try:
-        adapter = create_llm_adapter(backend, model=model) if model else create_llm_adapter(backend)
+        llm = load_settings(backend=backend, model=model).llm
+        inner = create_llm_adapter(backend, model=model) if model else create_llm_adapter(backend)
     except ProviderError as exc:
         fail_error(exc)
+    adapter: LLMAdapter = SettingsAdapter(inner, llm)
     if backend is None and _is_local(adapter.backend):
         config = _config(adapter.backend, early_quorum, concurrency)
     if loaded is None and (refusal := check_web_search(adapter.backend)) is not None:

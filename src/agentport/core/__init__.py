@@ -2,7 +2,14 @@
 
 from ._capabilities import BackendCapability, BackendKind, Param, ParamSupport, normalize_name
 from ._checks import check_params
-from ._config import CompletionConfig, IgnoredPolicy, OutputSchema, Sandbox, ToolPolicy
+from ._config import (
+    CompletionConfig,
+    IgnoredPolicy,
+    OutputSchema,
+    Sandbox,
+    ToolPolicy,
+    json_schema_problem,
+)
 from ._errors import ErrorKind, ProviderError, TimeoutWhich, redact
 from ._messages import Message, MessageRole, as_messages, split_system
 from ._protocols import AgentEvent, AgentRuntime, EventType, LLMAdapter, RuntimeHandle
@@ -33,6 +40,7 @@ __all__ = [
     "Usage",
     "as_messages",
     "check_params",
+    "json_schema_problem",
     "normalize_name",
     "redact",
     "split_system",

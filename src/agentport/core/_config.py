@@ -12,10 +12,31 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ._capabilities import Param
 from ._messages import Message, MessageRole
 
-__all__ = ["CompletionConfig", "IgnoredPolicy", "OutputSchema", "Sandbox", "ToolPolicy"]
+__all__ = [
+    "CompletionConfig",
+    "IgnoredPolicy",
+    "OutputSchema",
+    "Sandbox",
+    "ToolPolicy",
+    "json_schema_problem",
+]
 
 OutputSchema = type[BaseModel] | dict[str, Any]
 IgnoredPolicy = Literal["warn", "fail"]
+
+
+def json_schema_problem(schema: dict[str, Any]) -> str | None:
+    """Why *schema* is not a usable JSON schema (its own draft's meta-schema, regex patterns
+    included), or None."""
+    import jsonschema
+
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema, format_checker=cls.FORMAT_CHECKER)
+    except jsonschema.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path)
+        return f"{where + ': ' if where else ''}{exc.message}"
+    return None
 
 
 class Sandbox(enum.StrEnum):
@@ -92,6 +113,12 @@ class CompletionConfig(BaseModel):
     def _one_output_constraint(self) -> CompletionConfig:
         if self.output_schema is not None and self.choices is not None:
             raise ValueError("set output_schema or choices, not both")
+        if self.choices is not None and len(set(self.choices)) != len(self.choices):
+            raise ValueError("choices must be distinct")
+        if isinstance(self.output_schema, dict):
+            problem = json_schema_problem(self.output_schema)
+            if problem:
+                raise ValueError(f"output_schema is not a valid JSON schema: {problem}")
         return self
 
     def params_set(self, messages: Sequence[Message] = ()) -> frozenset[Param]:

@@ -6,7 +6,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 import anyio
 from anyio.abc import TaskGroup
@@ -28,7 +28,7 @@ from ..core import (
     as_messages,
     check_params,
 )
-from ..structured import parse_answer
+from ..structured import parse_answer, parse_choice
 
 __all__ = ["EchoAdapter", "EchoRuntime"]
 
@@ -57,12 +57,17 @@ class EchoAdapter:
         if isinstance(checked, Failure):
             return checked
         text = _echo(messages)
-        parsed = None
+        parsed: Any = None
         if config.output_schema is not None:
             result = parse_answer(text, config.output_schema, "echo")
             if isinstance(result, Failure):
                 return result
             parsed = result.unwrap()
+        elif config.choices is not None:
+            choice = parse_choice(text, config.choices, "echo")
+            if isinstance(choice, Failure):
+                return choice
+            text = parsed = choice.unwrap()
         return Success(
             CompletionResponse(
                 content=text,

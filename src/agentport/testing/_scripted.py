@@ -24,7 +24,7 @@ from ..core import (
     Usage,
     check_params,
 )
-from ..structured import parse_answer, validate
+from ..structured import parse_answer, parse_choice, validate
 
 __all__ = ["Call", "FunctionAdapter", "Reply", "Rule", "ScriptedAdapter", "UnmatchedCallError"]
 
@@ -122,6 +122,11 @@ async def _respond(
             if isinstance(result, Failure):
                 return result
             parsed = result.unwrap()
+        elif call.config.choices is not None:
+            choice = parse_choice(content, call.config.choices, backend)
+            if isinstance(choice, Failure):
+                return choice
+            content = parsed = choice.unwrap()
     elif isinstance(reply, BaseModel | dict | list):
         content = _to_json(reply)
         if schema is not None:
