@@ -27,4 +27,6 @@ def _isolated_config(
         if key.startswith("AGENTPORT_") and key not in (BLOCK_ENV, ALLOW_ENV):
             monkeypatch.delenv(key)
     home = tmp_path_factory.mktemp("config-home")
-    monkeypatch.setenv("AGENTPORT_CONFIG_FILE", str(Path(home) / "config.toml"))
+    user_file = Path(home) / "config.toml"
+    user_file.write_text("", encoding="utf-8")
+    monkeypatch.setenv("AGENTPORT_CONFIG_FILE", str(user_file))

@@ -246,3 +246,37 @@ def test_missing_extra_is_not_installed_naming_the_extra() -> None:
         _load(capability, "create_adapter")
     assert info.value.kind is ErrorKind.not_installed
     assert "pip install 'agentport[local]'" in str(info.value)
+
+
+def test_non_utf8_agentport_toml_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "agentport.toml").write_bytes(b"\xff\xfe[llm]\n")
+    with pytest.raises(ProviderError, match=r"agentport.toml: not UTF-8 text"):
+        load_settings(tmp_path)
+
+
+def test_agentport_toml_that_is_a_directory_is_an_error_not_skipped(tmp_path: Path) -> None:
+    (tmp_path / "agentport.toml").mkdir()
+    with pytest.raises(ProviderError, match=r"agentport.toml: is not a file"):
+        load_settings(tmp_path)
+
+
+def test_explicit_user_config_file_must_exist(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTPORT_CONFIG_FILE", str(tmp_path / "missing.toml"))
+    with pytest.raises(
+        ProviderError, match=r"AGENTPORT_CONFIG_FILE: .*missing.toml: file not found"
+    ):
+        load_settings(tmp_path)
+
+
+def test_unknown_llm_key_is_an_error_naming_it(tmp_path: Path) -> None:
+    _write(tmp_path / "agentport.toml", "[llm]\nbogus_key = 1\n")
+    with pytest.raises(ProviderError, match=r"agentport.toml: llm: .*unknown setting 'bogus_key'"):
+        load_settings(tmp_path)
+
+
+def test_backend_table_with_a_typo_gets_did_you_mean(tmp_path: Path) -> None:
+    _write(tmp_path / "agentport.toml", "[llm.eco]\nx = 1\n")
+    with pytest.raises(ProviderError, match=r"table \[llm.eco\]: unknown backend 'eco'; did you"):
+        load_settings(tmp_path)

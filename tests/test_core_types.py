@@ -108,14 +108,16 @@ def test_config_rejects_out_of_range_values() -> None:
 
 def test_ignored_param_warns_by_default() -> None:
     cap = _capability(temperature=ParamSupport.IGNORED)
-    result = check_params(cap, [], CompletionConfig(temperature=0.1))
+    result = check_params(cap, [Message.user("q")], CompletionConfig(temperature=0.1))
     assert isinstance(result, Success)
     assert result.unwrap() == ("demo ignores temperature",)
 
 
 def test_ignored_param_fails_under_fail_policy() -> None:
     cap = _capability(temperature=ParamSupport.IGNORED, max_tokens=ParamSupport.IGNORED)
-    result = check_params(cap, [], CompletionConfig(temperature=0.1, on_ignored="fail"))
+    result = check_params(
+        cap, [Message.user("q")], CompletionConfig(temperature=0.1, on_ignored="fail")
+    )
     assert isinstance(result, Failure)
     error = result.failure()
     assert error.kind is ErrorKind.unsupported
@@ -126,7 +128,7 @@ def test_ignored_param_fails_under_fail_policy() -> None:
 def test_translated_param_is_not_a_warning() -> None:
     cap = _capability(output_schema=ParamSupport.TRANSLATED)
     config = CompletionConfig(output_schema={"type": "object"}, on_ignored="fail")
-    assert check_params(cap, [], config) == Success(())
+    assert check_params(cap, [Message.user("q")], config) == Success(())
 
 
 def test_retryable_defaults_follow_kind() -> None:
@@ -165,3 +167,13 @@ def test_usage_adds_up_and_keeps_unknown_cost_unknown() -> None:
     assert (total.input_tokens, total.output_tokens, total.cached_tokens) == (4, 2, 1)
     assert total.cost_usd is None
     assert (Usage(cost_usd=0.5) + Usage()).cost_usd == 0.5
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [[], [Message.user("")], [Message.system("only a system prompt")], [Message.user("  \n")]],
+)
+def test_a_call_with_nothing_to_answer_is_invalid_request(messages: list[Message]) -> None:
+    # Regression: `complete([])` was sent to the server and came back as Success.
+    result = check_params(_capability(), messages, CompletionConfig())
+    assert result.failure().kind is ErrorKind.invalid_request

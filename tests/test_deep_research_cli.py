@@ -32,6 +32,9 @@ def docs(tmp_path: Path) -> Path:
 @pytest.fixture(autouse=True)
 def _cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    config = tmp_path / "agentport-config.toml"
+    config.write_text("", encoding="utf-8")
+    monkeypatch.setenv("AGENTPORT_CONFIG_FILE", str(config))
 
 
 def _model() -> ScriptedAdapter:
@@ -101,11 +104,28 @@ def test_corpus_without_readable_files_is_refused(tmp_path: Path) -> None:
 def test_plan_prints_the_call_bound_without_creating_an_adapter(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("AGENTPORT_LLM_BACKEND", "scripted")
     made = _use(monkeypatch)
     result = runner.invoke(app, ["research", "Q", "--plan"])
     assert result.exit_code == 0
     assert "at most 119" in result.stdout
     assert "typical 97" in result.stdout
+    assert made == []
+
+
+def test_plan_uses_the_configured_backend_preset(monkeypatch: pytest.MonkeyPatch) -> None:
+    # llm.backend = "local" from configuration: the plan shows the small-model budget the
+    # run would use, exactly as `--backend local` does, and never loads the model.
+    made = _use(monkeypatch)
+    explicit = runner.invoke(app, ["research", "Q", "--plan", "--backend", "local"])
+    monkeypatch.setenv("AGENTPORT_LLM_BACKEND", "local")
+    configured = runner.invoke(app, ["research", "Q", "--plan"])
+    monkeypatch.setenv("AGENTPORT_LLM_BACKEND", "scripted")
+    default = runner.invoke(app, ["research", "Q", "--plan"])
+    assert explicit.exit_code == configured.exit_code == default.exit_code == 0
+    assert configured.stdout == explicit.stdout
+    assert configured.stdout != default.stdout
+    assert "at most 119" not in configured.stdout
     assert made == []
 
 

@@ -39,10 +39,12 @@ def docs(tmp_path: Path) -> Path:
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    config = tmp_path / "agentport-config.toml"
+    config.write_text("", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTPORT_")}
     env |= {
         "AGENTPORT_ALLOW_REAL_BACKENDS": "1",
-        "AGENTPORT_CONFIG_FILE": str(tmp_path / "none.toml"),
+        "AGENTPORT_CONFIG_FILE": str(config),
         "XDG_CACHE_HOME": str(tmp_path / "cache"),
         "PYTHONUNBUFFERED": "1",
     }

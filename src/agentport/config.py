@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -61,6 +61,19 @@ class LLMSettings(BaseModel):
     retry_attempts: int = Field(default=3, ge=1)
     retry_base_delay_s: float = Field(default=1.0, ge=0)
     retry_max_delay_s: float = Field(default=30.0, ge=0)
+
+    @model_validator(mode="after")
+    def _only_backend_tables(self) -> LLMSettings:
+        from .catalog import resolve_backend
+
+        for key, value in (self.model_extra or {}).items():
+            if not isinstance(value, Mapping):
+                raise ValueError(f"unknown setting {key!r}")
+            try:
+                resolve_backend(key)  # a table must be named after a backend
+            except ProviderError as exc:
+                raise ValueError(f"table [llm.{key}]: {exc.message}") from None
+        return self
 
     def completion_config(self, **fields: Any) -> CompletionConfig:
         """A `CompletionConfig` carrying these settings' model, timeouts and IGNORED policy;
@@ -102,10 +115,20 @@ class _NamedToml(TomlConfigSettingsSource):
     ) -> None:
         self.label = label or str(path)
         self.path = path
+        if path.exists() and not path.is_file():
+            raise ProviderError(ErrorKind.config, f"{self.label}: is not a file")
         try:
             super().__init__(settings_cls, toml_file=path, toml_table_header=header)
         except tomllib.TOMLDecodeError as exc:
             raise ProviderError(ErrorKind.config, f"{self.label}: invalid TOML: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ProviderError(
+                ErrorKind.config, f"{self.label}: not UTF-8 text (byte {exc.start})"
+            ) from None
+        except OSError as exc:
+            raise ProviderError(
+                ErrorKind.config, f"{self.label}: cannot read: {exc.strerror}"
+            ) from None
         except KeyError:
             # pydantic-settings raises when the file lacks the table (a pyproject.toml without
             # [tool.agentport]); such a file simply sets nothing.
@@ -139,6 +162,8 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         cwd = cls._cwd or Path.cwd()
         user = user_config_path()
+        if os.environ.get("AGENTPORT_CONFIG_FILE") and not user.exists():
+            raise ProviderError(ErrorKind.config, f"AGENTPORT_CONFIG_FILE: {user}: file not found")
         named: list[tuple[str, PydanticBaseSettingsSource]] = [
             ("argument", init_settings),
             ("environment", env_settings),

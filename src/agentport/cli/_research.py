@@ -78,12 +78,13 @@ class SettingsAdapter:
 
 def resolved_backend(backend: str | None) -> str | None:
     """The canonical backend a run would use (`--backend`, else `llm.backend`), without
-    creating an adapter; None when it cannot be resolved."""
+    creating an adapter; *backend* when no backend resolves. Raises `ProviderError` for a
+    bad configuration."""
     from ..config import load_settings
     from ..factory import resolve_auto, resolve_backend
 
+    name = load_settings(backend=backend).llm.backend
     try:
-        name = load_settings(backend=backend).llm.backend
         return resolve_auto() if name.strip().lower() == "auto" else resolve_backend(name)
     except ProviderError:
         return backend
@@ -206,7 +207,8 @@ def research(
     if not q:
         fail("the research question is empty", 2)
     try:
-        config = _config(resolved_backend(backend), early_quorum, concurrency)
+        target = resolved_backend(backend)
+        config = _config(target, early_quorum, concurrency)
     except ProviderError as exc:
         fail_error(exc)
     loaded: Corpus | None = None
@@ -220,7 +222,7 @@ def research(
             typer.echo(line)
         if loaded is not None:
             typer.echo(f"corpus: {loaded.documents} documents, {len(loaded.passages)} passages")
-        elif backend is not None and (refusal := check_web_search(backend)) is not None:
+        elif target is not None and (refusal := check_web_search(target)) is not None:
             typer.echo(f"note: {refusal}")
         return
     from ..config import load_settings

@@ -9,7 +9,7 @@ from returns.result import Failure, Result, Success
 from ._capabilities import BackendCapability, Param, ParamSupport
 from ._config import CompletionConfig
 from ._errors import ErrorKind, ProviderError
-from ._messages import Message
+from ._messages import Message, MessageRole
 
 __all__ = ["check_params"]
 
@@ -21,7 +21,17 @@ def check_params(
 
     Returns `Success(warnings)` (one line per IGNORED parameter under `warn`), or
     `Failure(ErrorKind.unsupported)` naming them under `fail`. Source: DESIGN.md, capabilities.
+    A call with no user or assistant message (nothing to answer) is
+    `Failure(ErrorKind.invalid_request)`.
     """
+    if not any(m.role is not MessageRole.system and m.content.strip() for m in messages):
+        return Failure(
+            ProviderError(
+                ErrorKind.invalid_request,
+                "nothing to answer: no non-empty user or assistant message",
+                backend=capability.name,
+            )
+        )
     ignored = sorted(
         p.value
         for p in config.params_set(messages)

@@ -90,7 +90,7 @@ class CompletionConfig(BaseModel):
             `agentport.testing.ScriptedAdapter` matches on it.
     """
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, extra="forbid")
 
     model: str | None = None
     temperature: float | None = Field(default=None, ge=0, le=2)
