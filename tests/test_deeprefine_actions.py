@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,7 +17,9 @@ from agentport.workflows.deeprefine import (
 )
 
 names = st.one_of(
-    st.text(min_size=1, max_size=30).filter(lambda s: s.strip()),
+    st.text(min_size=1, max_size=30).filter(
+        lambda s: s.strip() and all(c in "\n\t" or unicodedata.category(c) != "Cc" for c in s)
+    ),
     st.sampled_from(["a|b", 'say "hi"', "it's", "f(a, b)", "x\ny", "데이터 로드()", "back\\slash"]),
 )
 actions = st.one_of(
@@ -112,3 +116,12 @@ def test_empty_block_is_zero_actions_and_prose_is_not_found() -> None:
     assert parse_refinement("<refinement></refinement>").items == ()
     assert parse_refinement("<refinement></refinement>").found
     assert not parse_refinement("I have no idea").found
+
+
+def test_control_characters_in_names_are_rejected_with_a_reason() -> None:
+    # Regression: replace_node(old, "RetryPolicy\x00<script>") was rated MEDIUM and applied.
+    parsed = parse_refinement('<refinement>replace_node("a", "RetryPolicy\x00x")</refinement>')
+    assert parsed.actions == []
+    rejected = parsed.items[0]
+    assert isinstance(rejected, Rejected)
+    assert "control character" in rejected.reason

@@ -79,7 +79,9 @@ class CompletionConfig(BaseModel):
         max_turns: agent turn budget (agent CLIs).
         startup_timeout_s: seconds until the first output byte.
         idle_timeout_s: longest silence between two output events, in seconds.
-        total_timeout_s: wall-clock budget for the whole call, in seconds.
+        total_timeout_s: wall-clock budget of one attempt, in seconds. The retry policy
+            (`agentport.retry`) may make further attempts, each with its own budget, plus
+            back-off waits; bound the whole with `anyio.fail_after` when that matters.
         tools: allowed tools and sandbox.
         cwd: working directory for agent CLIs; None = a fresh neutral temporary directory.
         web_search: ask the agent to use its web tools.

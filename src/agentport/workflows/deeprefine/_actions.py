@@ -19,6 +19,7 @@ report them (F-12, F-14, F-15).
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
@@ -218,6 +219,9 @@ def _check(name: str, args: list[str]) -> Action | str:
     for i, arg in enumerate(args):
         if not arg.strip():
             return f"argument {i + 1} of {name} is empty"
+        bad = next((c for c in arg if c not in "\n\t" and unicodedata.category(c) == "Cc"), None)
+        if bad is not None:
+            return f"argument {i + 1} of {name} contains the control character {bad!r}"
     return Action(name, tuple(args))  # type: ignore[arg-type]
 
 
