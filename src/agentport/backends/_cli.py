@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 import anyio
 from anyio.abc import TaskGroup
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectSendStream
 from returns.result import Failure, Result, Success
 
 from ..core import (
@@ -32,6 +32,7 @@ from ..core import (
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
+    EventStream,
     EventType,
     Message,
     MessageRole,
@@ -367,7 +368,7 @@ class CliRuntime:
             raise RuntimeError("use `async with` before send()")
         send, receive = anyio.create_memory_object_stream[AgentEvent](self._buffer)
         self._tg.start_soon(self._turn, as_messages(prompt), config, send)
-        return _Events(receive)
+        return EventStream(receive)
 
     async def _turn(
         self,
@@ -416,24 +417,3 @@ class CliRuntime:
                 )
             with suppress(anyio.BrokenResourceError):
                 await send.send(final)
-
-
-class _Events:
-    """Async iterator over one turn's events (not an async generator: nothing straddles the
-    runtime's task group). `aclose()` drops the stream; the turn's process is then killed."""
-
-    def __init__(self, receive: MemoryObjectReceiveStream[AgentEvent]) -> None:
-        self._receive = receive
-
-    def __aiter__(self) -> _Events:
-        return self
-
-    async def __anext__(self) -> AgentEvent:
-        try:
-            return await self._receive.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            self._receive.close()
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        self._receive.close()

@@ -59,6 +59,7 @@ from ..core import (
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
+    EventStream,
     EventType,
     Message,
     ProviderError,
@@ -75,7 +76,7 @@ from ..structured import complete_constrained
 from ..transport import DEFAULT_MAX_LINE_BYTES, LineFramer, LineTooLongError, child_env, parse_line
 from ..transport._runner import _teardown
 from ._classify import kind_from_status, kind_from_text
-from ._cli import _Events, render_prompt
+from ._cli import render_prompt
 from ._spec import text_after_last_tool
 
 __all__ = [
@@ -878,7 +879,7 @@ class AcpRuntime:
             raise RuntimeError("use `async with` before send()")
         send, receive = anyio.create_memory_object_stream[AgentEvent](self._buffer)
         self._tg.start_soon(self._turn, as_messages(prompt), config, send)
-        return _Events(receive)
+        return EventStream(receive)
 
     async def _ensure(self, config: CompletionConfig) -> _Session:
         assert self._tg is not None

@@ -11,6 +11,7 @@ from ._config import (
     json_schema_problem,
 )
 from ._errors import ErrorKind, ProviderError, TimeoutWhich, redact
+from ._events import EventStream
 from ._messages import Message, MessageRole, as_messages, split_system
 from ._protocols import AgentEvent, AgentRuntime, EventType, LLMAdapter, RuntimeHandle
 from ._response import CompletionResponse, RawInfo, Usage
@@ -23,6 +24,7 @@ __all__ = [
     "CompletionConfig",
     "CompletionResponse",
     "ErrorKind",
+    "EventStream",
     "EventType",
     "IgnoredPolicy",
     "LLMAdapter",

@@ -10,7 +10,7 @@ from typing import Any, Self
 
 import anyio
 from anyio.abc import TaskGroup
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectSendStream
 from returns.result import Failure, Result, Success
 
 from ..catalog import get_capability
@@ -18,6 +18,7 @@ from ..core import (
     AgentEvent,
     CompletionConfig,
     CompletionResponse,
+    EventStream,
     EventType,
     Message,
     MessageRole,
@@ -122,7 +123,7 @@ class EchoRuntime:
             raise RuntimeError("use `async with` before send()")
         send, receive = anyio.create_memory_object_stream[AgentEvent](self._buffer)
         self._tg.start_soon(self._turn, as_messages(prompt), config, send)
-        return _Events(receive)
+        return EventStream(receive)
 
     async def _turn(
         self,
@@ -157,21 +158,3 @@ class EchoRuntime:
                     metadata={"response": response, "usage": response.usage},
                 )
             )
-
-
-class _Events:
-    """Async iterator over one turn's events (not an async generator: nothing straddles the
-    runtime's task group)."""
-
-    def __init__(self, receive: MemoryObjectReceiveStream[AgentEvent]) -> None:
-        self._receive = receive
-
-    def __aiter__(self) -> _Events:
-        return self
-
-    async def __anext__(self) -> AgentEvent:
-        try:
-            return await self._receive.receive()
-        except anyio.EndOfStream:
-            self._receive.close()
-            raise StopAsyncIteration from None

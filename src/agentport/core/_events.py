@@ -1,0 +1,32 @@
+"""`EventStream`: how every `AgentRuntime.send` hands one turn's events to the caller."""
+
+from __future__ import annotations
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream
+
+from ._protocols import AgentEvent
+
+__all__ = ["EventStream"]
+
+
+class EventStream:
+    """Async iterator over one turn's events, read from a bounded in-memory stream that the
+    runtime's task fills. Not an async generator, so nothing straddles the runtime's task
+    group (DESIGN.md). `aclose()` drops the stream; the producing turn then stops."""
+
+    def __init__(self, receive: MemoryObjectReceiveStream[AgentEvent]) -> None:
+        self._receive = receive
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> AgentEvent:
+        try:
+            return await self._receive.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            self._receive.close()
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        self._receive.close()
