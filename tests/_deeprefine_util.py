@@ -13,8 +13,13 @@ from typing import Any
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "agentport"
-#: real code graphify extracts; small enough to build in about two seconds
-SOURCES = [*sorted((SRC / "core").glob("*.py")), SRC / "retry.py", SRC / "structured.py"]
+#: real code graphify extracts (core types, the retry policy, structured output), wherever
+#: the package keeps it today; small enough to build in a few seconds
+SOURCES = sorted(
+    p
+    for pattern in ("core/*.py", "retry.py", "policies/*.py", "structured.py", "structured/*.py")
+    for p in SRC.glob(pattern)
+)
 
 
 def graphify_exe() -> str:
@@ -32,7 +37,9 @@ def build_real_project(base: Path) -> Path:
     project = base / "proj"
     project.mkdir()
     for source in SOURCES:
-        shutil.copy(source, project / source.name)
+        target = project / source.relative_to(SRC)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(source, target)
     done = subprocess.run(
         [graphify_exe(), "update", "."], cwd=project, capture_output=True, text=True, timeout=120,
         check=False,

@@ -30,3 +30,5 @@ def _isolated_config(
     user_file = Path(home) / "config.toml"
     user_file.write_text("", encoding="utf-8")
     monkeypatch.setenv("AGENTPORT_CONFIG_FILE", str(user_file))
+    # the shared cooldown store (issue 12) of a test is its own, never the user's
+    monkeypatch.setenv("AGENTPORT_STATE_DIR", str(Path(home) / "state"))

@@ -12,7 +12,8 @@ import pytest
 from pydantic import BaseModel
 
 from _fake_clis_util import FAKE_CLIS, live_processes_with
-from agentport.backends.acp import decode_update, permission_allowed, rpc_error
+from agentport.backends._acp_rpc import rpc_error
+from agentport.backends.acp import decode_update, permission_allowed
 from agentport.catalog import get_capability
 from agentport.core import (
     CompletionConfig,
@@ -42,6 +43,7 @@ def record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("AGENTPORT_ALLOW_REAL_BACKENDS", "1")
     path = tmp_path / "received.jsonl"
     monkeypatch.setenv("FAKE_RECORD", str(path))
+    monkeypatch.setenv("AGENTPORT_INHERIT_ENV", "FAKE_*")  # the allow-list opt-in (issue 15)
     return path
 
 
@@ -59,7 +61,8 @@ def adapter(**options: Any) -> LLMAdapter:
 
 
 def test_acp_permission_default_allows_reads_only() -> None:
-    policy = ToolPolicy()
+    assert not permission_allowed({"kind": "read"}, ToolPolicy(), Path("/w"))  # no tools
+    policy = ToolPolicy.cli_defaults()
     assert permission_allowed({"kind": "read"}, policy, Path("/w"))
     assert not permission_allowed({"kind": "execute"}, policy, Path("/w"))
     assert not permission_allowed({"kind": "edit"}, policy, Path("/w"))

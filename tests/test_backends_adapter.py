@@ -107,7 +107,8 @@ async def test_claude_native_schema_uses_structured_output(tmp_path: Path) -> No
     result = await llm.complete([Message.user("hi")], CompletionConfig(output_schema=SCHEMA))
     assert result.unwrap().parsed == {"status": "ok", "answer": 42}
     argv = _recorded(tmp_path)["argv"]
-    assert json.loads(argv[argv.index("--json-schema") + 1]) == SCHEMA
+    flag = next(a for a in argv if a.startswith("--json-schema="))
+    assert json.loads(flag.split("=", 1)[1]) == SCHEMA
 
 
 async def test_claude_schema_answer_without_structured_output_falls_back_to_the_text(
@@ -200,13 +201,13 @@ async def test_runtime_turn_failure_ends_with_an_error_event(tmp_path: Path) -> 
 async def test_sandbox_and_tools_reach_the_argv(tmp_path: Path) -> None:
     opts = _options(tmp_path, "claude", "ok-stream-json")
     llm = create_llm_adapter("claude", retry=False, claude=opts)
-    tools = ToolPolicy(allowed_tools=("Read", "Bash"), sandbox=Sandbox.workspace_write)
+    tools = ToolPolicy(allowed_tools=("Read", "Edit"), sandbox=Sandbox.workspace_write)
     await llm.complete([Message.user("hi")], CompletionConfig(tools=tools, max_turns=2))
     argv = _recorded(tmp_path)["argv"]
-    assert "--tools=Read,Bash" in argv
-    assert "--allowedTools=Read,Bash" in argv
-    assert argv[argv.index("--permission-mode") + 1] == "acceptEdits"
-    assert argv[argv.index("--max-turns") + 1] == "2"
+    assert "--tools=Read,Edit" in argv
+    assert "--allowedTools=Read,Edit" in argv
+    assert "--permission-mode=acceptEdits" in argv
+    assert "--max-turns=2" in argv
 
 
 async def test_choices_are_matched_and_a_miss_is_schema_mismatch(tmp_path: Path) -> None:

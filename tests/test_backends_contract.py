@@ -143,6 +143,7 @@ def project(
         f'[llm]\nbackend = "{cli}"\n{model}retry_attempts = 1\n'
         f"idle_timeout_s = 20\ntotal_timeout_s = 90\n\n[llm.{cli}]\n{table}\n"
     )
+    monkeypatch.setenv("AGENTPORT_TRUSTED_PROJECTS", str(proj))  # the user's own project
     return proj
 
 

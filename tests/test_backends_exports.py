@@ -16,9 +16,11 @@ SRC = Path(agentport.__file__).parent
 def test_transport_exports() -> None:
     assert sorted(agentport.transport.__all__) == sorted(
         [
-            "DEFAULT_MAX_LINE_BYTES", "DEPTH_ENV", "MAX_DEPTH", "NESTING_MARKERS", "Frame",
-            "LineFramer", "LineTooLongError", "OnFrame", "ProcessRequest", "ProcessResult",
-            "check_argv", "child_env", "group_members", "parse_line", "run_process",
+            "DEFAULT_MAX_EVENTS", "DEFAULT_MAX_LINE_BYTES", "DEPTH_ENV", "MAX_DEPTH",
+            "MAX_JSON_DEPTH", "NESTING_MARKERS", "Frame", "LineFramer", "LineTooLongError",
+            "NestingTooDeepError", "OnFrame", "OnStderrLine", "ProcessRequest",
+            "ProcessResult", "check_argv", "child_env", "group_members", "guard_argv",
+            "missing_executable", "parse_line", "run_process",
         ]
     )  # fmt: skip
     for name in agentport.transport.__all__:

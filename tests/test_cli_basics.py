@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from agentport.catalog import all_backends
 from agentport.core import Param
 
@@ -81,7 +83,7 @@ def test_malformed_agentport_toml_is_one_line(tmp_path: Path) -> None:
 
 
 def test_wrong_type_in_config_is_one_line_naming_field(tmp_path: Path) -> None:
-    (tmp_path / "agentport.toml").write_text('[llm]\nbackend = "echo"\ntotal_timeout_s = "x"\n')
+    (tmp_path / "agentport.toml").write_text('[llm]\nmodel = "m"\ntotal_timeout_s = "x"\n')
     line = _one_line_error(_run("complete", "x", cwd=tmp_path))
     assert "agentport.toml: llm.total_timeout_s" in line
 
@@ -119,3 +121,80 @@ def test_schema_file_that_is_not_a_json_schema_is_one_line(tmp_path: Path) -> No
         _run("complete", "{}", "-b", "echo", "--schema", "ns.json", cwd=tmp_path)
     )
     assert "ns.json: not a valid JSON schema" in line
+
+
+# -- issue 11 (6): polish ----------------------------------------------------------------------
+
+
+def test_duplicate_choice_is_a_one_line_usage_error(tmp_path: Path) -> None:
+    out = _run("complete", "x", "-b", "echo", "--choice", "yes", "--choice", "yes", cwd=tmp_path)
+    line = _one_line_error(out)
+    assert out.returncode == 2
+    assert line == "agentport: --choice: 'yes' is given twice; each allowed answer once"
+
+
+def test_empty_choice_is_a_usage_error(tmp_path: Path) -> None:
+    for value in ("", "  "):
+        out = _run("complete", "x", "-b", "echo", "--choice", value, cwd=tmp_path)
+        assert _one_line_error(out) == "agentport: --choice: an allowed answer cannot be empty"
+        assert out.returncode == 2
+
+
+def _lines_fit(text: str, width: int) -> None:
+    assert text.strip()
+    assert max(len(line) for line in text.splitlines()) <= width, text
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_backends_table_fits_the_terminal_width(tmp_path: Path, width: int) -> None:
+    out = _run("backends", cwd=tmp_path, env={"COLUMNS": str(width)})
+    assert out.returncode == 0, out.stderr
+    _lines_fit(out.stdout, width)
+    names = {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
+    assert {c.name for c in all_backends()} <= names  # every name in full, grid included
+    assert "sys system_prompt" in out.stdout.replace("\n", " ")  # the grid's legend
+
+
+def test_backends_table_is_one_table_when_wide_enough(tmp_path: Path) -> None:
+    out = _run("backends", cwd=tmp_path, env={"COLUMNS": "250"})
+    assert out.returncode == 0, out.stderr
+    _lines_fit(out.stdout, 250)
+    assert "params:" not in out.stdout
+    assert "N native" in out.stdout
+
+
+def _user_config(tmp_path: Path, text: str) -> dict[str, str]:
+    config = tmp_path / "user-config.toml"
+    config.write_text(text, encoding="utf-8")
+    return {"AGENTPORT_CONFIG_FILE": str(config)}
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["backends"],
+        ["backends", "--json"],
+        ["complete", "x", "-b", "echo"],
+        ["refine", "How?", "--graph", "graph.json", "-b", "echo"],
+    ],
+)
+def test_a_config_typo_is_reported_by_every_command(tmp_path: Path, command: list[str]) -> None:
+    (tmp_path / "graph.json").write_text('{"nodes": [], "links": []}', encoding="utf-8")
+    env = _user_config(tmp_path, '[llm]\nbackend = "echo"\nbackned = "x"\n')
+    out = _run(*command, cwd=tmp_path, env=env)
+    line = _one_line_error(out)
+    assert out.returncode == 2
+    assert "llm.backned" in line or "'backned'" in line
+
+
+def _acp_installed(tmp_path: Path, config: str) -> object:
+    out = _run("backends", "--json", cwd=tmp_path, env=_user_config(tmp_path, config))
+    assert out.returncode == 0, out.stderr
+    return next(r for r in json.loads(out.stdout) if r["name"] == "acp")["installed"]
+
+
+def test_acp_is_not_installed_until_a_command_is_configured(tmp_path: Path) -> None:
+    assert _acp_installed(tmp_path, "") is False
+    assert _acp_installed(tmp_path, '[llm.acp]\ncommand = ["no-such-agent-xyz", "acp"]\n') is False
+    assert _acp_installed(tmp_path, f'[llm.acp]\ncommand = ["{sys.executable}", "-V"]\n') is True
+    assert _acp_installed(tmp_path, '[llm.acp]\ncommand = "sh -c true"\n') is True

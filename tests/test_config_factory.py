@@ -10,8 +10,15 @@ from agentport import ErrorKind, ProviderError, create_agent_runtime, create_llm
 from agentport.catalog import CATALOG, all_backends, resolve_backend
 from agentport.config import load_settings
 from agentport.core import Param
-from agentport.retry import RetryingAdapter
+from agentport.policies import RetryingAdapter
 from agentport.testing import EchoAdapter, EchoRuntime, ScriptedAdapter
+
+
+@pytest.fixture(autouse=True)
+def _trust_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # these tests are about source order, not trust: the project folder is trusted
+    # (untrusted project files: tests/test_*trust*.py)
+    monkeypatch.setenv("AGENTPORT_TRUSTED_PROJECTS", str(tmp_path))
 
 
 def _write(path: Path, text: str) -> Path:
@@ -178,7 +185,11 @@ def test_retry_wrapper_is_applied_by_default(tmp_path: Path) -> None:
     assert isinstance(adapter, RetryingAdapter)
     assert isinstance(adapter.inner, EchoAdapter)
     assert adapter.policy.attempts == 3
-    assert isinstance(create_llm_adapter("echo", cwd=tmp_path, retry_attempts=1), EchoAdapter)
+    # one attempt still runs under the policy layer: whole-call deadline, attempt history
+    single = create_llm_adapter("echo", cwd=tmp_path, retry_attempts=1)
+    assert isinstance(single, RetryingAdapter)
+    assert single.policy.attempts == 1
+    assert isinstance(create_llm_adapter("echo", cwd=tmp_path, retry=False), EchoAdapter)
 
 
 def test_runtime_from_factory(tmp_path: Path) -> None:
@@ -231,7 +242,7 @@ def test_guard_blocks_unless_explicitly_allowed(monkeypatch: pytest.MonkeyPatch)
 
 def test_missing_extra_is_not_installed_naming_the_extra() -> None:
     from agentport.core import BackendCapability, BackendKind, ParamSupport
-    from agentport.factory import _load
+    from agentport.factory import _module
 
     capability = BackendCapability(
         name="needs_extra",
@@ -243,7 +254,7 @@ def test_missing_extra_is_not_installed_naming_the_extra() -> None:
         params=dict.fromkeys(Param, ParamSupport.IGNORED),
     )
     with pytest.raises(ProviderError) as info:
-        _load(capability, "create_adapter")
+        _module(capability)
     assert info.value.kind is ErrorKind.not_installed
     assert "pip install 'agentport[local]'" in str(info.value)
 

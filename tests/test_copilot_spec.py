@@ -27,11 +27,12 @@ def _call(tmp_path: Path, **kw: object) -> CliCall:
     return CliCall(**(base | kw))  # type: ignore[arg-type]
 
 
-def test_prompt_goes_through_stdin_with_all_tools_allowed(tmp_path: Path) -> None:
+def test_prompt_goes_through_stdin_with_no_tools_by_default(tmp_path: Path) -> None:
     inv = build(_call(tmp_path, prompt="private words"))
     assert inv.stdin == b"private words"
     assert "-p" not in inv.argv
-    assert "--allow-all-tools" in inv.argv  # required non-interactively
+    assert "--allow-all-tools" not in inv.argv  # least privilege (issue 15)
+    assert "--deny-tool=shell" in inv.argv
     assert inv.argv[inv.argv.index("--output-format") + 1] == "json"
 
 

@@ -82,7 +82,9 @@ def test_normalize_name_is_idempotent(name: str) -> None:
 
 
 def test_params_set_reports_only_what_the_call_sets() -> None:
-    assert CompletionConfig().params_set() == frozenset()
+    # least privilege by default: no tools, read-only (issue 15)
+    assert CompletionConfig().params_set() == {Param.tool_restriction, Param.sandbox}
+    assert CompletionConfig(tools=ToolPolicy.cli_defaults()).params_set() == frozenset()
     config = CompletionConfig(
         temperature=0.2,
         tools=ToolPolicy(allowed_tools=(), sandbox=Sandbox.read_only),

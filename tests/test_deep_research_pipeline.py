@@ -14,6 +14,7 @@ from returns.result import Failure, Result, Success
 from _deep_research_util import (
     PASS,
     REFUTE,
+    SUMMARY,
     WEB,
     angle_of,
     url_of,
@@ -51,7 +52,7 @@ pytestmark = pytest.mark.anyio
 async def test_happy_path_returns_report_and_stats() -> None:
     out = await run_research("Q", web_model(), config=WEB)
     assert out.error is None
-    assert out.summary == "done"
+    assert out.summary == SUMMARY
     assert out.stats["confirmed"] == 3  # 3 angles x 1 claim, all survive
     assert out.stats["angles"] == 3
     assert out.stats["afterSynthesis"] == 1
@@ -440,7 +441,7 @@ async def test_resume_replays_finished_calls_and_only_redoes_the_failed_one(
     second = web_model()
     out2 = await run_research("Q", second, config=WEB, cache=CallCache(tmp_path))
     assert [c.label for c in second.calls] == ["synthesis"]
-    assert out2.summary == "done"
+    assert out2.summary == SUMMARY
     assert out2.stats["agentCallsCached"] == 16
     assert out2.stats["inputTokens"] > out1.stats["inputTokens"]  # replayed usage counts
 
@@ -459,7 +460,7 @@ async def test_a_damaged_cache_entry_is_treated_as_missing(tmp_path: Path) -> No
     _damage(tmp_path)
     again = web_model()
     out = await run_research("Q", again, config=WEB, cache=CallCache(tmp_path))
-    assert out.summary == "done"
+    assert out.summary == SUMMARY
     assert len(again.calls) == 17
 
 
@@ -531,10 +532,10 @@ def test_markdown_escapes_html_from_untrusted_text() -> None:
 
 async def test_findings_keep_only_citations_of_fetched_sources() -> None:
     synthesis = {
-        "summary": "s",
+        "summary": "the confirmed claims agree",
         "findings": [
             {
-                "claim": "F",
+                "claim": "F: C-http://a1.com/x",
                 "confidence": "high",
                 "sources": ["https://www.a1.com/x/", "https://invented.org/paper"],
                 "evidence": "e",

@@ -3,9 +3,8 @@ agentport's `deeprefine`, and `agentport refine` with a ScriptedAdapter (every b
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -19,8 +18,13 @@ from _deeprefine_util import graphify_exe, real_copy
 from agentport.cli import app
 from agentport.cli._deeprefine import main
 from agentport.cli._refine import run_refine
-from agentport.testing import BLOCK_ENV, ScriptedAdapter
-from agentport.workflows.deeprefine import query_id
+from agentport.testing import ScriptedAdapter
+from agentport.workflows.deeprefine import (
+    MAX_TRIPLE_NUM_BY_STEP,
+    load_graph,
+    match_question,
+    query_id,
+)
 
 
 @pytest.fixture
@@ -29,7 +33,19 @@ def real_project(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Pa
 
 
 Q = "How does with_retry retry a ProviderError?"
-GOOD = '<refinement>insert_edge("RetryingAdapter", "uses", "RetryPolicy")</refinement>'
+
+
+def _good(project: Path) -> str:
+    """An insert review cannot fault, whatever graphify made of today's sources: two code
+    nodes of the first hop (so both are in the trace), not linked yet, named by id."""
+    graph = load_graph(project / "graphify-out" / "graph.json")
+    hop1 = match_question(graph, Q, MAX_TRIPLE_NUM_BY_STEP[0])[0]
+    ids = [i for t in hop1 for i in (t.subject_id, t.object_id)]
+    code = [i for i in dict.fromkeys(ids) if graph.nodes[i].get("file_type") != "rationale"]
+    a, b = next((a, b) for a in code for b in code if a < b and not graph.links_between(a, b))
+    return f'<refinement>insert_edge("{a}", "uses", "{b}")</refinement>'
+
+
 LOW = '<refinement>insert_edge(".complete()", "calls", "with_retry()")</refinement>'
 
 
@@ -74,7 +90,7 @@ def test_skill_md_command_lines_run_verbatim_on_the_refine_path(
     assert _run(f'deeprefine loop init --query "{Q}"') == 0
     graph = real_project / "graphify-out" / "graph.json"
     pre = graph.read_bytes()
-    code, out = _refine(real_project, _scripted(GOOD))  # the loop, dry run
+    code, out = _refine(real_project, _scripted(_good(real_project)))  # the loop, dry run
     assert code == 0, out
     assert "[Step: 1]" in out
     assert "Dry run: graph.json was not modified" in out
@@ -84,7 +100,8 @@ def test_skill_md_command_lines_run_verbatim_on_the_refine_path(
     actions = f"graphify-out/.deeprefine/refinement_actions_{qid}.txt"
     assert _run(f"deeprefine loop validate --trace-file {trace} --refinement-file {actions}") == 0
     assert _run(f"deeprefine review --trace-file {trace} --refinement-file {actions}") == 0
-    assert "[MEDIUM] insert_edge" in capsys.readouterr().out
+    # HIGH when the copied source shows the use (R9), else MEDIUM (k-hop); never LOW
+    assert re.search(r"\[(HIGH|MEDIUM)\] insert_edge", capsys.readouterr().out)
     assert graph.read_bytes() == pre  # review never writes
     assert _run(f"deeprefine loop finish --trace-file {trace} --refinement-file {actions}") == 1
     assert "not applied yet" in capsys.readouterr().err  # F-18
@@ -213,47 +230,25 @@ def test_console_script_is_installed() -> None:
     assert "validate" in done.stdout
 
 
-_LOCAL = """
-import sys
-from pathlib import Path
-import anyio
-from agentport.core import CompletionConfig
-from agentport.factory import create_llm_adapter
-from agentport.workflows.deeprefine import (
-    Layout, LoopSettings, load_graph, run_loop, save_loop, validate_trace,
-)
-root = Path(sys.argv[1])
-graph = load_graph(root / "graphify-out" / "graph.json")
-judge = CompletionConfig(choices=("<judge>Yes</judge>", "<judge>No</judge>"), max_tokens=16)
-settings = LoopSettings(configs={"judge": judge})
-result = anyio.run(run_loop, create_llm_adapter("local"), graph, sys.argv[2], settings).unwrap()
-layout = Layout(root)
-trace, actions = save_loop(layout, result)
-print(validate_trace(result.trace, trace, layout, actions))
-"""
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(
-    importlib.util.find_spec("llama_cpp") is None,
-    reason="the embedded local model needs agentport[local] (llama-cpp-python)",
-)
-def test_embedded_local_model_completes_the_loop_and_the_trace_validates(
-    real_project: Path,
-) -> None:
-    env = {k: v for k, v in os.environ.items() if k != BLOCK_ENV}
-    done = subprocess.run(
-        [sys.executable, "-c", _LOCAL, str(real_project), Q],
-        capture_output=True, text=True, timeout=900, env=env, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip().splitlines()[-1] == "[]"
-
-
 def test_reference_refine_command_runs_agentports_loop_on_a_backend(
-    real_project: Path, capsys: pytest.CaptureFixture[str]
+    real_project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # `echo` returns the prompt, whose first judge tag reads Yes: the early-exit branch
-    args = ["refine", "--query", Q, "--backend", "echo", "--project-root", str(real_project)]
+    config = real_project / "agentport.toml"
+    config.write_text('[llm.scripted]\ndefault = "<judge>Yes</judge>"\n', encoding="utf-8")
+    monkeypatch.setenv("AGENTPORT_CONFIG_FILE", str(config))
+    args = ["refine", "--query", Q, "--backend", "scripted", "--project-root", str(real_project)]
     assert main(args) == 0
     assert f"Marked refined: {query_id(Q)}" in capsys.readouterr().out
+
+
+def test_an_echoed_judge_instruction_is_never_taken_as_yes(
+    real_project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `echo` answers with the prompt, which holds "<judge>Yes</judge> or <judge>No</judge>":
+    # the reference (and agentport before issue 11) read its first tag as Yes
+    args = ["refine", "--query", Q, "--backend", "echo", "--project-root", str(real_project)]
+    assert main(args) == 1
+    captured = capsys.readouterr()
+    assert "judge: no parsable answer after 3 attempts" in captured.err
+    assert "Marked refined" not in captured.out
+    assert not list((real_project / "graphify-out" / ".deeprefine").glob("loop_trace_*"))

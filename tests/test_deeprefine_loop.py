@@ -17,6 +17,7 @@ from agentport.workflows.deeprefine import (
     MAX_HOPS,
     MAX_TRIPLE_NUM_BY_STEP,
     Layout,
+    LoopSettings,
     format_history,
     load_graph,
     parse_judge,
@@ -199,7 +200,8 @@ def test_any_judge_sequence_yields_a_trace_that_validates(
         .add("<abduction>gap</abduction>", label="abduction")
         .add(actions, label="refinement")
     )
-    result = anyio.run(run_loop, llm, graph, "How does run() call helper()?").unwrap()
+    free_text = LoopSettings(constrain_judge=False)  # the seed's parsing of free-text answers
+    result = anyio.run(run_loop, llm, graph, "How does run() call helper()?", free_text).unwrap()
     layout = Layout(root)
     trace_path, actions_path = save_loop(layout, result)
     assert validate_trace(result.trace, trace_path, layout, actions_path) == []

@@ -28,7 +28,7 @@ def test_r9_code_evidence_inside_the_subject_body_is_high(tiny: Path) -> None:
     )
     assert item.confidence == "HIGH"
     assert item.ids == ["app_util_runner_go", None, "app_util_helper"]
-    assert "R9 direct code evidence in app/util.py" in item.evidence
+    assert "R9 direct code evidence in app/util.py (direct call)" in item.evidence
 
 
 def test_r8_cross_community_without_k_hop_support_is_low(tiny: Path) -> None:
@@ -84,14 +84,16 @@ def test_r5_self_loop_is_low(tiny: Path) -> None:
     assert any(w.startswith("R5") for w in item.warnings)
 
 
-def test_r6_existing_edge_is_a_skip_and_parallel_link_is_low(tiny: Path) -> None:
+def test_r6_existing_edge_is_a_skip_and_parallel_link_is_rejected(tiny: Path) -> None:
     dup = _one(tiny, 'insert_edge("cli.py", "imports_from", "helper()")', {"app_cli"})
     assert (dup.confidence, dup.effect) == ("MEDIUM", "skip")
     parallel = _one(
         tiny, 'insert_edge("app/cli.py::main()", "uses", "app/cli.py::run()")', {"app_cli_main"}
     )
-    assert parallel.confidence == "LOW"
-    assert any(w.startswith("R6 the pair is already linked (calls)") for w in parallel.warnings)
+    assert (parallel.confidence, parallel.effect) == ("LOW", "reject")
+    assert any(
+        w.startswith("R6 the pair is already linked (calls, EXTRACTED)") for w in parallel.warnings
+    )
 
 
 def test_r7_delete_rules(tiny: Path) -> None:

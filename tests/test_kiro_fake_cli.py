@@ -50,7 +50,7 @@ async def test_kiro_plain_text_answer_keeps_its_lines_and_json_lines(
 ) -> None:
     # A JSON-looking answer line must reach the answer, not be taken for a protocol frame.
     record = install_fake(tmp_path, monkeypatch, "kiro-cli")
-    adapter = create_llm_adapter("kiro", retry=False, kiro={"api_key": "kk"})
+    adapter = create_llm_adapter("kiro", retry=False, kiro={"api_key": "kk", "prompt_via": "argv"})
     response = (await adapter.complete([Message.user("-starts with a dash")])).unwrap()
     assert response.content == f"The answer follows.\n\n{ANSWER}"
     seen = recorded(record)
@@ -74,15 +74,15 @@ async def test_kiro_argv_matches_every_catalog_claim(
     response = await adapter.complete([Message.system("be terse"), Message.user("hi")], config)
     argv = recorded(record)["argv"]
     assert claimed("kiro", Param.model) is ParamSupport.NATIVE
-    assert argv[argv.index("--model") + 1] == "claude-sonnet-4.6"
+    assert "--model=claude-sonnet-4.6" in argv
     assert claimed("kiro", Param.tool_restriction) is ParamSupport.NATIVE
     assert "--trust-tools=read,grep" in argv
     assert claimed("kiro", Param.session_resume) is ParamSupport.NATIVE
-    assert argv[argv.index("--resume-id") + 1] == "s-1"
+    assert "--resume-id=s-1" in argv
     assert claimed("kiro", Param.system_prompt) is ParamSupport.TRANSLATED
-    assert argv[-1].startswith("System instructions:\nbe terse")
+    assert recorded(record)["stdin"].startswith("System instructions:\nbe terse")
     assert "--v2" in argv
-    assert argv[argv.index("--agent") + 1] == "ci"
+    assert "--agent=ci" in argv
     assert claimed("kiro", Param.max_turns) is ParamSupport.IGNORED
     assert any("max_turns" in w for w in response.unwrap().warnings)
 
@@ -100,7 +100,7 @@ async def test_kiro_sandbox_maps_to_trusted_tools(
 ) -> None:
     record = install_fake(tmp_path, monkeypatch, "kiro-cli")
     monkeypatch.setenv("KIRO_API_KEY", "k")
-    config = CompletionConfig(tools=ToolPolicy(sandbox=sandbox))
+    config = CompletionConfig(tools=ToolPolicy(sandbox=sandbox))  # the CLI's tools in it
     await create_llm_adapter("kiro", retry=False).complete([Message.user("hi")], config)
     assert flag in recorded(record)["argv"]
 
@@ -126,7 +126,7 @@ async def test_kiro_schema_is_translated_and_validated(
     adapter = create_llm_adapter("kiro", retry=False)
     response = (await adapter.complete([Message.user("x")], config)).unwrap()
     assert response.parsed == Answer(status="ok", answer=42)
-    assert "answer" in recorded(record)["argv"][-1]
+    assert "answer" in recorded(record)["stdin"]  # the schema instruction, in the prompt
 
 
 @pytest.mark.parametrize(

@@ -111,7 +111,8 @@ BACKENDS = {
         _copilot,
         tool="bash",
         tool_args={"command": "echo hello-from-tool", "description": "greet"},
-        tool_config={"tools": ToolPolicy(allowed_tools=("bash", "view"))},
+        # copilot asks before bash; headless that is a denial unless the call allows all
+        tool_config={"tools": ToolPolicy(allowed_tools=("bash", "view"), sandbox=Sandbox.full)},
     ),
     "pi": Backend(
         "pi",
@@ -125,6 +126,7 @@ BACKENDS = {
         _opencode,
         tool="bash",
         tool_args={"command": "echo hello-from-tool", "description": "greet"},
+        tool_config={"tools": ToolPolicy.cli_defaults()},  # opt in: no tools by default
         # 500 / dropped connection: 9 requests over ~70 s (cli-contracts.md retry table)
         fault_budget_s=150.0,
     ),

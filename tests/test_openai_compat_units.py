@@ -137,10 +137,10 @@ def test_request_leaves_out_unset_model_and_uses_completion_tokens_field() -> No
         (401, '{"error": {"message": "bad key"}}', ErrorKind.auth_required, False),
         (403, "forbidden", ErrorKind.auth_required, False),
         (429, '{"error": {"message": "slow down"}}', ErrorKind.rate_limited, True),
-        (429, '{"error": {"code": "insufficient_quota", "message": "no"}}', ErrorKind.rate_limited,
-         False),
+        (429, '{"error": {"code": "insufficient_quota", "message": "no"}}',
+         ErrorKind.quota_exhausted, False),  # an exhausted quota is its own kind (issue 12)
         (400, '{"error": {"message": "You have reached your specified API usage limits"}}',
-         ErrorKind.rate_limited, False),
+         ErrorKind.quota_exhausted, False),
         (400, '{"error": {"code": "context_length_exceeded", "message": "too long"}}',
          ErrorKind.context_length, False),
         (400, '{"error": "the request exceeds the available context size (n_ctx 2048)"}',
@@ -328,9 +328,11 @@ def test_factory_builds_it_from_the_options_table(monkeypatch: pytest.MonkeyPatc
 
 
 def test_a_pyproject_without_an_agentport_table_does_not_break_configuration(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from agentport.config import load_settings
+
+    monkeypatch.setenv("AGENTPORT_TRUSTED_PROJECTS", str(tmp_path))  # base_url needs trust
 
     (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 100\n")
     (tmp_path / "agentport.toml").write_text(

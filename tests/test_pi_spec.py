@@ -10,6 +10,7 @@ import pytest
 
 from _more_clis_fixtures import replay
 from agentport.backends import CliCall, RunOutcome
+from agentport.backends._retry_notice import notice_error
 from agentport.backends.pi import SPEC, build
 from agentport.core import CompletionConfig, ErrorKind, EventType, ToolPolicy, Usage
 
@@ -52,7 +53,7 @@ def test_base_url_gets_a_private_agent_folder_with_provider_and_short_retries(
     assert inv.env["AGENTPORT_PI_API_KEY"] == "sk-secret-123456789"
     assert not any("sk-secret" in a for a in argv)
     retry = json.loads((folder / "settings.json").read_text())["retry"]
-    assert retry == {"maxRetries": 1, "provider": {"maxRetries": 0}}
+    assert retry == {"maxRetries": 0, "provider": {"maxRetries": 0}}  # agentport retries
 
 
 def test_qualified_model_names_the_users_provider(tmp_path: Path) -> None:
@@ -66,7 +67,7 @@ def test_tool_list_and_empty_list(tmp_path: Path) -> None:
     some = build(_call(tmp_path, config=CompletionConfig(tools=ToolPolicy(allowed_tools=("a",)))))
     assert some.argv[-2:] == ("--tools", "a")
     none = build(_call(tmp_path, config=CompletionConfig(tools=ToolPolicy(allowed_tools=()))))
-    assert none.argv[-1] == "--no-tools"
+    assert none.argv[-2:] == ("--no-tools", "--no-extensions")
 
 
 def test_plain_answer_comes_from_the_final_assistant_message() -> None:
@@ -106,7 +107,14 @@ def test_exit_zero_with_stop_reason_error_is_a_failure(
 ) -> None:
     events, outcome = replay(SPEC, "pi", case)
     assert outcome.exit_code == 0
-    assert not any(e.metadata.get("terminal") for e in events)  # retries are awaited
+    # pi's own auto-retry ends the run at its first notice (agentport owns retries), with the
+    # same failure as pi's final report
+    notices = [e for e in events if e.metadata.get("retry_notice")]
+    if case != "http401":  # 401 is not auto-retried
+        assert notices
+        assert notices[0].metadata.get("terminal")
+        early = notice_error(notices[0], 0, "")
+        assert (early.kind, early.status) == (kind, status)
     error = SPEC.classify(outcome)
     assert error is not None
     assert error.kind is kind

@@ -15,6 +15,7 @@ def test_top_level_exports() -> None:
         [
             "AgentEvent",
             "AgentRuntime",
+            "Attempt",
             "BackendCapability",
             "BackendKind",
             "CompletionConfig",
@@ -38,6 +39,7 @@ def test_top_level_exports() -> None:
             "ToolPolicy",
             "Usage",
             "__version__",
+            "complete_sync",
             "create_agent_runtime",
             "create_llm_adapter",
             "resolve_backend",

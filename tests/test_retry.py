@@ -116,3 +116,23 @@ async def test_retrying_adapter_wraps_any_adapter() -> None:
     assert result.unwrap().content == "done"
     assert len(inner.calls) == 2
     assert adapter.backend == "scripted"
+
+
+def test_the_old_module_re_exports_the_policy_layer() -> None:
+    import agentport.policies
+    import agentport.retry
+
+    for name in agentport.retry.__all__:
+        assert getattr(agentport.retry, name) is getattr(agentport.policies, name)
+
+
+def test_policies_import_nothing_above_core() -> None:
+    import ast
+    from pathlib import Path
+
+    import agentport.policies
+
+    for path in Path(agentport.policies.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level >= 2:
+                assert node.module == "core", (path.name, node.module)

@@ -51,6 +51,13 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return env | extra
 
 
+def _default_sigint() -> None:
+    # A shell starts background jobs with SIGINT ignored, and an ignored signal stays ignored
+    # across exec: Python would then never raise KeyboardInterrupt. A user's terminal
+    # delivers Ctrl-C with the default disposition, so the child starts with that.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "agentport", *args],
@@ -60,6 +67,7 @@ def _start(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_default_sigint,
     )
 
 

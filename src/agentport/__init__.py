@@ -7,7 +7,10 @@ llm = create_llm_adapter()            # llm.backend from configuration, or "auto
 result = await llm.complete([Message.user("Say hi")])
 ```
 
-`complete` returns `Success(CompletionResponse)` or `Failure(ProviderError)`.
+`complete` returns `Success(CompletionResponse)` or `Failure(ProviderError)`; a failure's
+`attempts` lists the tries the policy layer made within the call's deadline
+(`CompletionConfig.total_timeout_s`). For scripts, `complete_sync("Say hi")` does the same
+in one blocking call and returns every problem, setup ones included, as a `Failure`.
 Importing this package imports no backend module.
 """
 
@@ -20,6 +23,7 @@ from returns.result import Failure, Result, Success
 from .core import (
     AgentEvent,
     AgentRuntime,
+    Attempt,
     BackendCapability,
     BackendKind,
     CompletionConfig,
@@ -38,12 +42,12 @@ from .core import (
     ToolPolicy,
     Usage,
 )
-from .retry import RetryingAdapter, RetryPolicy
+from .policies import RetryingAdapter, RetryPolicy
 
 if TYPE_CHECKING:
-    from .factory import create_agent_runtime, create_llm_adapter, resolve_backend
+    from .factory import complete_sync, create_agent_runtime, create_llm_adapter, resolve_backend
 
-_LAZY = {"create_agent_runtime", "create_llm_adapter", "resolve_backend"}
+_LAZY = {"complete_sync", "create_agent_runtime", "create_llm_adapter", "resolve_backend"}
 
 
 def __getattr__(name: str) -> Any:
@@ -60,6 +64,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AgentEvent",
     "AgentRuntime",
+    "Attempt",
     "BackendCapability",
     "BackendKind",
     "CompletionConfig",
@@ -83,6 +88,7 @@ __all__ = [
     "ToolPolicy",
     "Usage",
     "__version__",
+    "complete_sync",
     "create_agent_runtime",
     "create_llm_adapter",
     "resolve_backend",

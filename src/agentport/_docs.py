@@ -9,7 +9,22 @@ from __future__ import annotations
 from .catalog import all_backends
 from .core import BackendCapability, BackendKind, Param
 
-__all__ = ["render_backend_page", "render_matrix", "verified_label"]
+__all__ = ["billing_label", "render_backend_page", "render_matrix", "verified_label"]
+
+_BILLING = {
+    "subscription": "subscription login",
+    "api_key": "API key",
+    "cloud": "cloud account",
+    "local": "local",
+    "none": "none",
+}
+
+
+def billing_label(capability: BackendCapability) -> str:
+    """How the backend is paid for, the usual way first (issue 12): e.g. "subscription
+    login, API key"; "undeclared" when the catalog does not say."""
+    return ", ".join(_BILLING[b.value] for b in capability.billing) or "undeclared"
+
 
 _WORD = {"native": "NATIVE", "translated": "TRANSLATED", "ignored": "IGNORED"}
 _LETTER = {"native": "N", "translated": "T", "ignored": "I"}
@@ -48,6 +63,8 @@ def render_backend_page(capability: BackendCapability, intro: str) -> str:
         f"- **Verified against:** {verified}",
         f"- **Agent runtime:** {'yes' if c.supports_runtime else 'no (completion only)'}",
         f"- **Picked by `auto`:** {auto}",
+        f"- **The CLI's own retries:** {c.retries}" if c.retries else "",
+        f"- **Paid by:** {billing_label(c)}" + (f" ({c.billing_note})" if c.billing_note else ""),
     ]
     rows = ["| Parameter | Support | Note |", "| --- | --- | --- |"]
     for p in Param:
@@ -76,8 +93,12 @@ def render_backend_page(capability: BackendCapability, intro: str) -> str:
 def render_matrix() -> str:
     """All backends × all parameters, one letter per cell."""
     params = list(Param)
-    head = "| Backend | Kind | Verified against | " + " | ".join(p.value for p in params) + " |"
-    sep = "| --- | --- | --- | " + " | ".join("---" for _ in params) + " |"
+    head = (
+        "| Backend | Kind | Paid by | Verified against | "
+        + " | ".join(p.value for p in params)
+        + " |"
+    )
+    sep = "| --- | --- | --- | --- | " + " | ".join("---" for _ in params) + " |"
     lines = [
         _GENERATED,
         "",
@@ -85,7 +106,8 @@ def render_matrix() -> str:
         "",
         'N = NATIVE, T = TRANSLATED, I = IGNORED. Source: `agentport.catalog`. "Verified '
         'against" is the real CLI version the contract tests ran on; NOT VERIFIED CLI backends '
-        "were built from their documentation and tested against fake CLIs only.",
+        'were built from their documentation and tested against fake CLIs only. "Paid by": a '
+        "subscription login spends the plan's usage windows (docs/failover.md).",
         "",
         head,
         sep,
@@ -97,5 +119,8 @@ def render_matrix() -> str:
             verified = f"`{label}`"
         else:
             verified = f"**{label}**" if c.kind is BackendKind.cli else label
-        lines.append(f"| [{c.name}]({c.name}.md) | {c.kind.value} | {verified} | {cells} |")
+        paid = billing_label(c)
+        lines.append(
+            f"| [{c.name}]({c.name}.md) | {c.kind.value} | {paid} | {verified} | {cells} |"
+        )
     return "\n".join(lines) + "\n"

@@ -1,20 +1,27 @@
-"""Atomic file replacement, shared by every writer in agentport (workflows, caches, reports).
+"""Safe file writes, shared by every writer in agentport (workflows, caches, reports).
 
-A reader, or a crash (kill -9 included), sees either the old file or the new one, never a torn
-one. The new file keeps the mode of the file it replaces; a new file gets the usual
-`0o666 & ~umask` (not `mkstemp`'s private 0600).
+`atomic_write`: a reader, or a crash (kill -9 included), sees either the old file or the new
+one, never a torn one. The new file keeps the mode of the file it replaces (or the `mode`
+asked for); a new file gets the usual `0o666 & ~umask` (not `mkstemp`'s private 0600). A
+symlink in the target's place is replaced, never followed.
+
+`append_text` and `open_lock_file` open with `O_NOFOLLOW` and refuse anything but a regular
+file, and `ensure_real_dir` refuses a folder that is a symlink or belongs to another user: a
+cloned repository cannot point agentport's state files at, say, a shell start-up file.
+Refusals are `OSError`s whose `filename` names the path and `strerror` says why.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["atomic_write"]
+__all__ = ["append_text", "atomic_write", "ensure_real_dir", "open_lock_file"]
 
 _CHUNK = 1 << 20
 
@@ -28,23 +35,90 @@ def _fsync_dir(directory: Path) -> None:
             os.close(fd)
 
 
+def _umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
+
+
 def _mode_for(path: Path) -> int:
     try:
-        return stat.S_IMODE(path.stat().st_mode)
+        info = path.lstat()
     except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+        return 0o666 & ~_umask()
+    if stat.S_ISLNK(info.st_mode):  # the link is replaced; its target's mode is not ours
+        return 0o666 & ~_umask()
+    return stat.S_IMODE(info.st_mode)
 
 
-def atomic_write(path: Path, data: bytes | str | BinaryIO) -> None:
+def _refuse(path: Path, why: str, code: int = errno.ELOOP) -> OSError:
+    return OSError(code, why, str(path))
+
+
+def ensure_real_dir(path: Path, *, mode: int = 0o777, create: bool = True) -> Path:
+    """*path* as a real folder owned by this user, created (parents too) with *mode* when
+    missing and *create*. `OSError` when it is a symlink, not a folder, or someone else's."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        if not create:
+            raise
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            path.mkdir(mode=mode)
+        info = path.lstat()
+    if stat.S_ISLNK(info.st_mode):
+        raise _refuse(path, "is a symbolic link; agentport only writes in real folders")
+    if not stat.S_ISDIR(info.st_mode):
+        raise _refuse(path, "is not a folder", errno.ENOTDIR)
+    if info.st_uid != os.geteuid():
+        raise _refuse(path, "belongs to another user; refusing to write in it", errno.EPERM)
+    return path
+
+
+def _open_regular(path: Path, flags: int, mode: int) -> int:
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _refuse(path, "is a symbolic link; refusing to follow it") from None
+        if exc.errno == errno.ENXIO:  # a fifo with no reader (O_NONBLOCK keeps us from hanging)
+            raise _refuse(
+                path, "is not a regular file; refusing to write to it", exc.errno
+            ) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _refuse(path, "is not a regular file; refusing to write to it", errno.EINVAL)
+    os.set_blocking(fd, True)
+    return fd
+
+
+def append_text(path: Path, text: str, *, mode: int | None = None) -> None:
+    """Append *text* (UTF-8) to *path*, created with *mode* (default `0o666 & ~umask`).
+    Refuses a symlink, a fifo, a device: `OSError`."""
+    fd = _open_regular(
+        path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666 if mode is None else mode
+    )
+    with os.fdopen(fd, "ab") as handle:
+        handle.write(text.encode("utf-8"))
+
+
+def open_lock_file(path: Path, *, mode: int = 0o644) -> int:
+    """A read-write descriptor on *path* (created with *mode*) for `flock`; refuses a
+    symlink or anything but a regular file (`OSError`)."""
+    return _open_regular(path, os.O_RDWR | os.O_CREAT, mode)
+
+
+def atomic_write(path: Path, data: bytes | str | BinaryIO, *, mode: int | None = None) -> None:
     """Replace *path* with *data*: temp file in the same folder, fsync, rename, folder fsync.
 
     A `str` is written as UTF-8 in bounded chunks; a binary file is copied from its start.
+    *mode* (e.g. the graph's, for its backup) beats the mode of the file replaced.
     Creates missing parent folders. Raises `OSError` (the temp file is removed first).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    mode = _mode_for(path)
+    mode = _mode_for(path) if mode is None else mode
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:

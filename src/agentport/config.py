@@ -6,6 +6,9 @@ Resolved in this order (first wins, tables merged key by key):
 2. environment: `AGENTPORT_LLM_BACKEND`, `AGENTPORT_LLM_MODEL`, `AGENTPORT_LLM_TOTAL_TIMEOUT_S`, …;
 3. `./agentport.toml`, table `[llm]`;
 4. `./pyproject.toml`, table `[tool.agentport.llm]`;
+   (3 and 4 are project files: until the user trusts the folder (`trusted_projects`, see
+   `agentport._trust`) they may set only models and timeouts; other keys are ignored with a
+   warning naming the file and key);
 5. the user's file: `$AGENTPORT_CONFIG_FILE`, else `$XDG_CONFIG_HOME/agentport/config.toml`
    (default `~/.config/agentport/config.toml`), table `[llm]`;
 6. defaults (`backend = "auto"`).
@@ -24,7 +27,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -32,21 +43,55 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from .core import CompletionConfig, ErrorKind, IgnoredPolicy, ProviderError
+from ._trust import (
+    UntrustedConfigWarning,
+    filter_untrusted,
+    is_trusted,
+    trusted_entries,
+    warn_dropped,
+)
+from .core import CompletionConfig, ErrorKind, IgnoredPolicy, ProviderError, register_secret
+from .core._errors import secret_values
 
-__all__ = ["LLMSettings", "Settings", "load_settings", "user_config_path"]
+__all__ = [
+    "LLMSettings",
+    "Settings",
+    "UntrustedConfigWarning",
+    "load_settings",
+    "user_config_path",
+]
+
+# The `[llm]` keys that are per-call defaults (`CompletionConfig` fields of the same name).
+_CALL_FIELDS = (
+    "model",
+    "temperature",
+    "max_tokens",
+    "startup_timeout_s",
+    "idle_timeout_s",
+    "attempt_timeout_s",
+    "total_timeout_s",
+    "on_ignored",
+)
 
 
 class LLMSettings(BaseModel):
     """The `[llm]` table.
 
     Attributes:
-        backend: a backend name or alias, or `auto`.
+        backend: a backend name or alias, or `auto`; or an ordered failover chain (a TOML
+            list, or a comma list in `AGENTPORT_LLM_BACKEND`), kept as a comma list.
         model: model id passed to the backend, or None for its default.
-        startup_timeout_s / idle_timeout_s / total_timeout_s: see `CompletionConfig`.
+        temperature / max_tokens: sampling temperature and token cap, or None for the
+            backend's default.
+        startup_timeout_s / idle_timeout_s / attempt_timeout_s / total_timeout_s: see
+            `CompletionConfig` (total_timeout_s is the whole call's deadline, retries included).
         on_ignored: `warn` or `fail` when a call sets a parameter the backend IGNOREs.
         retry_attempts: total attempts for retryable failures (1 = no retry).
         retry_base_delay_s / retry_max_delay_s: exponential backoff bounds, in seconds.
+        failover_on: with a chain in `backend`, the error kinds that move on to the next
+            backend (None: `agentport.policies.DEFAULT_FAILOVER_ON`).
+        hedge_after_s: with a chain, start the next backend when the current one has not
+            answered after this many seconds; the first success wins (None: no hedging).
         options: per-backend option tables (`[llm.<backend>]`), keyed by canonical name.
     """
 
@@ -54,13 +99,42 @@ class LLMSettings(BaseModel):
 
     backend: str = "auto"
     model: str | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_tokens: int | None = Field(default=None, gt=0)
     startup_timeout_s: float = Field(default=120.0, gt=0)
     idle_timeout_s: float = Field(default=300.0, gt=0)
+    attempt_timeout_s: float | None = Field(default=None, gt=0)
     total_timeout_s: float = Field(default=1800.0, gt=0)
     on_ignored: IgnoredPolicy = "warn"
     retry_attempts: int = Field(default=3, ge=1)
     retry_base_delay_s: float = Field(default=1.0, ge=0)
     retry_max_delay_s: float = Field(default=30.0, ge=0)
+    failover_on: tuple[str, ...] | None = None
+    hedge_after_s: float | None = Field(default=None, gt=0)
+
+    @field_validator("backend", mode="before")
+    @classmethod
+    def _chain(cls, value: Any) -> Any:
+        # a list (TOML) or a comma list (environment) is a failover chain (issue 12)
+        from ._chain import parse_chain
+
+        if isinstance(value, list | tuple) or (isinstance(value, str) and "," in value):
+            return ",".join(parse_chain(value))
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("the backend chain is empty; name at least one backend")
+        return value
+
+    @field_validator("failover_on", mode="before")
+    @classmethod
+    def _kinds(cls, value: Any) -> Any:
+        from ._chain import as_chain
+        from .policies import failover_kinds
+
+        if value is None:
+            return None
+        names = as_chain(value)
+        failover_kinds(names)
+        return names
 
     @model_validator(mode="after")
     def _only_backend_tables(self) -> LLMSettings:
@@ -76,15 +150,10 @@ class LLMSettings(BaseModel):
         return self
 
     def completion_config(self, **fields: Any) -> CompletionConfig:
-        """A `CompletionConfig` carrying these settings' model, timeouts and IGNORED policy;
-        *fields* override."""
-        base: dict[str, Any] = {
-            "model": self.model,
-            "startup_timeout_s": self.startup_timeout_s,
-            "idle_timeout_s": self.idle_timeout_s,
-            "total_timeout_s": self.total_timeout_s,
-            "on_ignored": self.on_ignored,
-        }
+        """The configured defaults of every call as a `CompletionConfig` (model, temperature,
+        max_tokens, timeouts, IGNORED policy); *fields* override. Adapters merge each call's
+        config over it (`agentport.core.merge_config`)."""
+        base: dict[str, Any] = {name: getattr(self, name) for name in _CALL_FIELDS}
         return CompletionConfig(**(base | fields))
 
     def options(self, backend: str) -> dict[str, Any]:
@@ -92,6 +161,19 @@ class LLMSettings(BaseModel):
         extra = self.model_extra or {}
         table = extra.get(backend, {})
         return dict(table) if isinstance(table, Mapping) else {}
+
+    # dotted key ("backend", "openai_compat.base_url") -> (where it came from, project file?)
+    _origins: dict[str, tuple[str, bool]] = PrivateAttr(default_factory=dict)
+
+    def origin(self, key: str) -> str:
+        """Where the dotted `[llm]` key was set: `argument`, `environment (...)`, a file path,
+        or `defaults`."""
+        return self._origins.get(key, ("defaults", False))[0]
+
+    def from_project(self, key: str) -> bool:
+        """True when the dotted `[llm]` key came from a project file (agentport.toml or
+        pyproject.toml), so the user's environment keys must not follow it."""
+        return self._origins.get(key, ("", False))[1]
 
 
 def user_config_path() -> Path:
@@ -135,6 +217,34 @@ class _NamedToml(TomlConfigSettingsSource):
             super().__init__(settings_cls, toml_file=None)
 
 
+class _ProjectToml(_NamedToml):
+    """A project file: unless its folder is trusted, only models and timeouts are kept."""
+
+    def __init__(
+        self,
+        settings_cls: type[BaseSettings],
+        path: Path,
+        header: tuple[str, ...] | None = None,
+        *,
+        trusted: bool,
+    ) -> None:
+        self.trusted = trusted
+        self.dropped: list[str] = []
+        super().__init__(settings_cls, path, header)
+        warn_dropped(self.label, self.dropped)
+
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
+        data: dict[str, Any] = super()._read_file(file_path)
+        if self.trusted:
+            return data
+        node: Any = data
+        for key in self.toml_table_header or ():
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, dict) and isinstance(node.get("llm"), Mapping):
+            node["llm"], self.dropped = filter_untrusted(node["llm"])
+        return data
+
+
 class Settings(BaseSettings):
     """All agentport settings; today only the `llm` table."""
 
@@ -164,13 +274,18 @@ class Settings(BaseSettings):
         user = user_config_path()
         if os.environ.get("AGENTPORT_CONFIG_FILE") and not user.exists():
             raise ProviderError(ErrorKind.config, f"AGENTPORT_CONFIG_FILE: {user}: file not found")
+        trusted = is_trusted(cwd, trusted_entries(user)) or (
+            user.exists() and (cwd / "agentport.toml").resolve() == user.resolve()
+        )
         named: list[tuple[str, PydanticBaseSettingsSource]] = [
             ("argument", init_settings),
             ("environment", env_settings),
-            ("agentport.toml", _NamedToml(settings_cls, cwd / "agentport.toml")),
+            ("agentport.toml", _ProjectToml(settings_cls, cwd / "agentport.toml", trusted=trusted)),
             (
                 "pyproject.toml",
-                _NamedToml(settings_cls, cwd / "pyproject.toml", header=("tool", "agentport")),
+                _ProjectToml(
+                    settings_cls, cwd / "pyproject.toml", ("tool", "agentport"), trusted=trusted
+                ),
             ),
             (str(user), _NamedToml(settings_cls, user)),
         ]
@@ -204,6 +319,47 @@ def _source_of(loc: tuple[str | int, ...]) -> str:
     return "defaults"
 
 
+def _origins() -> dict[str, tuple[str, bool]]:
+    """Dotted `[llm]` key -> (first source that set it, whether that is a project file)."""
+    out: dict[str, tuple[str, bool]] = {}
+    for label, source in Settings._sources:
+        try:
+            data = source()
+        except Exception:  # a source that fails to load set nothing
+            continue
+        llm = data.get("llm") if isinstance(data, Mapping) else None
+        if not isinstance(llm, Mapping):
+            continue
+        where = getattr(source, "label", label)
+        project = isinstance(source, _ProjectToml)
+        for key, value in llm.items():
+            keys = [f"{key}.{sub}" for sub in value] if isinstance(value, Mapping) else [key]
+            for dotted in keys:
+                if label == "environment":
+                    env = "AGENTPORT_LLM_" + dotted.replace(".", "_").upper()
+                    out.setdefault(dotted, (f"environment ({env})", False))
+                else:
+                    out.setdefault(dotted, (where, project))
+    return out
+
+
+def _register_secrets(llm: LLMSettings) -> None:
+    """Configured keys (`api_key`, tokens, secret-named `env` and `headers` entries) are
+    redacted from every error, warning, report and log from now on."""
+    for table in (llm.model_extra or {}).values():
+        if not isinstance(table, Mapping):
+            continue
+        flat = {str(k): v for k, v in table.items()}
+        for name in ("env", "headers"):
+            if isinstance(flat.get(name), Mapping):
+                flat |= {f"{name}.{k}": v for k, v in flat[name].items()}
+        strings = {k: v.get_secret_value() if hasattr(v, "get_secret_value") else v
+                   for k, v in flat.items()}  # fmt: skip
+        register_secret(*secret_values({k: v for k, v in strings.items() if isinstance(v, str)}))
+        auth = {k: v for k, v in strings.items() if k.lower() == "headers.authorization"}
+        register_secret(*(v for v in auth.values() if isinstance(v, str)))
+
+
 def load_settings(cwd: Path | None = None, **llm: Any) -> Settings:
     """Load settings from every source (see module docstring).
 
@@ -213,7 +369,10 @@ def load_settings(cwd: Path | None = None, **llm: Any) -> Settings:
     explicit = {k: v for k, v in llm.items() if v is not None}
     Settings._cwd = cwd
     try:
-        return Settings(llm=explicit) if explicit else Settings()
+        settings = Settings(llm=explicit) if explicit else Settings()
+        settings.llm._origins = _origins()
+        _register_secrets(settings.llm)
+        return settings
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = tuple(err["loc"])

@@ -2,10 +2,25 @@
 
 `resolve_backend(name)` maps names and aliases to canonical names (the catalog owns them);
 `create_llm_adapter` / `create_agent_runtime` load settings (see `agentport.config`), resolve
-`auto`, import the backend module lazily and wrap adapters in the one retry policy.
+`auto`, import the backend module lazily and build the backend: a CLI backend module is one
+`BackendSpec` (`SPEC`) driven by the generic `CliAdapter` / `CliRuntime`; other modules
+(acp, openai_compat, litellm, local, the test doubles) expose `create_adapter(capability,
+settings)` / `create_runtime(capability, settings)`. Adapters are wrapped in the policy layer
+(`agentport.policies`: retries inside the whole-call deadline, attempt history).
+
+Errors (one rule, docs/errors.md): setup problems found before any call (bad configuration,
+unknown backend, a missing Python extra, a runtime of a completion-only backend, real
+backends blocked in tests) RAISE `ProviderError` from `create_llm_adapter` /
+`create_agent_runtime`; everything that happens during a call is a `Failure` from
+`complete()`. `complete_sync` folds both into one `Result` for scripts.
 
 `auto` picks the first available backend in catalog `auto_priority` order: an agent CLI whose
-executable is on PATH, then backends whose Python extra is installed.
+executable is on PATH, then backends whose Python extra is installed; a backend cooling down
+after an exhausted usage window (the shared cooldown store) is passed over.
+
+`llm.backend` may be an ordered chain (`["codex", "claude", "local"]`, or a comma list in
+`AGENTPORT_LLM_BACKEND`): `create_llm_adapter` then returns a
+`agentport.policies.FailoverAdapter` (typed failover, optional `hedge_after_s`).
 """
 
 from __future__ import annotations
@@ -14,16 +29,42 @@ import importlib
 import importlib.util
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any, cast
 
+import anyio
+from returns.result import Failure, Result
+
+from ._chain import parse_chain
 from ._guard import ensure_real_backends_allowed
 from .catalog import all_backends, get_capability, resolve_backend
 from .config import LLMSettings, load_settings
-from .core import AgentRuntime, BackendCapability, BackendKind, ErrorKind, LLMAdapter, ProviderError
-from .retry import RetryingAdapter, RetryPolicy
+from .core import (
+    AgentRuntime,
+    BackendCapability,
+    BackendKind,
+    CompletionConfig,
+    CompletionResponse,
+    ErrorKind,
+    LLMAdapter,
+    Message,
+    ProviderError,
+    as_messages,
+)
+from .policies import (
+    DEFAULT_FAILOVER_ON,
+    ChainMember,
+    FailoverAdapter,
+    RetryingAdapter,
+    RetryPolicy,
+    default_store,
+    failover_kinds,
+)
 
 __all__ = [
+    "complete_sync",
     "create_agent_runtime",
     "create_llm_adapter",
     "installed_version",
@@ -63,9 +104,15 @@ def resolve_auto() -> str:
         (c for c in all_backends() if c.auto_priority is not None),
         key=lambda c: cast(int, c.auto_priority),
     )
+    cooling: str | None = None
     for capability in ranked:
         if is_installed(capability):
+            if _cooling(capability.name):  # an exhausted window: the next one (issue 12)
+                cooling = cooling or capability.name
+                continue
             return capability.name
+    if cooling is not None:  # every available backend is cooling down: its calls say so
+        return cooling
     tried = ", ".join(c.name for c in ranked) or "none registered"
     raise ProviderError(
         ErrorKind.config,
@@ -75,13 +122,24 @@ def resolve_auto() -> str:
     )
 
 
-def _settings(backend: str | None, cwd: Path | None, overrides: dict[str, Any]) -> LLMSettings:
+def _cooling(name: str) -> bool:
+    store = default_store()
+    return store.path.exists() and store.active(name) is not None
+
+
+def _settings(
+    backend: str | Sequence[str] | None, cwd: Path | None, overrides: dict[str, Any]
+) -> LLMSettings:
     llm = load_settings(cwd, backend=backend, **overrides).llm
+    if "," in llm.backend:  # a failover chain: resolved member by member (_chain_adapter)
+        return llm
     name = resolve_auto() if llm.backend.strip().lower() == "auto" else resolve_backend(llm.backend)
     return llm.model_copy(update={"backend": name})
 
 
-def _load(capability: BackendCapability, hook: str) -> Any:
+def _module(capability: BackendCapability) -> ModuleType:
+    """The backend's module, imported; `ProviderError` when its extra is missing or real
+    backends are blocked (unit tests)."""
     missing = [m for m in capability.requires_modules if importlib.util.find_spec(m) is None]
     if missing:
         extra = f"pip install 'agentport[{capability.extra}]'" if capability.extra else ""
@@ -93,40 +151,114 @@ def _load(capability: BackendCapability, hook: str) -> Any:
         )
     if capability.kind is not BackendKind.test:
         ensure_real_backends_allowed(capability.name)
-    return getattr(importlib.import_module(capability.module), hook)
+    return importlib.import_module(capability.module)
+
+
+def _build(capability: BackendCapability, settings: LLMSettings, *, runtime: bool) -> Any:
+    """An adapter (or runtime) for *capability*: the generic CLI one for a module whose `SPEC`
+    is a `BackendSpec`, else the module's `create_adapter` / `create_runtime` hook."""
+    module = _module(capability)
+    from .backends import BackendSpec, CliAdapter, CliRuntime
+
+    spec = getattr(module, "SPEC", None)
+    if isinstance(spec, BackendSpec):
+        return (CliRuntime if runtime else CliAdapter)(spec, capability, settings)
+    return getattr(module, "create_runtime" if runtime else "create_adapter")(capability, settings)
 
 
 def create_llm_adapter(
-    backend: str | None = None,
+    backend: str | Sequence[str] | None = None,
     *,
     cwd: Path | None = None,
     retry: bool = True,
     **overrides: Any,
 ) -> LLMAdapter:
-    """An `LLMAdapter` for *backend* (or `llm.backend` from configuration).
+    """An `LLMAdapter` for *backend* (or `llm.backend` from configuration); a list or comma
+    list of backends is a failover chain (`agentport.policies.FailoverAdapter`).
 
     `overrides` are `[llm]` settings (`model=`, `total_timeout_s=`, `openai_compat={...}`),
-    highest priority. With `retry=True` the adapter is wrapped in the configured
-    `RetryPolicy`. Raises `ProviderError` (config, not_installed) on bad configuration.
+    highest priority. Every call's `CompletionConfig` is merged over the settings: a field
+    the caller did not set takes the configured value (`agentport.core.merge_config`).
+
+    With `retry=True` (the default) the adapter is wrapped in the policy layer
+    (`agentport.policies.RetryingAdapter`): the configured `RetryPolicy` (`retry_attempts`,
+    back-off) inside the whole-call deadline `total_timeout_s`, and the attempt history on
+    every failure. `retry=False` returns the backend's own adapter (one attempt, bounded by
+    `total_timeout_s`, no history).
+
+    Raises `ProviderError` for setup problems (docs/errors.md): `config` (bad or missing
+    configuration, unknown backend, real backends blocked), `not_installed` (a missing Python
+    extra; a missing CLI executable is a `Failure` of the first call instead).
     """
     settings = _settings(backend, cwd, overrides)
+    if "," in settings.backend:
+        return _chain_adapter(settings, retry=retry)
     capability = get_capability(settings.backend)
-    adapter = cast(LLMAdapter, _load(capability, "create_adapter")(capability, settings))
-    if not retry or settings.retry_attempts <= 1:
+    adapter = cast(LLMAdapter, _build(capability, settings, runtime=False))
+    if not retry:
         return adapter
+    return _with_policies(adapter, capability, settings)
+
+
+def _with_policies(
+    adapter: LLMAdapter, capability: BackendCapability, settings: LLMSettings
+) -> RetryingAdapter:
     policy = RetryPolicy(
         attempts=settings.retry_attempts,
         base_delay_s=settings.retry_base_delay_s,
         max_delay_s=settings.retry_max_delay_s,
     )
-    return RetryingAdapter(adapter, policy)
+    return RetryingAdapter(
+        adapter, policy, defaults=settings.completion_config(), cooldown=default_store(),
+        capability=capability,
+    )  # fmt: skip
+
+
+def _chain_adapter(settings: LLMSettings, *, retry: bool) -> FailoverAdapter:
+    """A `FailoverAdapter` over `llm.backend = [...]` (issue 12): each member built on first
+    use with the same settings, wrapped in the retry policy (unless *retry* is False)."""
+    names = list(parse_chain(settings.backend))
+    if names[-1] == "auto":
+        names[-1] = resolve_auto()
+        if names.count(names[-1]) > 1:
+            names.pop()
+
+    def member(name: str) -> ChainMember:
+        capability = get_capability(name)
+        own = settings.model_copy(update={"backend": name})
+
+        def build() -> LLMAdapter:
+            adapter = cast(LLMAdapter, _build(capability, own, runtime=False))
+            return _with_policies(adapter, capability, own) if retry else adapter
+
+        return ChainMember(name, build, capability)
+
+    kinds = DEFAULT_FAILOVER_ON
+    if settings.failover_on is not None:
+        kinds = failover_kinds(settings.failover_on)
+    return FailoverAdapter(
+        [member(n) for n in names],
+        failover_on=kinds,
+        hedge_after_s=settings.hedge_after_s,
+        defaults=settings.completion_config(),
+        cooldown=default_store(),
+    )
 
 
 def create_agent_runtime(
-    backend: str | None = None, *, cwd: Path | None = None, **overrides: Any
+    backend: str | Sequence[str] | None = None, *, cwd: Path | None = None, **overrides: Any
 ) -> AgentRuntime:
-    """An `AgentRuntime` for *backend*; `ErrorKind.unsupported` for completion-only backends."""
+    """An `AgentRuntime` for *backend*; each turn's config is merged over the settings.
+
+    Raises `ProviderError` like `create_llm_adapter`, and `unsupported` for a completion-only
+    backend."""
     settings = _settings(backend, cwd, overrides)
+    if "," in settings.backend:  # a chain: its first member that can run (issue 12)
+        names = [n for n in parse_chain(settings.backend) if n != "auto"] or [resolve_auto()]
+        caps = [get_capability(n) for n in names]
+        usable = [c for c in caps if c.supports_runtime and is_installed(c)]
+        chosen = (usable or [c for c in caps if c.supports_runtime] or caps)[0]
+        settings = settings.model_copy(update={"backend": chosen.name})
     capability = get_capability(settings.backend)
     if not capability.supports_runtime:
         raise ProviderError(
@@ -134,4 +266,29 @@ def create_agent_runtime(
             f"backend {capability.name!r} is completion-only; it has no AgentRuntime",
             backend=capability.name,
         )
-    return cast(AgentRuntime, _load(capability, "create_runtime")(capability, settings))
+    return cast(AgentRuntime, _build(capability, settings, runtime=True))
+
+
+def complete_sync(
+    prompt: str | Sequence[Message],
+    config: CompletionConfig | None = None,
+    *,
+    backend: str | Sequence[str] | None = None,
+    cwd: Path | None = None,
+    **settings: Any,
+) -> Result[CompletionResponse, ProviderError]:
+    """One blocking call for scripts: create the adapter, complete, return the `Result`.
+
+    *prompt* is a string (one user message) or a list of `Message`s; *settings* are `[llm]`
+    overrides as for `create_llm_adapter` (`model=`, `total_timeout_s=`, `retry=False`, ...).
+    Every expected problem, setup ones included (unknown backend, bad configuration, missing
+    extra), comes back as `Failure(ProviderError)`: nothing to catch. Runs its own event loop
+    (`anyio.run`), so it raises `RuntimeError` when called from async code: use
+    `await create_llm_adapter(...).complete(...)` there.
+    """
+    messages = as_messages(prompt)
+    try:
+        adapter = create_llm_adapter(backend, cwd=cwd, **settings)
+    except ProviderError as exc:
+        return Failure(exc)
+    return anyio.run(adapter.complete, messages, config)

@@ -1,5 +1,6 @@
-"""agentport.backends: one module per backend, each a `BackendSpec` plus the two factory hooks
-`create_adapter(capability, settings)` and `create_runtime(capability, settings)`.
+"""agentport.backends: one module per backend. A CLI backend module is one `BackendSpec` named
+`SPEC` (the factory builds `CliAdapter` / `CliRuntime` from it); the others (acp, openai_compat,
+litellm, local) expose `create_adapter(capability, settings)` / `create_runtime(...)`.
 
 The generic `CliAdapter` / `CliRuntime` drive any spec; adding a CLI backend is one spec module
 here and one entry in `agentport.catalog`. Backend modules never import each other.

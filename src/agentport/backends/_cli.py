@@ -43,7 +43,9 @@ from ..core import (
     RuntimeHandle,
     Usage,
     as_messages,
+    as_quota,
     check_params,
+    merge_config,
     redact,
 )
 from ..structured import (
@@ -52,7 +54,17 @@ from ..structured import (
     extract_json,
     restore_strict,
 )
-from ..transport import Frame, ProcessRequest, child_env, run_process
+from ..transport import (
+    DEFAULT_MAX_EVENTS,
+    DEFAULT_MAX_LINE_BYTES,
+    Frame,
+    ProcessRequest,
+    child_env,
+    run_process,
+)
+from ._endstate import DEFAULT_ERROR_GRACE_S, RunWatch, ToolLedger, settle
+from ._policy import inherit_env
+from ._retry_notice import notice_error
 from ._spec import BackendSpec, CliCall, RunOutcome
 
 if TYPE_CHECKING:  # settings arrive from the factory; config sits above backends
@@ -100,9 +112,13 @@ class CliAdapter:
     """`LLMAdapter` for any agent CLI described by a `BackendSpec`.
 
     Options (`[llm.<backend>]`, all optional): `executable` (path of the CLI), `env` (a table
-    of extra environment variables), `grace_s` (SIGTERM→SIGKILL seconds, default 3),
+    of extra environment variables), `inherit_env` (parent variables let through beyond the
+    allow-list, names or `fnmatch` patterns: docs/security.md), `grace_s` (SIGTERM→SIGKILL
+    seconds, default 3),
     `linger_s` (how long the CLI may run on after its final event, default 1),
+    `error_grace_s` (how long it may stay silent after a fatal error line, default 5),
     `max_line_bytes` (default 64 MiB), plus the backend's own options (see its docs page).
+    How a run's last events decide its outcome: `agentport.backends._endstate`.
     """
 
     def __init__(
@@ -135,7 +151,8 @@ class CliAdapter:
         sink: Sink | None = None,
     ) -> Result[CompletionResponse, ProviderError]:
         """`complete`, also handing every decoded event to *sink* as it arrives."""
-        config = config or self.default_config
+        config = merge_config(config, self.default_config)
+        deadline = time.monotonic() + config.attempt_budget_s  # re-prompts share it
         checked = check_params(self.capability, messages, config)
         if isinstance(checked, Failure):
             return checked
@@ -144,11 +161,11 @@ class CliAdapter:
             # no agent CLI constrains decoding to a list: instruction, match, re-prompt
 
             async def ask(convo: list[Message]) -> Result[CompletionResponse, ProviderError]:
-                return await self._once(convo, config, False, sink)
+                return await self._once(convo, config, False, sink, deadline)
 
             result = await complete_with_choices(ask, messages, config, backend=self.backend)
         elif config.output_schema is None:
-            result = await self._once(messages, config, False, sink)
+            result = await self._once(messages, config, False, sink, deadline)
         else:
             native = (
                 self.capability.support(Param.output_schema) is ParamSupport.NATIVE
@@ -156,10 +173,18 @@ class CliAdapter:
             )
 
             async def call(convo: list[Message]) -> Result[CompletionResponse, ProviderError]:
-                return await self._once(convo, config, native, sink)
+                return await self._once(convo, config, False, sink, deadline)
 
+            async def enforced(convo: list[Message]) -> Result[CompletionResponse, ProviderError]:
+                return await self._once(convo, config, True, sink, deadline)
+
+            # NATIVE only when the schema fits the strict subset (decided in structured)
             result = await complete_with_schema(
-                call, messages, config, translated=not native, backend=self.backend
+                call,
+                messages,
+                config,
+                native=enforced if native else None,
+                backend=self.backend,
             )
         if warnings and isinstance(result, Success):
             response = result.unwrap()
@@ -167,7 +192,8 @@ class CliAdapter:
         return result
 
     def _fail(self, error: ProviderError) -> Failure[ProviderError]:
-        return Failure(error.with_backend(self.backend))
+        # an exhausted usage window the CLI reported (issue 12): quota_exhausted + retry_at
+        return Failure(as_quota(error).with_backend(self.backend))
 
     async def _once(
         self,
@@ -175,8 +201,17 @@ class CliAdapter:
         config: CompletionConfig,
         native_schema: bool,
         sink: Sink | None,
+        deadline: float | None = None,
     ) -> Result[CompletionResponse, ProviderError]:
         started = time.monotonic()
+        if deadline is not None and deadline <= started:
+            return self._fail(
+                ProviderError(
+                    ErrorKind.timeout,
+                    f"total_timeout_s={config.total_timeout_s:g} ran out before a re-prompt",
+                    timeout="total",
+                )
+            )
         exe = self.executable()
         if exe is None:
             return self._fail(
@@ -193,17 +228,25 @@ class CliAdapter:
         if native_schema and config.output_schema is not None and self.spec.native_schema:
             schema = self.spec.native_schema(config.output_schema)
         events: list[AgentEvent] = []
+        watch = RunWatch(float(self.options.get("error_grace_s", DEFAULT_ERROR_GRACE_S)))
+        ledger = ToolLedger()  # abandoned tool results go to the sink, not into `events`
 
-        async def on_frame(frame: Frame) -> bool:
-            if not frame.is_json or not isinstance(frame.value, dict):
-                return False
-            event = self.spec.decode(frame.value)
-            if event is None:
-                return False
-            events.append(event)
-            if sink is not None:
-                await sink(event)
-            return bool(event.metadata.get("terminal"))
+        async def emit(*out: AgentEvent) -> None:
+            for event in out:
+                if sink is not None:
+                    await sink(event)
+
+        async def on_frame(frame: Frame) -> bool | float:
+            event = None
+            if frame.is_json and isinstance(frame.value, dict):
+                event = self.spec.decode(frame.value)
+            if event is not None:
+                if event.metadata.get("terminal"):
+                    await emit(*ledger.close())  # the turn ends: close what never finished
+                ledger.observe(event)
+                events.append(event)
+                await emit(event)
+            return watch.feed(event)
 
         with _scratch(f"agentport-{self.backend}-") as run_dir:
             cwd = config.cwd
@@ -221,10 +264,16 @@ class CliAdapter:
                 cwd=cwd,
                 session_id=config.session_id,
             )
-            invocation = self.spec.build(call)
             user_env = {str(k): str(v) for k, v in dict(self.options.get("env") or {}).items()}
             try:
-                env = child_env(os.environ, {**self.spec.extra_env, **user_env, **invocation.env})
+                # build may refuse a policy the CLI cannot enforce (ErrorKind.unsupported)
+                invocation = self.spec.build(call)
+                env = child_env(
+                    os.environ,
+                    {**self.spec.extra_env, **user_env, **invocation.env},
+                    passthrough=invocation.passthrough,
+                    inherit=inherit_env(self.options),
+                )
             except ProviderError as exc:
                 return self._fail(exc)
             request = ProcessRequest(
@@ -234,52 +283,49 @@ class CliAdapter:
                 stdin=invocation.stdin,
                 startup_timeout_s=config.startup_timeout_s,
                 idle_timeout_s=config.idle_timeout_s,
-                total_timeout_s=config.total_timeout_s,
+                total_timeout_s=config.attempt_budget_s if deadline is None else deadline - started,
                 grace_s=float(self.options.get("grace_s", 3.0)),
                 linger_s=float(self.options.get("linger_s", 1.0)),
                 stdout_to_file=self.spec.stdout_to_file,
-                **(
-                    {"max_line_bytes": int(self.options["max_line_bytes"])}
-                    if "max_line_bytes" in self.options
-                    else {}
-                ),
+                max_line_bytes=int(self.options.get("max_line_bytes", DEFAULT_MAX_LINE_BYTES)),
+                max_events=int(self.options.get("max_events", DEFAULT_MAX_EVENTS)),
+                on_stderr_line=self.spec.retry_notice,
+                log_dir=invocation.log_dir,
             )
             outcome = await run_process(request, on_frame)
+        await emit(*ledger.close())
         if outcome.error is not None:
             error = outcome.error
             error.exit_code = outcome.exit_code
             error.stderr_tail = redact(outcome.stderr_tail[-4000:])
             error.details = {**error.details, "pid": outcome.pid}
             return self._fail(error)
-        classified = self.spec.classify(
-            RunOutcome(outcome.exit_code, outcome.stderr_tail, events, outcome.noise)
-        )
-        if classified is not None:
-            classified.details = {**classified.details, "pid": outcome.pid}
-            return self._fail(classified)
-        terminal = next((e for e in reversed(events) if "final_text" in e.metadata), None)
-        text = str(terminal.metadata["final_text"]) if terminal else self.spec.final_text(events)
-        if native_schema:
+
+        def shape(text: str) -> str:  # the natively enforced value, when there is one
+            if not native_schema:
+                return text
             structured = next(
                 (e.metadata["structured"] for e in reversed(events) if "structured" in e.metadata),
                 None,
             )
             if structured is not None:
-                text = json.dumps(structured, ensure_ascii=False)
-            elif self.spec.restore_schema and config.output_schema is not None:
+                return json.dumps(structured, ensure_ascii=False)
+            if self.spec.restore_schema and config.output_schema is not None:
                 value = extract_json(text)
                 if value is not None:
-                    text = json.dumps(restore_strict(value, config.output_schema))
-        if not text.strip():
-            return self._fail(
-                ProviderError(
-                    ErrorKind.bad_output,
-                    "the CLI exited without an answer",
-                    exit_code=outcome.exit_code,
-                    stderr_tail=outcome.stderr_tail[-4000:],
-                    details={"pid": outcome.pid},
-                )
-            )
+                    return json.dumps(restore_strict(value, config.output_schema))
+            return text
+
+        notice = next((e for e in events if e.metadata.get("retry_notice")), None)
+        if notice is not None:  # the CLI began its own retry: agentport owns retries
+            stopped = notice_error(notice, outcome.exit_code, outcome.stderr_tail)
+            stopped.details = {**stopped.details, "pid": outcome.pid}
+            return self._fail(stopped)
+        run = RunOutcome(outcome.exit_code, outcome.stderr_tail, events, outcome.noise)
+        end = settle(self.spec, run, watch.pending, shape)
+        if end.error is not None:
+            end.error.details = {**end.error.details, "pid": outcome.pid}
+            return self._fail(end.error)
         usage = next(
             (
                 e.metadata["usage"]
@@ -292,18 +338,17 @@ class CliAdapter:
             (e.metadata["session_id"] for e in events if e.metadata.get("session_id")), None
         )
         model = next((e.metadata["model"] for e in events if e.metadata.get("model")), None)
-        warnings = tuple(str(e.metadata["warning"]) for e in events if "warning" in e.metadata)
         return Success(
             CompletionResponse(
-                content=text,
+                content=end.text,
                 model=config.model or model,
                 usage=usage,
-                finish_reason="stop",
-                warnings=warnings,
+                finish_reason=end.finish_reason,
+                warnings=end.warnings,
                 backend=self.backend,
                 duration_s=time.monotonic() - started,
                 raw=RawInfo(
-                    session_id=session,
+                    session_id=str(session) if session is not None else None,
                     exit_code=outcome.exit_code,
                     extra={"noise_lines": outcome.noise_count, "pid": outcome.pid},
                 ),
@@ -377,7 +422,7 @@ class CliRuntime:
         send: MemoryObjectSendStream[AgentEvent],
     ) -> None:
         async with send:
-            config = config or self._adapter.default_config
+            config = merge_config(config, self._adapter.default_config)
             update: dict[str, Any] = {}
             if config.cwd is None:
                 update["cwd"] = self._handle.cwd

@@ -1,7 +1,7 @@
 """`BackendSpec`: everything that differs between two agent CLIs, as data and pure functions.
 
-A backend module is one `BackendSpec` plus `create_adapter` / `create_runtime`; the generic
-adapter (`agentport.backends.CliAdapter` / `CliRuntime`) does the rest. Composition, never
+A CLI backend module is one `BackendSpec` named `SPEC`; the factory hands it to the generic
+adapter (`agentport.backends.CliAdapter` / `CliRuntime`), which does the rest. Composition, never
 inheritance between backends (DESIGN.md, "A backend is a spec").
 """
 
@@ -57,12 +57,16 @@ class CliCall:
 
 @dataclass(frozen=True, slots=True)
 class Invocation:
-    """What to spawn: argv, environment additions (applied after the runner's cleaning) and
-    the bytes for stdin (None = stdin closed)."""
+    """What to spawn: argv, environment additions (applied after the runner's cleaning), the
+    bytes for stdin (None = stdin closed), and `passthrough`: the names (or `fnmatch`
+    patterns) of parent variables this run needs beyond the allow-list (`child_env`), e.g. the
+    CLI's own key variable when no endpoint is configured."""
 
     argv: tuple[str, ...]
     env: Mapping[str, str] = field(default_factory=dict)
     stdin: bytes | None = None
+    passthrough: tuple[str, ...] = ()
+    log_dir: Path | None = None  # the CLI's log folder, read for `BackendSpec.retry_notice`
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,14 +120,24 @@ class BackendSpec:
         decode: a parsed stdout JSON line -> `AgentEvent`, or None to skip it. Conventions in
             `metadata`: `session_id` (init), `usage` (a `Usage`), `terminal: True` (the run's
             last event: stop reading), `final_text` (the CLI's own final answer), `structured`
-            (a natively enforced JSON value), `warning` (a non-fatal note).
+            (a natively enforced JSON value), `warning` (a non-fatal note), `finish_reason`
+            (`stop` / `length` / `refusal`, only where the CLI says so), `fatal: True` on an
+            `is_error` event (the run ends after `error_grace_s` unless the CLI goes on), `id`
+            on tool_call / tool_result (pairs them; an unpaired call is closed as abandoned).
+            The rules these feed: `_endstate.py`.
         final_text: events -> the answer, when no event carries `final_text`.
         classify: the error table: `RunOutcome -> ProviderError | None` (None = success).
-        native_schema: the schema in the CLI's dialect (used when output_schema is NATIVE).
+        native_schema: the schema in the CLI's dialect (used when output_schema is NATIVE and
+            `structured.native_schema_gaps` finds nothing the strict subset cannot express).
         restore_schema: undo `strict_schema` on the answer (`restore_strict`).
         extra_env: environment this CLI always needs headless (auto-updaters off, ...).
         stdout_to_file: the CLI loses the end of large outputs on a pipe; the runner gives it
             a file to follow instead (`ProcessRequest.stdout_to_file`).
+        retry_notice: a stderr line -> the failure it announces, for a CLI that says on stderr
+            that it is about to retry ("Attempt 1 failed with status 500. Retrying..."): the
+            run ends there with that failure, since agentport owns retries (issue 10). A
+            decoder marks a retry notice on stdout with `metadata["retry_notice"] = True`
+            (plus `terminal`; `status` and `retry_after` when known) instead.
     """
 
     name: str
@@ -135,3 +149,4 @@ class BackendSpec:
     restore_schema: bool = False
     extra_env: Mapping[str, str] = field(default_factory=dict)
     stdout_to_file: bool = False
+    retry_notice: Callable[[str], ProviderError | None] | None = None

@@ -17,29 +17,19 @@ notifications and may ask `session/request_permission`; the prompt's answer carr
 `stopReason`. Permission requests are answered from the call's `ToolPolicy` (see
 `permission_allowed`); requests for client capabilities we did not offer get -32601.
 
-Why our own client and not the `agent-client-protocol` package: that SDK (0.12.1 checked) is
-built on asyncio (`asyncio.create_subprocess_exec`, asyncio tasks and queues), and agentport
-runs on anyio with every async path tested on asyncio and trio; the protocol surface a client
-needs is small. Process handling follows the shared runner's
-rules (argv list, new process group, `child_env`, bounded stderr tail, shielded group
-teardown from `agentport.transport`).
-
-Errors: a JSON-RPC error whose code is an HTTP status (gemini passes the API status through)
-is classified by status; -32000 is auth_required; -32601 unsupported; -32602 invalid_request;
-otherwise by message text. An agent that exits is process_failed with its stderr tail.
+Modules: `_acp_wire` (pure parts), `_acp_rpc` (the connection, and why our own client).
+Errors: a JSON-RPC error whose code is an HTTP status is classified by status; -32000 is
+auth_required; -32601 unsupported; -32602 invalid_request; otherwise by message text
+(`rpc_error`). An agent that exits is process_failed with its stderr tail.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
-from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -48,7 +38,7 @@ from types import TracebackType
 from typing import Any, Self
 
 import anyio
-from anyio.abc import Process, TaskGroup
+from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 from returns.result import Failure, Result, Success
 
@@ -65,18 +55,25 @@ from ..core import (
     ProviderError,
     RawInfo,
     RuntimeHandle,
-    Sandbox,
-    TimeoutWhich,
     ToolPolicy,
-    Usage,
     as_messages,
+    as_quota,
     check_params,
+    merge_config,
 )
 from ..structured import complete_constrained
-from ..transport import DEFAULT_MAX_LINE_BYTES, LineFramer, LineTooLongError, child_env, parse_line
-from ..transport._runner import _teardown
-from ._classify import kind_from_status, kind_from_text
-from ._cli import render_prompt
+from ..transport import DEFAULT_MAX_LINE_BYTES, child_env
+from ._acp_rpc import PROTOCOL_VERSION, AgentConnection, RpcFailure
+from ._acp_wire import (
+    absolute_cwd,
+    choose_option,
+    decode_update,
+    permission_allowed,
+    prompt_text,
+    usage_of,
+)
+from ._endstate import ToolLedger, refusal_error
+from ._policy import inherit_env
 from ._spec import text_after_last_tool
 
 __all__ = [
@@ -89,365 +86,7 @@ __all__ = [
     "permission_allowed",
 ]
 
-PROTOCOL_VERSION = 1
-_CHUNK = 256 * 1024
-_READ_KINDS = frozenset({"read", "search", "think"})
-_WRITE_KINDS = _READ_KINDS | {"edit", "delete", "move"}
 Sink = Callable[[AgentEvent], Awaitable[None]]
-
-
-# ---------------------------------------------------------------------- pure parts
-
-
-def permission_allowed(tool_call: Mapping[str, Any], tools: ToolPolicy, cwd: Path) -> bool:
-    """Whether the caller's tool policy allows the tool an agent asks permission for.
-
-    `allowed_tools` (when set) must name the tool: its ACP `kind` (read, edit, delete, move,
-    search, execute, think, fetch, other), the start of its `toolCallId` (gemini:
-    `run_shell_command__…`) or the first word of its `title`. Then the sandbox decides:
-    `full` allows anything, `workspace_write` reads and edits whose `locations` stay inside
-    *cwd*, `read_only` reads only. Without a sandbox, a named tool is allowed and otherwise
-    only reads are (agentport's default: nothing that changes files or runs commands).
-    """
-    kind = str(tool_call.get("kind") or "other").lower()
-    if tools.allowed_tools is not None:
-        names = {n.lower() for n in tools.allowed_tools}
-        call_id = str(tool_call.get("toolCallId") or "").lower()
-        title = str(tool_call.get("title") or "").lower().split(maxsplit=1)
-        named = (
-            kind in names
-            or any(call_id.startswith(n) for n in names if n)
-            or bool(title and title[0] in names)
-        )
-        if not named:
-            return False
-    sandbox = tools.sandbox
-    if sandbox is Sandbox.full:
-        return True
-    if sandbox is Sandbox.workspace_write:
-        root = cwd.resolve()
-        paths = [
-            Path(str(loc.get("path")))
-            for loc in tool_call.get("locations") or []
-            if isinstance(loc, dict) and loc.get("path")
-        ]
-        inside = all(
-            (root / p).resolve().is_relative_to(root) for p in paths
-        )  # relative paths are taken from the agent's cwd
-        return kind in _WRITE_KINDS and inside
-    if sandbox is Sandbox.read_only:
-        return kind in _READ_KINDS
-    return tools.allowed_tools is not None or kind in _READ_KINDS
-
-
-def _choose_option(options: Sequence[Any], allow: bool) -> str | None:
-    wanted = ("allow_once", "allow_always") if allow else ("reject_once", "reject_always")
-    for kind in wanted:
-        for option in options:
-            if isinstance(option, dict) and option.get("kind") == kind:
-                return str(option.get("optionId"))
-    return None
-
-
-def _content_text(content: Any) -> str:
-    """Text of an ACP content block, or of a list of tool-call content items."""
-    if isinstance(content, dict):
-        if content.get("type") == "text":
-            return str(content.get("text", ""))
-        if content.get("type") == "content":
-            return _content_text(content.get("content"))
-        if content.get("type") == "diff":
-            return f"diff {content.get('path', '')}"
-        return ""
-    if isinstance(content, list):
-        return "".join(_content_text(c) for c in content)
-    return ""
-
-
-def decode_update(update: Mapping[str, Any]) -> AgentEvent | None:
-    """One `session/update` payload -> an event (None for plans, commands, modes, echoes)."""
-    kind = update.get("sessionUpdate")
-    if kind == "agent_message_chunk":
-        return AgentEvent(type=EventType.text, content=_content_text(update.get("content")),
-                          raw=dict(update))  # fmt: skip
-    if kind == "agent_thought_chunk":
-        return AgentEvent(type=EventType.reasoning, content=_content_text(update.get("content")),
-                          raw=dict(update))  # fmt: skip
-    meta = {"id": update.get("toolCallId"), "tool": update.get("kind")}
-    if kind == "tool_call":
-        meta["input"] = update.get("rawInput")
-        return AgentEvent(type=EventType.tool_call, content=str(update.get("title") or ""),
-                          raw=dict(update), metadata=meta)  # fmt: skip
-    if kind == "tool_call_update" and update.get("status") in ("completed", "failed"):
-        output = _content_text(update.get("content"))
-        if not output and update.get("rawOutput") is not None:
-            raw_out = update["rawOutput"]
-            output = raw_out if isinstance(raw_out, str) else json.dumps(raw_out)
-        return AgentEvent(type=EventType.tool_result, content=output, raw=dict(update),
-                          is_error=update.get("status") == "failed", metadata=meta)  # fmt: skip
-    return None
-
-
-def _usage(result: Mapping[str, Any]) -> Usage:
-    # ACP v1 has no usage field; gemini puts it in _meta.quota.token_count, the draft
-    # "usage" RFD in result.usage (camelCase).
-    usage = result.get("usage")
-    if isinstance(usage, dict):
-        return Usage(
-            input_tokens=int(usage.get("inputTokens") or 0),
-            output_tokens=int(usage.get("outputTokens") or 0),
-            cached_tokens=int(usage.get("cachedReadTokens") or 0),
-        )
-    meta = result.get("_meta") or {}
-    counts = (meta.get("quota") or {}).get("token_count") if isinstance(meta, dict) else None
-    if isinstance(counts, dict):
-        return Usage(
-            input_tokens=int(counts.get("input_tokens") or 0),
-            output_tokens=int(counts.get("output_tokens") or 0),
-        )
-    return Usage()
-
-
-def rpc_error(error: Mapping[str, Any], method: str) -> ProviderError:
-    """A JSON-RPC error object -> a classified `ProviderError`."""
-    code = error.get("code")
-    message = str(error.get("message") or f"{method} failed")
-    data = error.get("data")
-    text = message + (f" {json.dumps(data)}" if data is not None else "")
-    status = code if isinstance(code, int) and 400 <= code <= 599 else None
-    if status is not None:
-        kind = kind_from_status(status) or ErrorKind.server_error
-    elif code == -32000:
-        kind = ErrorKind.auth_required
-    elif code == -32601:
-        kind = ErrorKind.unsupported
-    elif code == -32602:
-        kind = ErrorKind.invalid_request
-    else:
-        kind = kind_from_text(text) or ErrorKind.process_failed
-    return ProviderError(
-        kind, f"{method}: {message}", status=status, details={"rpc_code": code, "data": data}
-    )
-
-
-# ---------------------------------------------------------------------- the connection
-
-
-@dataclass(slots=True)
-class _Waiter:
-    event: anyio.Event = field(default_factory=anyio.Event)
-    result: Any = None
-    rpc_error: dict[str, Any] | None = None
-    gone: ProviderError | None = None
-
-
-OnRequest = Callable[[str, Any], Awaitable[Any]]
-OnNotify = Callable[[str, Any], Awaitable[None]]
-
-
-class _Agent:
-    """One agent process and its JSON-RPC connection. `start(tg)` spawns it and runs the
-    reader and the stderr drain in *tg*; `aclose()` closes stdin, then tears the process group
-    down (shielded, bounded). Requests raise `ProviderError` (timeouts, agent gone, RPC errors).
-    """
-
-    def __init__(
-        self,
-        argv: Sequence[str],
-        env: Mapping[str, str],
-        cwd: Path,
-        *,
-        grace_s: float,
-        max_line_bytes: int,
-        on_request: OnRequest,
-    ) -> None:
-        self.argv = list(argv)
-        self.env = dict(env)
-        self.cwd = cwd
-        self.grace_s = grace_s
-        self.max_line_bytes = max_line_bytes
-        self.on_request = on_request
-        self.on_notify: OnNotify | None = None
-        self.process: Process | None = None
-        self.last_activity = time.monotonic()
-        self.noise = 0
-        self._ids = 0
-        self._pending: dict[int, _Waiter] = {}
-        self._gone: ProviderError | None = None
-        self._tail: deque[bytes] = deque()
-        self._lock = anyio.Lock()
-
-    @property
-    def stderr_tail(self) -> str:
-        return b"".join(self._tail)[-8000:].decode("utf-8", errors="replace")
-
-    async def start(self, tg: TaskGroup) -> None:
-        try:
-            self.process = await anyio.open_process(
-                self.argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=self.cwd,
-                env=self.env,
-                start_new_session=sys.platform != "win32",
-            )
-        except FileNotFoundError as exc:
-            raise ProviderError(
-                ErrorKind.not_installed, f"cannot start {self.argv[0]!r}: {exc.strerror}"
-            ) from None
-        except OSError as exc:
-            raise ProviderError(
-                ErrorKind.process_failed,
-                f"cannot start {self.argv[0]!r}: {exc.strerror or exc}",
-                retryable=False,
-            ) from None
-        tg.start_soon(self._read)
-        tg.start_soon(self._drain)
-
-    async def aclose(self) -> None:
-        process = self.process
-        if process is None:
-            return
-        with anyio.CancelScope(shield=True):
-            if process.stdin is not None:
-                with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    await process.stdin.aclose()
-            with anyio.move_on_after(min(self.grace_s, 1.0)):
-                await process.wait()  # a polite agent exits at stdin's EOF
-            await _teardown(process, self.grace_s)
-
-    def _fail_all(self, error: ProviderError) -> None:
-        self._gone = error
-        for waiter in self._pending.values():
-            waiter.gone = error
-            waiter.event.set()
-        self._pending.clear()
-
-    async def _drain(self) -> None:
-        assert self.process is not None
-        assert self.process.stderr is not None
-        size = 0
-        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-            async for chunk in self.process.stderr:
-                self._tail.append(chunk)
-                size += len(chunk)
-                while size - len(self._tail[0]) >= 64 * 1024:
-                    size -= len(self._tail.popleft())
-
-    async def _read(self) -> None:
-        assert self.process is not None
-        assert self.process.stdout is not None
-        framer = LineFramer(self.max_line_bytes)
-        try:
-            while True:
-                try:
-                    chunk = await self.process.stdout.receive(_CHUNK)
-                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    break
-                self.last_activity = time.monotonic()
-                for line in framer.feed(chunk):
-                    await self._dispatch(line)
-        except LineTooLongError as exc:
-            self._fail_all(ProviderError(ErrorKind.bad_output, str(exc), retryable=False))
-            return
-        with anyio.move_on_after(self.grace_s):
-            await self.process.wait()
-        code = self.process.returncode
-        tail = self.stderr_tail
-        lines = [ln.strip() for ln in tail.strip().splitlines() if ln.strip()]
-        self._fail_all(
-            ProviderError(
-                ErrorKind.process_failed,
-                f"the ACP agent exited (code {code})" + (f": {lines[-1]}" if lines else ""),
-                exit_code=code,
-                stderr_tail=tail[-4000:],
-                retryable=False,
-            )
-        )
-
-    async def _dispatch(self, line: bytes | bytearray) -> None:
-        frame = parse_line(line)
-        if frame is None:
-            return
-        msg = frame.value
-        if not frame.is_json or not isinstance(msg, dict):
-            self.noise += 1  # an agent that logs to stdout; the protocol lines still count
-            return
-        method = msg.get("method")
-        if method is None and "id" in msg:
-            waiter = self._pending.pop(msg["id"], None) if isinstance(msg["id"], int) else None
-            if waiter is not None:
-                if isinstance(msg.get("error"), dict):
-                    waiter.rpc_error = msg["error"]
-                else:
-                    waiter.result = msg.get("result")
-                waiter.event.set()
-        elif "id" in msg:
-            await self._answer(msg["id"], str(method), msg.get("params"))
-        elif self.on_notify is not None:
-            await self.on_notify(str(method), msg.get("params"))
-
-    async def _answer(self, request_id: Any, method: str, params: Any) -> None:
-        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
-        try:
-            reply["result"] = await self.on_request(method, params)
-        except _RpcFailure as exc:
-            reply["error"] = {"code": exc.code, "message": exc.message}
-        with suppress(ProviderError):
-            await self._send(reply)
-
-    async def _send(self, message: dict[str, Any]) -> None:
-        assert self.process is not None
-        assert self.process.stdin is not None
-        data = (json.dumps(message, ensure_ascii=False) + "\n").encode("utf-8")
-        async with self._lock:
-            try:
-                await self.process.stdin.send(data)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                raise self._gone or ProviderError(
-                    ErrorKind.process_failed, "the ACP agent closed its stdin", retryable=False
-                ) from None
-
-    async def notify(self, method: str, params: Any) -> None:
-        await self._send({"jsonrpc": "2.0", "method": method, "params": params})
-
-    async def request(
-        self, method: str, params: Any, *, limit_s: float, which: TimeoutWhich = "idle"
-    ) -> Any:
-        """Send a request and wait for its answer; *limit_s* is the longest silence (no line
-        from the agent) tolerated while waiting."""
-        if self._gone is not None:
-            raise self._gone
-        self._ids += 1
-        request_id = self._ids
-        waiter = _Waiter()
-        self._pending[request_id] = waiter
-        await self._send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-        self.last_activity = time.monotonic()
-        while not waiter.event.is_set():
-            remaining = limit_s - (time.monotonic() - self.last_activity)
-            if remaining <= 0:
-                self._pending.pop(request_id, None)
-                raise ProviderError(
-                    ErrorKind.timeout,
-                    f"{method}: no message from the ACP agent for {limit_s:g}s",
-                    timeout=which,
-                )
-            with anyio.move_on_after(remaining):
-                await waiter.event.wait()
-        if waiter.gone is not None:
-            raise waiter.gone
-        if waiter.rpc_error is not None:
-            raise rpc_error(waiter.rpc_error, method)
-        return waiter.result
-
-
-class _RpcFailure(Exception):
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 # ---------------------------------------------------------------------- sessions and turns
@@ -461,6 +100,7 @@ class _Turn:
     events: list[AgentEvent] = field(default_factory=list)
     permissions: list[dict[str, Any]] = field(default_factory=list)
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    tools: ToolLedger = field(default_factory=ToolLedger)  # calls with no result yet
 
 
 class _Session:
@@ -469,7 +109,7 @@ class _Session:
     def __init__(self, capability: BackendCapability, options: Mapping[str, Any]) -> None:
         self.capability = capability
         self.options = options
-        self.agent: _Agent | None = None
+        self.agent: AgentConnection | None = None
         self.init: dict[str, Any] = {}
         self.session_id: str | None = None
         self.models: dict[str, Any] = {}
@@ -510,9 +150,9 @@ class _Session:
     async def open(self, tg: TaskGroup, config: CompletionConfig, cwd: Path) -> None:
         """Spawn the agent, `initialize`, then open (or load) the session."""
         user_env = {str(k): str(v) for k, v in dict(self.options.get("env") or {}).items()}
-        agent = _Agent(
+        agent = AgentConnection(
             self.command(),
-            child_env(os.environ, user_env),
+            child_env(os.environ, user_env, inherit=inherit_env(self.options)),
             cwd,
             grace_s=float(self.options.get("grace_s", 3.0)),
             max_line_bytes=int(self.options.get("max_line_bytes", DEFAULT_MAX_LINE_BYTES)),
@@ -636,6 +276,10 @@ class _Session:
         if event is None:
             return
         turn.events.append(event)
+        turn.tools.observe(event)
+        await self._emit(turn, event)
+
+    async def _emit(self, turn: _Turn, event: AgentEvent) -> None:
         if turn.sink is not None:
             try:
                 await turn.sink(event)
@@ -645,11 +289,11 @@ class _Session:
 
     async def _on_request(self, method: str, params: Any) -> Any:
         if method != "session/request_permission" or not isinstance(params, dict):
-            raise _RpcFailure(-32601, f"method not found: {method}")
+            raise RpcFailure(-32601, f"method not found: {method}")
         raw_call = params.get("toolCall")
         tool_call: dict[str, Any] = raw_call if isinstance(raw_call, dict) else {}
         allowed = permission_allowed(tool_call, self._tools, self.cwd or Path.cwd())
-        option = _choose_option(params.get("options") or [], allowed)
+        option = choose_option(params.get("options") or [], allowed)
         if self._turn is not None:
             self._turn.permissions.append(
                 {"tool": tool_call.get("title"), "kind": tool_call.get("kind"),
@@ -692,6 +336,8 @@ class _Session:
                 ErrorKind.process_failed, "the consumer stopped reading; the turn was cancelled",
                 retryable=False,
             ))  # fmt: skip
+        for closed in turn.tools.close():  # the turn ended: a call with no result is abandoned
+            await self._emit(turn, closed)
         result = result if isinstance(result, dict) else {}
         stop = str(result.get("stopReason") or "end_turn")
         if stop == "max_turn_requests":
@@ -699,11 +345,8 @@ class _Session:
                 ErrorKind.process_failed, "the agent reached its turn limit (max_turn_requests)",
                 retryable=False,
             ))  # fmt: skip
-        if stop == "refusal":
-            return Failure(ProviderError(
-                ErrorKind.bad_output, "the agent refused to answer (stopReason refusal)",
-                retryable=False,
-            ))  # fmt: skip
+        if stop == "refusal":  # the same rule as every CLI backend (_endstate)
+            return Failure(refusal_error(text_after_last_tool(turn.events), None))
         if stop == "cancelled":
             return Failure(ProviderError(ErrorKind.process_failed, "the turn was cancelled"))
         answer = text_after_last_tool(turn.events)
@@ -717,7 +360,7 @@ class _Session:
             CompletionResponse(
                 content=answer,
                 model=config.model or self.models.get("currentModelId"),
-                usage=_usage(result),
+                usage=usage_of(result),
                 finish_reason="length" if stop == "max_tokens" else "stop",
                 warnings=warnings,
                 backend=self.backend,
@@ -742,16 +385,6 @@ class _Session:
 
     def stderr_tail(self) -> str:
         return self.agent.stderr_tail[-4000:] if self.agent is not None else ""
-
-
-def _absolute(path: str | Path) -> Path:
-    # ACP requires an absolute cwd; no symlink resolution (no filesystem access needed)
-    return Path(os.path.abspath(path))
-
-
-def _prompt_text(messages: Sequence[Message]) -> str:
-    # ACP has no system role: the system prompt is folded in (TRANSLATED).
-    return render_prompt(messages, fold_system=True)
 
 
 # ---------------------------------------------------------------------- adapter and runtime
@@ -790,7 +423,7 @@ class AcpAdapter:
     async def complete(
         self, messages: Sequence[Message], config: CompletionConfig | None = None
     ) -> Result[CompletionResponse, ProviderError]:
-        config = config or self.default_config
+        config = merge_config(config, self.default_config)
         return await _schema_or_plain(
             self.capability, messages, config, lambda convo: self._once(convo, config)
         )
@@ -804,13 +437,13 @@ class AcpAdapter:
                           timeout="total")
         )  # fmt: skip
         with tempfile.TemporaryDirectory(prefix="agentport-acp-") as tmp:
-            cwd = _absolute(config.cwd or tmp)
+            cwd = absolute_cwd(config.cwd or tmp)
             async with anyio.create_task_group() as tg:
                 try:
                     with anyio.move_on_after(config.total_timeout_s):
                         try:
                             await session.open(tg, config, cwd)
-                            result = await session.prompt(_prompt_text(messages), config, None)
+                            result = await session.prompt(prompt_text(messages), config, None)
                         except ProviderError as exc:
                             result = Failure(exc)
                 finally:
@@ -820,7 +453,7 @@ class AcpAdapter:
             error = result.failure()
             if not error.stderr_tail:
                 error.stderr_tail = session.stderr_tail()
-            return Failure(error.with_backend(self.backend))
+            return Failure(as_quota(error).with_backend(self.backend))
         return result
 
 
@@ -886,7 +519,7 @@ class AcpRuntime:
         if self._session is None:
             session = _Session(self.capability, self.options)
             self._session = session
-            cwd = _absolute(config.cwd or self._handle.cwd or ".")
+            cwd = absolute_cwd(config.cwd or self._handle.cwd or ".")
             try:
                 await session.open(self._tg, config, cwd)
             except BaseException:
@@ -905,7 +538,7 @@ class AcpRuntime:
         send: MemoryObjectSendStream[AgentEvent],
     ) -> None:
         async with send, self._lock:
-            config = config or self.default_config
+            config = merge_config(config, self.default_config)
 
             async def sink(event: AgentEvent) -> None:
                 await send.send(event)
@@ -919,7 +552,7 @@ class AcpRuntime:
                                 type=EventType.init,
                                 metadata={"session_id": session.session_id},
                             ))  # fmt: skip
-                        return await session.prompt(_prompt_text(convo), config, sink)
+                        return await session.prompt(prompt_text(convo), config, sink)
                     except ProviderError as exc:
                         return Failure(exc.with_backend(self.capability.name))
                 assert total.cancelled_caught

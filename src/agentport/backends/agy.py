@@ -27,22 +27,21 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..config import LLMSettings
 from ..core import (
     AgentEvent,
-    BackendCapability,
     ErrorKind,
     EventType,
     ProviderError,
     Sandbox,
+    ToolPolicy,
     Usage,
 )
 from ..structured import schema_dict
 from ._classify import kind_from_text
-from ._cli import CliAdapter, CliRuntime
+from ._policy import refuse
 from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, text_after_last_tool
 
-__all__ = ["SPEC", "build", "classify", "create_adapter", "create_runtime", "decode"]
+__all__ = ["SPEC", "build", "classify", "decode"]
 
 _SANDBOX: dict[Sandbox, tuple[str, ...]] = {
     Sandbox.read_only: (),  # approval-needing tools are denied in print mode
@@ -52,9 +51,26 @@ _SANDBOX: dict[Sandbox, tuple[str, ...]] = {
 _HEADLESS_ENV = {"AGY_CLI_DISABLE_AUTO_UPDATE": "1"}
 
 
+def tool_flags(tools: ToolPolicy) -> list[str]:
+    """The tool policy as agy flags. agy has no tool list flag: no tools (`()`) is print
+    mode's own rule (every tool that needs approval is denied: shell, writes, URL reads;
+    reads inside the working directory remain, and the working directory of `complete()` is
+    a fresh empty folder), so no permission flag is added whatever the sandbox says. Raises
+    `ProviderError(unsupported)` for a non-empty tool list."""
+    if tools.allowed_tools:
+        raise refuse("agy", tools, "agy has no tool allow-list flag")
+    if tools.no_tools or tools.sandbox is None:
+        return []
+    return list(_SANDBOX[tools.sandbox])
+
+
 def build(call: CliCall) -> Invocation:
     """argv: `agy --output-format stream-json --add-dir CWD --print-timeout Ns [--model M]
-    [--json-schema FILE] [sandbox flags] [--conversation ID] -p PROMPT` (prompt last)."""
+    [--json-schema FILE] [tool flags] [--conversation ID] -p PROMPT` (prompt last). agy's
+    Go-style flags take the next token as the value whatever it looks like, so no caller text
+    can become a flag. The prompt stays in argv: print mode reads
+    it only from `-p` (the stdin form, `--input-format stream-json`, needs >= 1.1.18 and a
+    message shape not verified here), so other local users can see it in the process list."""
     opts, config = call.options, call.config
     argv = [call.executable, "--output-format", "stream-json", "--add-dir", str(call.cwd)]
     argv += ["--print-timeout", f"{max(1, int(config.total_timeout_s))}s"]
@@ -64,14 +80,13 @@ def build(call: CliCall) -> Invocation:
         path = call.run_dir / "output-schema.json"
         path.write_text(json.dumps(call.schema), encoding="utf-8")
         argv += ["--json-schema", str(path)]
-    if config.tools.sandbox is not None:
-        argv += list(_SANDBOX[config.tools.sandbox])
+    argv += tool_flags(config.tools)
     if call.session_id:
         argv += ["--conversation", call.session_id]
     argv += [str(a) for a in opts.get("extra_args", ())]
     argv += ["-p", call.prompt]
     env = {"HOME": str(opts["home"])} if opts.get("home") else {}
-    return Invocation(tuple(argv), env, None)
+    return Invocation(tuple(argv), env, None, ("GEMINI_API_KEY", "ANTIGRAVITY_API_KEY"))
 
 
 def _usage(raw: Any) -> Usage:
@@ -131,6 +146,8 @@ def decode(obj: Any) -> AgentEvent | None:
             meta["final_text"] = body["response"]
         if ok and body.get("structured_output") is not None:
             meta["structured"] = body["structured_output"]
+        if ok:  # the documented result has no stop reason: SUCCESS is "stop"
+            meta["finish_reason"] = "stop"
         message = "" if ok else _error_text(body.get("error")) or "agy reported status ERROR"
         return AgentEvent(
             type=EventType.usage, content=message, raw=obj, is_error=not ok, metadata=meta
@@ -179,11 +196,3 @@ SPEC = BackendSpec(
     native_schema=schema_dict,
     extra_env=_HEADLESS_ENV,
 )
-
-
-def create_adapter(capability: BackendCapability, settings: LLMSettings) -> CliAdapter:
-    return CliAdapter(SPEC, capability, settings)
-
-
-def create_runtime(capability: BackendCapability, settings: LLMSettings) -> CliRuntime:
-    return CliRuntime(SPEC, capability, settings)

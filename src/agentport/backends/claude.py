@@ -9,7 +9,8 @@ validated instead); usage and `total_cost_usd` come in `result`; bypassing permi
 refused as root; on a pipe it loses the end of a large output (an 8 MiB answer cut
 short, exit 0), so it writes to a file the runner follows.
 
-Options (`[llm.claude]`): `base_url`, `api_key`, `max_retries`, `bare` (true adds `--bare`:
+Options (`[llm.claude]`): `base_url`, `api_key`, `max_retries` (claude's own retries, default
+0: agentport's retry policy retries), `bare` (true adds `--bare`:
 no hooks/CLAUDE.md, API-key auth only), `system_prompt_mode` (`append` (default) or `replace`),
 `extra_args`, plus the generic `executable`, `env`, `grace_s`, `max_line_bytes`.
 """
@@ -17,27 +18,24 @@ no hooks/CLAUDE.md, API-key auth only), `system_prompt_mode` (`append` (default)
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..core import (
     AgentEvent,
-    BackendCapability,
     ErrorKind,
     EventType,
     ProviderError,
     Sandbox,
+    ToolPolicy,
     Usage,
 )
 from ..structured import schema_dict
 from ._classify import kind_from_status, kind_from_text
-from ._cli import CliAdapter, CliRuntime
+from ._policy import endpoint_passthrough, refuse
 from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, as_dict, as_int, last_text
 from ._stream_json import decode_message
 
-if TYPE_CHECKING:  # settings arrive from the factory; config sits above backends
-    from ..config import LLMSettings
-
-__all__ = ["SPEC", "build", "classify", "create_adapter", "create_runtime", "decode"]
+__all__ = ["SPEC", "build", "classify", "decode"]
 
 _PERMISSION = {
     Sandbox.read_only: "plan",
@@ -52,39 +50,74 @@ _HEADLESS_ENV = {
 }
 
 
+# what claude reads from the parent environment when it talks to its own provider
+_PASSTHROUGH = (
+    "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_OAUTH_TOKEN",
+    "CLAUDE_CONFIG_DIR", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX",
+)  # fmt: skip
+_SHELL_TOOLS = frozenset({"Bash", "BashOutput", "KillShell"})
+_WRITE_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+
+
+def tool_flags(tools: ToolPolicy) -> list[str]:
+    """The tool policy as claude flags. No tools: `--tools=` (no built-in tool; the
+    `--json-schema` StructuredOutput tool stays) and `--strict-mcp-config` (no MCP server from
+    any settings file). A list: `--tools=L --allowedTools=L`. The sandbox (a permission mode;
+    claude has no OS sandbox): read_only -> `plan`, workspace_write -> `acceptEdits`, full ->
+    `bypassPermissions`. With no tools, or a sandbox narrower than full, only the user's own
+    settings are read (`--setting-sources=user`: no project hook runs). Raises
+    `ProviderError(unsupported)` for a shell tool under read_only or workspace_write and a
+    write tool under read_only."""
+    allowed, sandbox = tools.allowed_tools, tools.sandbox
+    flags: list[str] = []
+    if allowed is not None:
+        listed = ",".join(allowed)
+        flags.append(f"--tools={listed}")
+        flags += [f"--allowedTools={listed}"] if allowed else ["--strict-mcp-config"]
+        named = set(allowed)
+        if sandbox in (Sandbox.read_only, Sandbox.workspace_write) and named & _SHELL_TOOLS:
+            raise refuse("claude", tools, "a shell tool can write anywhere (no OS sandbox)")
+        if sandbox is Sandbox.read_only and named & _WRITE_TOOLS:
+            raise refuse("claude", tools, "a write tool is listed under read_only")
+    if sandbox is not None and allowed != ():
+        flags.append(f"--permission-mode={_PERMISSION[sandbox]}")
+    if allowed == () or sandbox in (Sandbox.read_only, Sandbox.workspace_write):
+        flags.append("--setting-sources=user")
+    return flags
+
+
 def build(call: CliCall) -> Invocation:
-    """argv: `claude -p --output-format stream-json --verbose [--model M]
-    [--append-system-prompt S] [--json-schema J] [--max-turns N] [--tools=.. --allowedTools=..]
-    [--permission-mode P] [--resume ID]`; the prompt goes through stdin."""
+    """argv: `claude -p --output-format stream-json --verbose [--model=M]
+    [--append-system-prompt=S] [--json-schema=J] [--max-turns=N] [tool flags] [--resume=ID]`
+    (`tool_flags`; `=` forms so no caller text can become a flag, and the variadic tool
+    flags cannot swallow anything); the prompt goes through stdin."""
     opts, config = call.options, call.config
     argv = [call.executable, "-p", "--output-format", "stream-json", "--verbose"]
     if opts.get("bare"):
         argv.append("--bare")
     if config.model:
-        argv += ["--model", config.model]
+        argv.append(f"--model={config.model}")
     if call.system_prompt:
         flag = "--system-prompt" if opts.get("system_prompt_mode") == "replace" else None
-        argv += [flag or "--append-system-prompt", call.system_prompt]
+        argv.append(f"{flag or '--append-system-prompt'}={call.system_prompt}")
     if call.schema is not None:
-        argv += ["--json-schema", json.dumps(call.schema, separators=(",", ":"))]
+        argv.append(f"--json-schema={json.dumps(call.schema, separators=(',', ':'))}")
     if config.max_turns is not None:
-        argv += ["--max-turns", str(config.max_turns)]
-    if config.tools.allowed_tools is not None:
-        listed = ",".join(config.tools.allowed_tools)
-        argv += [f"--tools={listed}", f"--allowedTools={listed}"]
-    if config.tools.sandbox is not None:
-        argv += ["--permission-mode", _PERMISSION[config.tools.sandbox]]
+        argv.append(f"--max-turns={config.max_turns}")
+    argv += tool_flags(config.tools)
     if call.session_id:
-        argv += ["--resume", call.session_id]
+        argv.append(f"--resume={call.session_id}")
     argv += [str(a) for a in opts.get("extra_args", ())]
     env: dict[str, str] = {}
     if opts.get("base_url"):
         env["ANTHROPIC_BASE_URL"] = str(opts["base_url"]).rstrip("/")
     if "api_key" in opts:
         env["ANTHROPIC_API_KEY"] = str(opts["api_key"])
-    if "max_retries" in opts:
-        env["CLAUDE_CODE_MAX_RETRIES"] = str(opts["max_retries"])
-    return Invocation(tuple(argv), env, call.prompt.encode("utf-8"))
+    # agentport owns retries (issue 10): claude's own are off unless `max_retries` says
+    env["CLAUDE_CODE_MAX_RETRIES"] = str(opts.get("max_retries", 0))
+    return Invocation(
+        tuple(argv), env, call.prompt.encode("utf-8"), endpoint_passthrough(opts, _PASSTHROUGH)
+    )
 
 
 def _usage(result: dict[str, Any]) -> Usage:
@@ -98,6 +131,15 @@ def _usage(result: dict[str, Any]) -> Usage:
         if isinstance(cost, int | float) and not isinstance(cost, bool)
         else None,
     )
+
+
+# Messages API `stop_reason` -> finish_reason (end_turn, stop_sequence, pause_turn and
+# tool_use (the StructuredOutput tool ends a schema run) are a normal stop).
+_STOP_REASONS = {
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "refusal",
+}
 
 
 def decode(obj: Any) -> AgentEvent | None:
@@ -127,7 +169,11 @@ def decode(obj: Any) -> AgentEvent | None:
             meta["final_text"] = obj["result"]
         if "structured_output" in obj:
             meta["structured"] = obj["structured_output"]
-        text = str(obj.get("result") or "; ".join(map(str, obj.get("errors") or [])))
+        if not is_error:
+            meta["finish_reason"] = _STOP_REASONS.get(str(obj.get("stop_reason")), "stop")
+        errors = obj.get("errors")
+        errors = errors if isinstance(errors, list) else [errors] if errors else []
+        text = str(obj.get("result") or "; ".join(map(str, errors)))
         return AgentEvent(
             type=EventType.usage, content=text, raw=obj, is_error=is_error, metadata=meta
         )
@@ -181,11 +227,3 @@ SPEC = BackendSpec(
     extra_env=_HEADLESS_ENV,
     stdout_to_file=True,  # on a pipe it cuts an 8 MiB answer short and exits 0
 )
-
-
-def create_adapter(capability: BackendCapability, settings: LLMSettings) -> CliAdapter:
-    return CliAdapter(SPEC, capability, settings)
-
-
-def create_runtime(capability: BackendCapability, settings: LLMSettings) -> CliRuntime:
-    return CliRuntime(SPEC, capability, settings)

@@ -8,33 +8,32 @@ are warnings; `turn.failed` ends the run (exit 1); usage comes in `turn.complete
 
 Options (`[llm.codex]`): `base_url` (Responses API base, e.g. `http://127.0.0.1:8080/v1`),
 `api_key` or `api_key_env` (the variable holding the key), `provider` (id, default
-`agentport`), `request_max_retries`, `stream_max_retries`, `home` (`CODEX_HOME`),
+`agentport`), `request_max_retries` and `stream_max_retries` (codex's own retries with
+`base_url`, default 0: agentport's retry policy retries), `home` (`CODEX_HOME`),
 `extra_args`, plus the generic `executable`, `env`, `grace_s`, `max_line_bytes`.
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..core import (
     AgentEvent,
-    BackendCapability,
     ErrorKind,
     EventType,
     ProviderError,
     Sandbox,
+    ToolPolicy,
     Usage,
 )
 from ..structured import strict_schema
 from ._classify import kind_from_text
-from ._cli import CliAdapter, CliRuntime
+from ._endstate import unrecovered
+from ._policy import not_a_flag, refuse
 from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, as_dict, as_int, last_text
 
-if TYPE_CHECKING:  # settings arrive from the factory; config sits above backends
-    from ..config import LLMSettings
-
-__all__ = ["SPEC", "build", "classify", "create_adapter", "create_runtime", "decode"]
+__all__ = ["SPEC", "build", "classify", "decode"]
 
 _SANDBOX = {
     Sandbox.read_only: "read-only",
@@ -54,20 +53,47 @@ def _toml(value: Any) -> str:
     return json.dumps(str(value))
 
 
+# what codex reads from the parent environment when it talks to its own provider
+_PASSTHROUGH = ("OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME")
+
+
+def tool_flags(tools: ToolPolicy) -> list[str]:
+    """The tool policy as codex flags: `--sandbox=read-only|workspace-write|
+    danger-full-access` (default read-only); no tools -> the shell tool, web search, sub-agents
+    apps and goals off (`-c features.shell_tool=false`, `-c web_search="disabled"`,
+    `-c features.multi_agent=false`, `-c features.apps=false`, `-c features.goals=false`;
+    0.171.0 still offers `view_image` and `request_user_input`, which run nothing). Commands
+    codex does run see only the core environment
+    (`-c shell_environment_policy.inherit="core"`) unless sandbox=full. Raises
+    `ProviderError(unsupported)` for a non-empty tool list (codex has no allow-list)."""
+    if tools.allowed_tools:
+        raise refuse("codex", tools, "codex has no tool allow-list (use () or None)")
+    sandbox = tools.sandbox or Sandbox.read_only
+    flags = [f"--sandbox={_SANDBOX[sandbox]}"]
+    if sandbox is not Sandbox.full:
+        flags += ["-c", 'shell_environment_policy.inherit="core"']
+    if tools.no_tools:
+        flags += ["-c", "features.shell_tool=false", "-c", 'web_search="disabled"']
+        flags += ["-c", "features.multi_agent=false", "-c", "features.apps=false"]
+        flags += ["-c", "features.goals=false"]
+    return flags
+
+
 def build(call: CliCall) -> Invocation:
-    """argv: `codex exec --json --skip-git-repo-check --color never -C CWD --sandbox S [-m M]
-    [--output-schema FILE] [-c provider...] [resume ID] -`; the prompt goes through stdin."""
+    """argv: `codex exec --json --skip-git-repo-check --color never --cd=CWD [tool flags]
+    [--model=M] [--output-schema=FILE] [-c provider...] [resume ID] -` (`tool_flags`; `=`
+    forms so no caller text becomes a flag); the prompt goes through stdin."""
     opts = call.options
-    sandbox = call.config.tools.sandbox or Sandbox.read_only
     argv = [call.executable, "exec", "--json", "--skip-git-repo-check", "--color", "never"]
-    argv += ["-C", str(call.cwd), "--sandbox", _SANDBOX[sandbox]]
+    argv += [f"--cd={call.cwd}", *tool_flags(call.config.tools)]
     env: dict[str, str] = {}
+    passthrough: tuple[str, ...] = _PASSTHROUGH
     if call.config.model:
-        argv += ["-m", call.config.model]
+        argv.append(f"--model={call.config.model}")
     if call.schema is not None:
         path = call.run_dir / "output-schema.json"
         path.write_text(json.dumps(call.schema), encoding="utf-8")
-        argv += ["--output-schema", str(path)]
+        argv.append(f"--output-schema={path}")
     if opts.get("base_url"):
         provider = str(opts.get("provider", "agentport"))
         key_env = str(opts.get("api_key_env", _KEY_ENV))
@@ -77,21 +103,25 @@ def build(call: CliCall) -> Invocation:
             "env_key": key_env,
             "wire_api": "responses",
         }
-        for knob in ("request_max_retries", "stream_max_retries", "stream_idle_timeout_ms"):
-            if knob in opts:
-                fields[knob] = opts[knob]
+        # agentport owns retries (issue 10): codex's own are off unless the options say
+        fields["request_max_retries"] = opts.get("request_max_retries", 0)
+        fields["stream_max_retries"] = opts.get("stream_max_retries", 0)
+        if "stream_idle_timeout_ms" in opts:
+            fields["stream_idle_timeout_ms"] = opts["stream_idle_timeout_ms"]
         table = ", ".join(f"{k} = {_toml(v)}" for k, v in fields.items())
         argv += ["-c", f"model_provider={_toml(provider)}"]
         argv += ["-c", f"model_providers.{provider}={{{table}}}"]
+        # the endpoint's key: the configured one, or the variable the user named; no other
+        passthrough = (key_env,) if "api_key_env" in opts else ()
         if "api_key" in opts:
             env[key_env] = str(opts["api_key"])
     if opts.get("home"):
         env["CODEX_HOME"] = str(opts["home"])
     argv += [str(a) for a in opts.get("extra_args", ())]
     if call.session_id:
-        argv += ["resume", call.session_id]
+        argv += ["resume", not_a_flag("session id", call.session_id)]
     argv.append("-")
-    return Invocation(tuple(argv), env, call.prompt.encode("utf-8"))
+    return Invocation(tuple(argv), env, call.prompt.encode("utf-8"), passthrough)
 
 
 def _usage(raw: Any) -> Usage:
@@ -112,20 +142,26 @@ def decode(obj: Any) -> AgentEvent | None:
         )
     if kind == "turn.completed":
         usage = _usage(obj.get("usage"))
-        return AgentEvent(
-            type=EventType.usage, raw=obj, metadata={"usage": usage, "terminal": True}
-        )
+        # no stop reason in `codex exec --json`: a completed turn is reported as "stop"
+        meta = {"usage": usage, "terminal": True, "finish_reason": "stop"}
+        return AgentEvent(type=EventType.usage, raw=obj, metadata=meta)
     if kind == "turn.failed":
         message = str(as_dict(obj.get("error")).get("message", "turn failed"))
         return AgentEvent(
             type=EventType.error, content=message, raw=obj, is_error=True,
             metadata={"terminal": True},
         )  # fmt: skip
-    if kind == "error":  # "Reconnecting... n/m": a retry in progress, not the end
+    if kind == "error":
         message = str(obj.get("message", ""))
+        if message.startswith("Reconnecting"):  # "Reconnecting... n/m": a retry in progress
+            return AgentEvent(
+                type=EventType.error, content=message, raw=obj, metadata={"warning": message}
+            )
+        # the final error (turn.failed follows at once); alone, it ends the run after a grace
         return AgentEvent(
-            type=EventType.error, content=message, raw=obj, metadata={"warning": message}
-        )
+            type=EventType.error, content=message, raw=obj, is_error=True,
+            metadata={"fatal": True},
+        )  # fmt: skip
     if kind not in ("item.started", "item.completed"):
         return None
     item = as_dict(obj.get("item"))
@@ -145,9 +181,10 @@ def decode(obj: Any) -> AgentEvent | None:
         meta = {"tool": item_type, "id": item.get("id")}
         if not done:
             return AgentEvent(type=EventType.tool_call, content=name, raw=obj, metadata=meta)
-        failed = item.get("status") not in (None, "completed") or item.get("exit_code") not in (
-            None,
-            0,
+        # a command counts as a success only with exit code 0: `exit_code: null` on a
+        # completed command_execution (killed, never reported) is a failure
+        failed = item.get("status") not in (None, "completed") or (
+            item_type == "command_execution" and item.get("exit_code") != 0
         )
         output = str(item.get("aggregated_output") or "")
         return AgentEvent(
@@ -162,7 +199,7 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
     events = outcome.events
     if any(e.type is EventType.usage and e.metadata.get("terminal") for e in events):
         return None
-    failed = next((e for e in reversed(events) if e.is_error), None)
+    failed = unrecovered(events)  # turn.failed, or a final `error` line nothing followed
     if failed is not None:
         kind = kind_from_text(failed.content) or ErrorKind.process_failed
         return ProviderError(
@@ -189,11 +226,3 @@ SPEC = BackendSpec(
     native_schema=strict_schema,
     restore_schema=True,
 )
-
-
-def create_adapter(capability: BackendCapability, settings: LLMSettings) -> CliAdapter:
-    return CliAdapter(SPEC, capability, settings)
-
-
-def create_runtime(capability: BackendCapability, settings: LLMSettings) -> CliRuntime:
-    return CliRuntime(SPEC, capability, settings)

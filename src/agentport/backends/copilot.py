@@ -1,7 +1,8 @@
 """GitHub Copilot CLI (`copilot --output-format json`), as one `BackendSpec`.
 
 Facts from cli-contracts.md §7 (GitHub Copilot CLI 1.0.102): piped stdin without `-p` runs
-one-shot (we feed the prompt there); `--allow-all-tools` is required non-interactively; a
+one-shot (we feed the prompt there); tools are limited with `--available-tools` and
+`--deny-tool` (issue 15: no `--allow-all-tools` unless the call asks for sandbox=full); a
 custom endpoint is BYOK through environment variables (`COPILOT_PROVIDER_BASE_URL`,
 `COPILOT_PROVIDER_API_KEY`, `COPILOT_PROVIDER_TYPE` = openai|azure|anthropic,
 `COPILOT_PROVIDER_WIRE_API` = completions|responses, `COPILOT_MODEL`) and needs no GitHub
@@ -20,17 +21,25 @@ Options (`[llm.copilot]`): `base_url` (BYOK endpoint, e.g. `http://127.0.0.1:808
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..config import LLMSettings
-from ..core import AgentEvent, BackendCapability, ErrorKind, EventType, ProviderError
+from ..core import (
+    AgentEvent,
+    ErrorKind,
+    EventType,
+    ProviderError,
+    Sandbox,
+    ToolPolicy,
+)
 from ._classify import kind_from_status, kind_from_text
-from ._cli import CliAdapter, CliRuntime
 from ._node import blocking_stdio_env
+from ._policy import endpoint_passthrough, refuse
+from ._retry_notice import notice_event
 from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, text_after_last_tool
 
-__all__ = ["SPEC", "build", "classify", "create_adapter", "create_runtime", "decode"]
+__all__ = ["SPEC", "build", "classify", "decode"]
 
 _ERROR_KIND = {"authentication": ErrorKind.auth_required}
 
@@ -39,17 +48,47 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+# A tool name no copilot tool has: `--available-tools` with it offers the model no tool at all.
+_NO_TOOL = "agentport-no-tools"
+_GITHUB_TOKENS = ("COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN")
+_SHELL_TOOLS = frozenset({"bash", "shell", "powershell", "write_bash", "write_powershell"})
+
+
+def tool_flags(tools: ToolPolicy) -> list[str]:
+    """The tool policy as copilot flags: `--available-tools=L` (what the model is offered;
+    none: a name no tool has), `--deny-tool=K` (shell, write, url: deny beats every allow)
+    and, only for `sandbox=full`, `--allow-all-tools`. Without an allow, copilot's own
+    approval rules apply headless: read-only actions inside the working directory run, the
+    rest is denied. Raises `ProviderError(unsupported)` for a shell tool under a sandbox
+    narrower than full (a shell can write anywhere)."""
+    allowed, sandbox = tools.allowed_tools, tools.sandbox
+    flags: list[str] = []
+    if allowed is not None:
+        flags.append(f"--available-tools={','.join(allowed) if allowed else _NO_TOOL}")
+    if sandbox is Sandbox.full:
+        return [*flags, "--allow-all-tools"]
+    if allowed is not None and not allowed:
+        return [*flags, "--deny-tool=shell", "--deny-tool=write", "--deny-tool=url"]
+    if sandbox is None:
+        return flags
+    if allowed is not None and _SHELL_TOOLS & set(allowed):
+        raise refuse("copilot", tools, "a shell tool can write anywhere (no OS sandbox)")
+    flags += ["--deny-tool=shell", "--deny-tool=url"]
+    flags.append("--deny-tool=write" if sandbox is Sandbox.read_only else "--allow-tool=write")
+    return flags
+
+
 def build(call: CliCall) -> Invocation:
-    """argv: `copilot --allow-all-tools --output-format json --no-color
-    --disable-client-telemetry [--model M] [--available-tools L]`; the prompt goes through
-    stdin; BYOK endpoint settings through `COPILOT_PROVIDER_*` variables."""
+    """argv: `copilot --output-format json --no-color --disable-client-telemetry
+    [--model=M] [tool flags]` (`tool_flags`; no `--allow-all-tools` unless sandbox=full);
+    the prompt goes through stdin; BYOK endpoint settings through `COPILOT_PROVIDER_*`
+    variables, and then no GitHub token reaches the child."""
     opts, config = call.options, call.config
-    argv = [call.executable, "--allow-all-tools", "--output-format", "json", "--no-color"]
+    argv = [call.executable, "--output-format", "json", "--no-color"]
     argv.append("--disable-client-telemetry")
     if config.model:
-        argv += ["--model", config.model]
-    if config.tools.allowed_tools is not None:
-        argv += [f"--available-tools={','.join(config.tools.allowed_tools)}"]
+        argv.append(f"--model={config.model}")
+    argv += tool_flags(config.tools)
     argv += [str(a) for a in opts.get("extra_args", ())]
     env: dict[str, str] = {}
     if opts.get("base_url"):
@@ -62,7 +101,27 @@ def build(call: CliCall) -> Invocation:
     if "api_key" in opts:
         env["COPILOT_PROVIDER_API_KEY"] = str(opts["api_key"])
     env.update(blocking_stdio_env(call.run_dir, opts.get("env")))
-    return Invocation(tuple(argv), env, call.prompt.encode("utf-8"))
+    return Invocation(
+        tuple(argv), env, call.prompt.encode("utf-8"), endpoint_passthrough(opts, _GITHUB_TOKENS)
+    )
+
+
+def _call_failure(obj: Any, data: dict[str, Any]) -> AgentEvent:
+    """A failed model request: the run ends here as a retry notice (copilot has no setting
+    for its own retries). The message is the API's own when the body is its error JSON."""
+    text = str(data.get("errorMessage") or data.get("failureKind") or "model call failed")
+    try:
+        inner = json.loads(text)
+    except ValueError:
+        inner = None
+    if isinstance(inner, dict) and inner.get("message"):
+        text = str(inner["message"])
+    elif isinstance(inner, str):
+        text = inner
+    status = data.get("statusCode")
+    status = status if isinstance(status, int) and not isinstance(status, bool) else None
+    transport = data.get("failureKind") == "transport" and status is None
+    return notice_event(obj, text, status=status, kind=ErrorKind.network if transport else None)
 
 
 def decode(obj: Any) -> AgentEvent | None:
@@ -89,11 +148,14 @@ def decode(obj: Any) -> AgentEvent | None:
             type=EventType.tool_result, content=str(result.get("content") or ""), raw=obj,
             is_error=not data.get("success", True), metadata={"id": data.get("toolCallId")},
         )  # fmt: skip
+    if kind == "model.call_failure":  # copilot retries next (up to 5 times): agentport owns that
+        return _call_failure(obj, data)
     if kind == "session.info" and data.get("infoType") == "model_retry":
         note = str(data.get("message") or "model retry")
         return AgentEvent(type=EventType.error, content=note, raw=obj, metadata={"warning": note})
     if kind == "session.error":
         meta = {"status": data.get("statusCode"), "error_type": data.get("errorType")}
+        meta["fatal"] = True  # `result` with exitCode 1 follows at once; silence ends the run
         message = str(data.get("message") or "copilot reported an error")
         return AgentEvent(
             type=EventType.error, content=message, raw=obj, is_error=True, metadata=meta
@@ -101,6 +163,8 @@ def decode(obj: Any) -> AgentEvent | None:
     if kind == "result":
         failed = obj.get("exitCode") not in (0, None)
         meta = {"terminal": True, "session_id": obj.get("sessionId")}
+        if not failed:  # the JSONL carries no finish reason: a clean result is "stop"
+            meta["finish_reason"] = "stop"
         return AgentEvent(type=EventType.final, raw=obj, is_error=failed, metadata=meta)
     return None
 
@@ -113,8 +177,12 @@ def final_text(events: Sequence[AgentEvent]) -> str:
 
 def classify(outcome: RunOutcome) -> ProviderError | None:
     """`session.error` decides (its `statusCode` first, `errorType: authentication`, then the
-    wording); a failed `result` or non-zero exit without one -> `process_failed`."""
+    wording); a failed `result` or non-zero exit without one -> `process_failed`. A clean
+    final `result` decides over an earlier error (recovered: a warning)."""
     tail = outcome.stderr_tail[-4000:]
+    result = next((e for e in reversed(outcome.events) if e.metadata.get("terminal")), None)
+    if result is not None and not result.is_error:
+        return None
     failed = next(
         (e for e in reversed(outcome.events) if e.type is EventType.error and e.is_error), None
     )
@@ -130,9 +198,6 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
         return ProviderError(
             kind, failed.content, status=status, exit_code=outcome.exit_code, stderr_tail=tail
         )
-    result = next((e for e in reversed(outcome.events) if e.metadata.get("terminal")), None)
-    if result is not None and not result.is_error:
-        return None
     if result is None and outcome.exit_code in (0, None):
         return None  # the generic adapter reports a missing answer as bad_output
     line = (tail.strip().splitlines() or [f"exit code {outcome.exit_code}"])[-1]
@@ -149,11 +214,3 @@ SPEC = BackendSpec(
     classify=classify,
     final_text=final_text,
 )
-
-
-def create_adapter(capability: BackendCapability, settings: LLMSettings) -> CliAdapter:
-    return CliAdapter(SPEC, capability, settings)
-
-
-def create_runtime(capability: BackendCapability, settings: LLMSettings) -> CliRuntime:
-    return CliRuntime(SPEC, capability, settings)

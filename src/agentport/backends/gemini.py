@@ -10,25 +10,29 @@ feed the prompt there); an untrusted folder exits 55 before any request (we pass
 there is no schema flag (output_schema is TRANSLATED); like claude it loses the end of a
 large output on a pipe, so it writes to a file the runner follows.
 
-Options (`[llm.gemini]`): `base_url`, `api_key`, `approval_mode` (overrides the sandbox
-mapping), `extra_args`, plus the generic `executable`, `env`, `grace_s`, `max_line_bytes`.
+Options (`[llm.gemini]`): `base_url`, `api_key`, `approval_mode` (used only when a call
+leaves the sandbox to the CLI), `extra_args`, plus the generic `executable`, `env`,
+`grace_s`, `max_line_bytes`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import json
+import re
+from typing import Any
 
 from ..core import (
     AgentEvent,
-    BackendCapability,
     ErrorKind,
     EventType,
     ProviderError,
     Sandbox,
+    ToolPolicy,
     Usage,
 )
 from ._classify import kind_from_status, kind_from_text
-from ._cli import CliAdapter, CliRuntime
+from ._policy import endpoint_passthrough, refuse
+from ._retry_notice import stderr_notice
 from ._spec import (
     BackendSpec,
     CliCall,
@@ -39,16 +43,17 @@ from ._spec import (
     text_after_last_tool,
 )
 
-if TYPE_CHECKING:  # settings arrive from the factory; config sits above backends
-    from ..config import LLMSettings
-
-__all__ = ["SPEC", "build", "classify", "create_adapter", "create_runtime", "decode"]
+__all__ = ["SPEC", "build", "classify", "decode"]
 
 _APPROVAL = {
     Sandbox.read_only: "default",
     Sandbox.workspace_write: "auto_edit",
     Sandbox.full: "yolo",
 }
+# gemini-cli 0.61.0 stderr, before each of its own retries (router 5 + main 10 by default):
+# "Attempt 1 failed with status 500. Retrying with backoff... _ApiError: {...}",
+# "Attempt 1 failed. Retrying with backoff... Error: exception TypeError: fetch failed ..."
+_RETRY_NOTICE = re.compile(r"^Attempt \d+ failed(?: with status (?P<status>\d{3}))?\b.*Retrying")
 _HEADLESS_ENV = {"GEMINI_CLI_NO_RELAUNCH": "true", "GEMINI_CLI_TRUST_WORKSPACE": "true"}
 # Documented exit codes (0 ok, 1 general, 42 input, 53 turn limit) and observed ones (55).
 _EXIT_KIND = {
@@ -63,25 +68,68 @@ _EXIT_KIND = {
 _STATUS_BY_EXIT = {(s & 0xFF): s for s in (400, 401, 403, 404, 413, 429, 500, 502, 503, 504)}
 
 
+# what gemini reads from the parent environment when it talks to its own provider
+_PASSTHROUGH = (
+    "GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI",
+    "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_APPLICATION_CREDENTIALS",
+)  # fmt: skip
+_NO_SERVER = "agentport-no-mcp-server"
+_SHELL = "run_shell_command"
+_WRITES = frozenset({"write_file", "replace"})
+
+
+def policy_toml(tools: ToolPolicy) -> str | None:
+    """A policy-engine file for *tools* (None: nothing to restrict), loaded with `--policy`
+    (the user tier: above project and default policies). Every tool is denied at the top user
+    priority; a listed tool is allowed just above it. Raises `ProviderError(unsupported)` for
+    the shell tool under read_only or workspace_write and a write tool under read_only (an
+    allow rule runs it without confirmation). Source: gemini-cli 0.61.0 policy engine
+    (`[[rule]]` toolName / decision / priority; a denied tool is not offered to the model)."""
+    allowed = tools.allowed_tools
+    if allowed is None:
+        return None
+    named = set(allowed)
+    if tools.sandbox in (Sandbox.read_only, Sandbox.workspace_write) and _SHELL in named:
+        raise refuse("gemini", tools, "the shell tool can write anywhere (no OS sandbox)")
+    if tools.sandbox is Sandbox.read_only and named & _WRITES:
+        raise refuse("gemini", tools, "a write tool is listed under read_only")
+    rules = ['[[rule]]\ntoolName = "*"\ndecision = "deny"\npriority = 998\n']
+    rules += [
+        f'[[rule]]\ntoolName = {json.dumps(name)}\ndecision = "allow"\npriority = 999\n'
+        for name in allowed
+    ]
+    return "\n".join(rules)
+
+
 def build(call: CliCall) -> Invocation:
-    """argv: `gemini --output-format stream-json --skip-trust [-m M] [--approval-mode A]`;
-    the prompt goes through stdin."""
+    """argv: `gemini --output-format stream-json --skip-trust [--model=M]
+    [--approval-mode=A]`; the prompt goes through stdin. The sandbox picks the approval mode
+    (read_only -> default: headless runs drop every mutating tool); the `approval_mode`
+    option applies only when the call leaves the sandbox to the CLI (`sandbox=None`). A tool
+    list (none by default) becomes a per-run policy file (`--policy=FILE`, `policy_toml`) and
+    no MCP server is started (`--allowed-mcp-server-names=<none>`)."""
     opts, config = call.options, call.config
     argv = [call.executable, "--output-format", "stream-json", "--skip-trust"]
     if config.model:
-        argv += ["-m", config.model]
-    approval = opts.get("approval_mode") or (
-        _APPROVAL[config.tools.sandbox] if config.tools.sandbox else None
-    )
+        argv.append(f"--model={config.model}")
+    sandbox = config.tools.sandbox
+    approval = _APPROVAL[sandbox] if sandbox else opts.get("approval_mode")
     if approval:
-        argv += ["--approval-mode", str(approval)]
+        argv.append(f"--approval-mode={approval}")
+    policy = policy_toml(config.tools)
+    if policy is not None:
+        path = call.run_dir / "agentport-policy.toml"
+        path.write_text(policy, encoding="utf-8")
+        argv += [f"--policy={path}", f"--allowed-mcp-server-names={_NO_SERVER}"]
     argv += [str(a) for a in opts.get("extra_args", ())]
     env: dict[str, str] = {}
     if opts.get("base_url"):
         env["GOOGLE_GEMINI_BASE_URL"] = str(opts["base_url"]).rstrip("/")
     if "api_key" in opts:
         env["GEMINI_API_KEY"] = str(opts["api_key"])
-    return Invocation(tuple(argv), env, call.prompt.encode("utf-8"))
+    return Invocation(
+        tuple(argv), env, call.prompt.encode("utf-8"), endpoint_passthrough(opts, _PASSTHROUGH)
+    )
 
 
 def _usage(stats: Any) -> Usage:
@@ -97,8 +145,8 @@ def decode(obj: Any) -> AgentEvent | None:
     """One stream-json line -> an event (None for the echoed user message)."""
     kind = obj.get("type")
     if kind == "init":
-        meta = {"session_id": obj.get("session_id"), "model": obj.get("model")}
-        return AgentEvent(type=EventType.init, raw=obj, metadata=meta)
+        init = {"session_id": obj.get("session_id"), "model": obj.get("model")}
+        return AgentEvent(type=EventType.init, raw=obj, metadata=init)
     if kind == "message":
         if obj.get("role") != "assistant":
             return None
@@ -127,9 +175,11 @@ def decode(obj: Any) -> AgentEvent | None:
     if kind == "result":
         failed = obj.get("status") != "success"
         message = str(as_dict(obj.get("error")).get("message", "")) if failed else ""
-        meta = {"usage": _usage(obj.get("stats")), "terminal": True}
+        end: dict[str, Any] = {"usage": _usage(obj.get("stats")), "terminal": True}
+        if not failed:  # stream-json carries no finish reason: a successful result is "stop"
+            end["finish_reason"] = "stop"
         return AgentEvent(
-            type=EventType.usage, content=message, raw=obj, is_error=failed, metadata=meta
+            type=EventType.usage, content=message, raw=obj, is_error=failed, metadata=end
         )
     return None
 
@@ -182,12 +232,7 @@ SPEC = BackendSpec(
     final_text=text_after_last_tool,
     extra_env=_HEADLESS_ENV,
     stdout_to_file=True,  # on a pipe it cuts an 8 MiB answer short and exits 0
+    # retries are only `general.maxAttempts` in the user's settings.json: end the run at
+    # the first "Attempt 1 failed with status 500. Retrying with backoff..." on stderr
+    retry_notice=stderr_notice(_RETRY_NOTICE),
 )
-
-
-def create_adapter(capability: BackendCapability, settings: LLMSettings) -> CliAdapter:
-    return CliAdapter(SPEC, capability, settings)
-
-
-def create_runtime(capability: BackendCapability, settings: LLMSettings) -> CliRuntime:
-    return CliRuntime(SPEC, capability, settings)

@@ -10,15 +10,17 @@ instructions; `--max-turns N`; `--no-session` stores nothing, `--name NAME --res
 a named session; stream-json is one object per line tagged `type` (`message`, `notification`,
 `error`, `complete`) and a headless run ends with exactly one `error` or `complete` line;
 failures also print `Error: …` to stderr and exit 1. The default `GOOSE_MODE` (smart_approve)
-aborts a headless run at the first tool confirmation, so a mode is always set:
-read_only -> `chat` (no tools at all), otherwise `auto`. The endpoint is provider `openai`
-with `OPENAI_HOST` (scheme://host:port) and `OPENAI_BASE_PATH` (path + `chat/completions`).
+aborts a headless run at the first tool confirmation; agentport sets the mode from the tool
+policy: no tools or read_only -> `chat` (no tools at all, the default), full -> `auto`. The
+endpoint is provider `openai` with `OPENAI_HOST` (scheme://host:port) and `OPENAI_BASE_PATH`
+(path + `chat/completions`).
 
 Options (`[llm.goose]`): `base_url` (an OpenAI-compatible base such as
 `http://127.0.0.1:8080/v1`), `api_key`, `provider` (default `openai` when `base_url` is set),
-`mode` (a `GOOSE_MODE`, overrides the sandbox mapping), `home` (`GOOSE_PATH_ROOT`: isolated
-config/data/state), `context_limit` (`GOOSE_CONTEXT_LIMIT`, for models goose does not know),
-`extra_args`, plus the generic `executable`, `env`, `grace_s`, `linger_s`, `max_line_bytes`.
+`mode` (a `GOOSE_MODE`, used only when a call leaves tools and sandbox to the CLI), `home`
+(`GOOSE_PATH_ROOT`: isolated config/data/state), `context_limit` (`GOOSE_CONTEXT_LIMIT`, for
+models goose does not know), `extra_args`, plus the generic `executable`, `env`, `grace_s`,
+`linger_s`, `max_line_bytes`.
 """
 
 from __future__ import annotations
@@ -26,23 +28,21 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..config import LLMSettings
 from ..core import (
     AgentEvent,
-    BackendCapability,
     ErrorKind,
     EventType,
     ProviderError,
     Sandbox,
+    ToolPolicy,
     Usage,
 )
 from ._classify import kind_from_text
-from ._cli import CliAdapter, CliRuntime
+from ._policy import endpoint_passthrough, refuse
 from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, text_after_last_tool
 
-__all__ = ["SPEC", "build", "classify", "create_adapter", "create_runtime", "decode"]
+__all__ = ["SPEC", "build", "classify", "decode"]
 
-_MODE = {Sandbox.read_only: "chat", Sandbox.workspace_write: "auto", Sandbox.full: "auto"}
 # Session naming and tool-call summaries are extra model calls; the keyring can block headless.
 _HEADLESS_ENV = {
     "GOOSE_DISABLE_SESSION_NAMING": "1",
@@ -66,29 +66,55 @@ def endpoint_env(base_url: str) -> dict[str, str]:
     }
 
 
+# what goose reads from the parent environment when it talks to its own provider
+_PASSTHROUGH = (
+    "GOOSE_PROVIDER", "GOOSE_MODEL", "GOOSE_PATH_ROOT", "OPENAI_API_KEY", "ANTHROPIC_API_KEY",
+    "GOOGLE_API_KEY", "OPENROUTER_API_KEY",
+)  # fmt: skip
+
+
+def goose_mode(tools: ToolPolicy, configured: object) -> str | None:
+    """`GOOSE_MODE` for *tools*: `chat` (no tools at all) for no tools or read_only, `auto`
+    for full, the `mode` option (or goose's own default) when the call leaves both to the
+    CLI. Raises `ProviderError(unsupported)` for a tool list (goose has no allow-list flag)
+    and for workspace_write (auto mode would let a shell write anywhere)."""
+    if tools.allowed_tools:
+        raise refuse("goose", tools, "goose has no tool allow-list flag")
+    if tools.no_tools or tools.sandbox is Sandbox.read_only:
+        return "chat"
+    if tools.sandbox is Sandbox.workspace_write:
+        raise refuse("goose", tools, "no mode limits writes to the working directory")
+    if tools.sandbox is Sandbox.full:
+        return "auto"
+    return str(configured) if configured else None
+
+
 def build(call: CliCall) -> Invocation:
-    """argv: `goose run --output-format stream-json -q [--system S] [--model M]
-    [--provider P] [--max-turns N] (--no-session | --name ID --resume) -i -`; the prompt goes
-    through stdin; `GOOSE_MODE` from the sandbox (default `auto`)."""
+    """argv: `goose run --output-format stream-json -q [--system=S] [--model=M]
+    [--provider=P] [--max-turns=N] (--no-session | --name=ID --resume) -i -`; the prompt goes
+    through stdin; `GOOSE_MODE` from the tool policy (`goose_mode`: default `chat`, no
+    tools)."""
     opts, config = call.options, call.config
     argv = [call.executable, "run", "--output-format", "stream-json", "-q"]
     if call.system_prompt:
-        argv += ["--system", call.system_prompt]
+        argv.append(f"--system={call.system_prompt}")
     provider = opts.get("provider") or ("openai" if opts.get("base_url") else None)
     if provider:
-        argv += ["--provider", str(provider)]
+        argv.append(f"--provider={provider}")
     if config.model:
-        argv += ["--model", config.model]
+        argv.append(f"--model={config.model}")
     if config.max_turns is not None:
-        argv += ["--max-turns", str(config.max_turns)]
+        argv.append(f"--max-turns={config.max_turns}")
     if call.session_id:
-        argv += ["--name", call.session_id, "--resume"]
+        argv += [f"--name={call.session_id}", "--resume"]
     else:
         argv.append("--no-session")
     argv += [str(a) for a in opts.get("extra_args", ())]
     argv += ["-i", "-"]
-    sandbox = config.tools.sandbox
-    env = {"GOOSE_MODE": str(opts.get("mode") or (_MODE[sandbox] if sandbox else "auto"))}
+    env: dict[str, str] = {}
+    mode = goose_mode(config.tools, opts.get("mode"))
+    if mode:
+        env["GOOSE_MODE"] = mode
     if opts.get("base_url"):
         env.update(endpoint_env(str(opts["base_url"])))
     if "api_key" in opts:
@@ -97,7 +123,9 @@ def build(call: CliCall) -> Invocation:
         env["GOOSE_PATH_ROOT"] = str(opts["home"])
     if opts.get("context_limit"):
         env["GOOSE_CONTEXT_LIMIT"] = str(opts["context_limit"])
-    return Invocation(tuple(argv), env, call.prompt.encode("utf-8"))
+    return Invocation(
+        tuple(argv), env, call.prompt.encode("utf-8"), endpoint_passthrough(opts, _PASSTHROUGH)
+    )
 
 
 def _usage(obj: dict[str, Any]) -> Usage:
@@ -131,10 +159,9 @@ def _tool_output(item: dict[str, Any]) -> tuple[str, bool]:
 def decode(obj: Any) -> AgentEvent | None:
     """One stream-json line -> an event (None for notifications and user text)."""
     kind = obj.get("type")
-    if kind == "complete":
-        return AgentEvent(
-            type=EventType.usage, raw=obj, metadata={"usage": _usage(obj), "terminal": True}
-        )
+    if kind == "complete":  # no stop reason in the stream: a `complete` line is "stop"
+        meta = {"usage": _usage(obj), "terminal": True, "finish_reason": "stop"}
+        return AgentEvent(type=EventType.usage, raw=obj, metadata=meta)
     if kind == "error":
         error = str(obj.get("error") or "goose reported an error")
         return AgentEvent(
@@ -205,11 +232,3 @@ SPEC = BackendSpec(
     final_text=text_after_last_tool,
     extra_env=_HEADLESS_ENV,
 )
-
-
-def create_adapter(capability: BackendCapability, settings: LLMSettings) -> CliAdapter:
-    return CliAdapter(SPEC, capability, settings)
-
-
-def create_runtime(capability: BackendCapability, settings: LLMSettings) -> CliRuntime:
-    return CliRuntime(SPEC, capability, settings)

@@ -16,7 +16,7 @@ Options (`[llm.hermes]`): `base_url` (OpenAI-compatible, e.g. `http://127.0.0.1:
 agentport then writes `config.yaml` into `home`), `api_key`, `home` (`HERMES_HOME`; default
 with `base_url`: `$XDG_CACHE_HOME/agentport/hermes/<hash of base_url>`, kept so sessions can
 be resumed; without `base_url`: hermes' own `~/.hermes`), `provider` (`--provider`),
-`max_retries` (`agent.api_max_retries`, default 1 with `base_url`), `ignore_rules` (true adds
+`max_retries` (`agent.api_max_retries`, default 0 with `base_url`), `ignore_rules` (true adds
 `--ignore-rules`), `extra_args`, plus the generic `executable`, `env`, `grace_s`,
 `max_line_bytes`.
 """
@@ -31,10 +31,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..config import LLMSettings
 from ..core import (
     AgentEvent,
-    BackendCapability,
     ErrorKind,
     EventType,
     ProviderError,
@@ -42,19 +40,27 @@ from ..core import (
 )
 from . import _lines
 from ._classify import kind_from_text
-from ._cli import CliAdapter, CliRuntime
+from ._policy import endpoint_passthrough
 from ._spec import BackendSpec, CliCall, Invocation, RunOutcome
 
 __all__ = [
     "SPEC",
     "build",
     "classify",
-    "create_adapter",
-    "create_runtime",
     "decode",
     "final_text",
     "write_home",
 ]
+
+
+# 0.19.0 refuses a toolset list with no known name; `context_engine` is a real toolset that
+# declares no tools (only a context engine plugin could add some)
+_NO_TOOLSET = "context_engine"
+# what hermes reads from the parent environment when it talks to its own provider
+_PASSTHROUGH = (
+    "HERMES_HOME", "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENROUTER_API_KEY",
+    "ANTHROPIC_API_KEY", "NOUS_API_KEY",
+)  # fmt: skip
 
 
 def default_home(base_url: str) -> Path:
@@ -84,32 +90,45 @@ def write_home(
 
 def build(call: CliCall) -> Invocation:
     """argv: `python -I -S _lines.py --trailer USAGE hermes --oneshot=PROMPT --usage-file USAGE
-    [-m M] [--provider P] [-t TOOLSETS] [--ignore-rules]`. No `--resume`: 0.19.0's `-z`
-    ignores it (checked: the next call carried no history)."""
+    [--model=M] [--provider=P] [--toolsets=T] [--ignore-rules]`. No `--resume`: 0.19.0's `-z`
+    ignores it (checked: the next call carried no history). The prompt stays in argv (as the
+    value of `--oneshot=`, so it can never be read as a flag): the usage report that decides
+    success exists only in `-z` mode, and `-z` takes the prompt only as its value; the
+    stdin form (`chat --query-file -`, not in 0.19.0) writes no usage report. No tools
+    (`allowed_tools=()`): `--toolsets=context_engine` (no tools declared) and
+    `--ignore-rules`."""
     opts, config = call.options, call.config
     usage = call.run_dir / "usage.json"
     argv = [call.executable, f"--oneshot={call.prompt}", "--usage-file", str(usage)]
     if config.model:
-        argv += ["-m", config.model]
+        argv.append(f"--model={config.model}")
     if opts.get("provider"):
-        argv += ["--provider", str(opts["provider"])]
-    if config.tools.allowed_tools is not None:
-        argv += ["-t", ",".join(config.tools.allowed_tools)]
-    if opts.get("ignore_rules"):
-        argv.append("--ignore-rules")
+        argv.append(f"--provider={opts['provider']}")
+    allowed = config.tools.allowed_tools
+    if allowed is not None:
+        # `-z` approves every tool it has: least privilege is having none. An empty value
+        # would mean "the default toolsets", so no tools is a toolset that declares none.
+        argv.append(f"--toolsets={','.join(allowed) if allowed else _NO_TOOLSET}")
+    if opts.get("ignore_rules") or allowed == ():
+        argv.append("--ignore-rules")  # no AGENTS.md / memory from the working directory
     argv += [str(a) for a in opts.get("extra_args", ())]
     env: dict[str, str] = {}
     home = Path(str(opts["home"])) if opts.get("home") else None
     if opts.get("base_url"):
         base_url = str(opts["base_url"])
         home = home or default_home(base_url)
-        retries = int(opts.get("max_retries", 1))
+        retries = int(opts.get("max_retries", 0))  # agentport owns retries (issue 10)
         write_home(home, base_url, config.model or "default", retries, config.max_turns)
     if home is not None:
         env["HERMES_HOME"] = str(home)
     if "api_key" in opts:
         env["OPENAI_API_KEY"] = str(opts["api_key"])
-    return Invocation(tuple(_lines.command(sys.executable, argv, str(usage))), env, None)
+    return Invocation(
+        tuple(_lines.command(sys.executable, argv, str(usage))),
+        env,
+        None,
+        endpoint_passthrough(opts, _PASSTHROUGH),
+    )
 
 
 def _usage(report: dict[str, Any]) -> Usage:
@@ -137,6 +156,8 @@ def decode(obj: Any) -> AgentEvent | None:
         "session_id": report.get("session_id"),
         "model": report.get("model"),
     }
+    if not failed:  # the report has no stop reason: a completed turn is "stop"
+        meta["finish_reason"] = "stop"
     return AgentEvent(type=EventType.usage, raw=obj, is_error=failed, metadata=meta)
 
 
@@ -176,11 +197,3 @@ SPEC = BackendSpec(
     classify=classify,
     final_text=final_text,
 )
-
-
-def create_adapter(capability: BackendCapability, settings: LLMSettings) -> CliAdapter:
-    return CliAdapter(SPEC, capability, settings)
-
-
-def create_runtime(capability: BackendCapability, settings: LLMSettings) -> CliRuntime:
-    return CliRuntime(SPEC, capability, settings)

@@ -16,8 +16,9 @@ to start (only with `--require-mcp-startup`). There is no custom endpoint: kiro 
 own service only. Headless prints no session id, so resume needs an id you already know.
 
 Options (`[llm.kiro]`): `api_key` (`KIRO_API_KEY`), `harness` (`v2` or `v3`: adds `--v2` /
-`--v3`), `agent` (`--agent`), `prompt_via` (`argv` (default, every version) or `stdin`
-(3.x)), `extra_args`, plus the generic `executable`, `env`, `grace_s`, `max_line_bytes`.
+`--v3`), `agent` (`--agent`), `prompt_via` (`stdin` (default, 3.x) or `argv` (2.x: the
+prompt is then visible to other local users in the process list)), `extra_args`, plus the
+generic `executable`, `env`, `grace_s`, `max_line_bytes`.
 """
 
 from __future__ import annotations
@@ -27,10 +28,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ..config import LLMSettings
 from ..core import (
     AgentEvent,
-    BackendCapability,
     ErrorKind,
     EventType,
     ProviderError,
@@ -38,15 +37,12 @@ from ..core import (
 )
 from . import _lines
 from ._classify import kind_from_text
-from ._cli import CliAdapter, CliRuntime
 from ._spec import BackendSpec, CliCall, Invocation, RunOutcome
 
 __all__ = [
     "SPEC",
     "build",
     "classify",
-    "create_adapter",
-    "create_runtime",
     "decode",
     "final_text",
 ]
@@ -61,17 +57,19 @@ _AUTH = re.compile(r"kiro_api_key|not logged in|log ?in|sign ?in|api key", re.I)
 
 
 def build(call: CliCall) -> Invocation:
-    """argv: `python -I -S _lines.py kiro-cli chat --no-interactive [--v2|--v3] [--model M]
-    [--agent A] [--trust-tools=L | --trust-all-tools] [--resume-id ID] [-- PROMPT]`; the
-    prompt is the last argument (or stdin with `prompt_via = "stdin"`)."""
+    """argv: `python -I -S _lines.py kiro-cli chat --no-interactive [--v2|--v3] [--model=M]
+    [--agent=A] [--trust-tools=L | --trust-all-tools] [--resume-id=ID] [-- PROMPT]`; the
+    prompt goes through stdin (3.x reads a piped prompt when no positional is given), or is
+    the last argument after `--` with `prompt_via = "argv"` (2.x). Tools: a tool that is not
+    trusted cannot be approved headless, so no tools is `--trust-tools=` (trust none)."""
     opts, config = call.options, call.config
     argv = [call.executable, "chat", "--no-interactive"]
     if opts.get("harness"):
         argv.append(f"--{str(opts['harness']).lstrip('-')}")
     if config.model:
-        argv += ["--model", config.model]
+        argv.append(f"--model={config.model}")
     if opts.get("agent"):
-        argv += ["--agent", str(opts["agent"])]
+        argv.append(f"--agent={opts['agent']}")
     allowed, sandbox = config.tools.allowed_tools, config.tools.sandbox
     if allowed is not None:
         argv.append(f"--trust-tools={','.join(allowed)}")
@@ -80,15 +78,15 @@ def build(call: CliCall) -> Invocation:
     elif sandbox is not None:
         argv.append(f"--trust-tools={_TRUST[sandbox]}")
     if call.session_id:
-        argv += ["--resume-id", call.session_id]
+        argv.append(f"--resume-id={call.session_id}")
     argv += [str(a) for a in opts.get("extra_args", ())]
     stdin: bytes | None = None
-    if opts.get("prompt_via") == "stdin":
-        stdin = call.prompt.encode("utf-8")
-    else:
+    if opts.get("prompt_via", "stdin") == "argv":
         argv += ["--", call.prompt]  # `--`: a prompt that starts with '-' is not a flag
+    else:
+        stdin = call.prompt.encode("utf-8")
     env = {"KIRO_API_KEY": str(opts["api_key"])} if "api_key" in opts else {}
-    return Invocation(tuple(_lines.command(sys.executable, argv)), env, stdin)
+    return Invocation(tuple(_lines.command(sys.executable, argv)), env, stdin, ("KIRO_API_KEY",))
 
 
 def clean(line: str) -> str:
@@ -135,11 +133,3 @@ SPEC = BackendSpec(
     classify=classify,
     final_text=final_text,
 )
-
-
-def create_adapter(capability: BackendCapability, settings: LLMSettings) -> CliAdapter:
-    return CliAdapter(SPEC, capability, settings)
-
-
-def create_runtime(capability: BackendCapability, settings: LLMSettings) -> CliRuntime:
-    return CliRuntime(SPEC, capability, settings)

@@ -39,7 +39,9 @@ from ..core import (
     RawInfo,
     TimeoutWhich,
     Usage,
+    as_quota,
     check_params,
+    merge_config,
 )
 from ..structured import complete_constrained, schema_dict
 
@@ -124,7 +126,7 @@ def classify_exception(exc: BaseException, backend: str = "litellm") -> Provider
         retryable = False
     if kind is ErrorKind.invalid_request and _QUOTA.search(message):
         kind, retryable = ErrorKind.rate_limited, False
-    return ProviderError(
+    error = ProviderError(
         kind,
         message,
         backend=backend,
@@ -134,6 +136,9 @@ def classify_exception(exc: BaseException, backend: str = "litellm") -> Provider
         status=status,
         details={"exception": type(exc).__name__},
     )
+    # an exhausted window with its reset (issue 12): the provider's body, else the text
+    body = getattr(exc, "body", None)
+    return as_quota(error, body=body if isinstance(body, dict | str) else message)
 
 
 class LiteLLMOptions(BaseModel):
@@ -214,7 +219,7 @@ class LiteLLMAdapter:
         self, messages: Sequence[Message], config: CompletionConfig | None = None
     ) -> Result[CompletionResponse, ProviderError]:
         started = time.monotonic()
-        config = config or self.default_config
+        config = merge_config(config, self.default_config)
         checked = check_params(self._capability, messages, config)
         if isinstance(checked, Failure):
             return checked
@@ -251,15 +256,18 @@ class LiteLLMAdapter:
     async def _complete(
         self, messages: Sequence[Message], config: CompletionConfig
     ) -> Result[CompletionResponse, ProviderError]:
-        native = (
-            config.output_schema is not None and self._options.structured_output == "json_schema"
-        )
-        schema = schema_dict(config.output_schema) if native and config.output_schema else None
+        schema = config.output_schema
+        native = schema is not None and self._options.structured_output == "json_schema"
+        # structured decides whether the native form is used (not when the schema does not fit)
         return await complete_constrained(
-            lambda convo: self._call(convo, config, schema),
+            lambda convo: self._call(convo, config, None),
             messages,
             config,
-            schema_native=native,
+            native_schema=(
+                (lambda convo: self._call(convo, config, schema_dict(schema)))
+                if native and schema is not None
+                else None
+            ),
             backend=self.backend,
         )
 
@@ -405,6 +413,10 @@ class LiteLLMAdapter:
 def create_adapter(capability: BackendCapability, settings: LLMSettings) -> LiteLLMAdapter:
     """Factory hook: `[llm.litellm]` validated (`ProviderError(config)` on a bad table)."""
     options = load_options(settings.options(capability.name))
+    if settings.from_project(f"{capability.name}.api_base") and not options.api_key:
+        # LiteLLM would read the provider's key from the environment and send it to an
+        # endpoint a project file chose; a placeholder key stops that.
+        options = options.model_copy(update={"api_key": SecretStr("agentport-no-key")})
     if settings.model:  # llm.model beats the table's model for calls that name none
         options = options.model_copy(update={"model": settings.model})
     return LiteLLMAdapter(capability, options, settings.completion_config())

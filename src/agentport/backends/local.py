@@ -25,8 +25,10 @@ cache_dir`, else `$AGENTPORT_CACHE_DIR/models`, else `$XDG_CACHE_HOME/agentport/
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
+import logging
 import os
 import re
 import tempfile
@@ -53,6 +55,7 @@ from ..core import (
     RawInfo,
     Usage,
     check_params,
+    merge_config,
 )
 from ..structured import complete_constrained, schema_dict
 
@@ -63,6 +66,19 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError(
         "the local backend needs llama-cpp-python: pip install 'agentport[local]'"
     ) from exc
+
+
+_LLAMA_LOG = logging.getLogger("agentport.local.llama_cpp")
+
+
+def _llama_log(level: int, text: bytes, user_data: Any) -> None:
+    # llama.cpp's own log lines (even with verbose=False it prints errors and some notices
+    # to stderr) go to the `agentport.local.llama_cpp` logger, never to the terminal.
+    _LLAMA_LOG.debug("%s", text.decode("utf-8", "replace").rstrip())
+
+
+_LLAMA_LOG_CALLBACK = llama_cpp.llama_log_callback(_llama_log)  # kept: C holds a pointer
+llama_cpp.llama_log_set(_LLAMA_LOG_CALLBACK, ctypes.c_void_p(0))
 
 __all__ = [
     "LocalAdapter",
@@ -225,6 +241,19 @@ def _gbnf_literal(text: str) -> str:
     return f'"{escaped}"'
 
 
+def _backslash_literals(node: Any) -> bool:
+    """Whether a JSON schema has an `enum` or `const` string holding a backslash."""
+    if isinstance(node, list):
+        return any(_backslash_literals(item) for item in node)
+    if not isinstance(node, dict):
+        return False
+    enum = node.get("enum")
+    literals = [*(enum if isinstance(enum, list) else []), node.get("const")]
+    if any(isinstance(v, str) and "\\" in v for v in literals):
+        return True
+    return any(_backslash_literals(v) for k, v in node.items() if k not in ("enum", "const"))
+
+
 def choices_grammar(choices: Sequence[str]) -> str:
     """A GBNF grammar whose only sentences are *choices*."""
     return "root ::= " + " | ".join(_gbnf_literal(c) for c in choices) + "\n"
@@ -379,27 +408,38 @@ class LocalAdapter:
     def load(self, config: CompletionConfig | None = None) -> float:
         """Load (or reuse) the model now, in this thread; returns the load time in seconds.
         Raises `ProviderError`. For benchmarks and warm-up."""
-        path = self._model_path(config or self.default_config)
+        path = self._model_path(merge_config(config, self.default_config))
         return _load(path, self._options).load_s
 
     async def complete(
         self, messages: Sequence[Message], config: CompletionConfig | None = None
     ) -> Result[CompletionResponse, ProviderError]:
         started = time.monotonic()
-        config = config or self.default_config
+        config = merge_config(config, self.default_config)
         checked = check_params(self._capability, messages, config)
         if isinstance(checked, Failure):
             return checked
         deadline = started + config.total_timeout_s
         schema = schema_dict(config.output_schema) if config.output_schema else None
+        warnings = checked.unwrap()
+        native: Any = lambda convo: self._run(convo, config, deadline, schema=schema)  # noqa: E731
+        if schema is not None and _backslash_literals(schema):
+            # llama-cpp-python 0.3's schema-to-grammar converter leaves `\` unescaped in
+            # enum/const literals: the grammar breaks and llama.cpp crashes the process.
+            native = None
+            warnings += (
+                "local: output_schema has enum/const values with a backslash, which "
+                "llama-cpp-python cannot turn into a grammar; validated locally instead",
+            )
+        # the grammar is the native schema; structured drops it when the schema does not fit
         result = await complete_constrained(
-            lambda convo: self._run(convo, config, deadline, schema=schema, choices=config.choices),
+            lambda convo: self._run(convo, config, deadline, choices=config.choices),
             messages,
             config,
-            schema_native=not self._options.schema_in_prompt,
+            native_schema=native,
+            describe_native=self._options.schema_in_prompt,
             backend=self.backend,
         )
-        warnings = checked.unwrap()
         return result.map(
             lambda r: r.model_copy(
                 update={

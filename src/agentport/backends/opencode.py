@@ -20,15 +20,25 @@ opencode config is used and `model` must be `provider/model`.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
-from ..config import LLMSettings
-from ..core import AgentEvent, BackendCapability, ErrorKind, EventType, ProviderError, Usage
+from ..core import (
+    AgentEvent,
+    ErrorKind,
+    EventType,
+    ProviderError,
+    Sandbox,
+    ToolPolicy,
+    Usage,
+)
 from ._classify import kind_from_status, kind_from_text
-from ._cli import CliAdapter, CliRuntime
+from ._endstate import unrecovered
+from ._policy import endpoint_passthrough, refuse
+from ._retry_notice import stderr_notice
 from ._spec import BackendSpec, CliCall, Invocation, RunOutcome
 
-__all__ = ["SPEC", "build", "classify", "create_adapter", "create_runtime", "decode"]
+__all__ = ["SPEC", "build", "classify", "decode"]
 
 _KEY_ENV = "AGENTPORT_OPENCODE_API_KEY"
 _HEADLESS_ENV = {
@@ -40,6 +50,13 @@ _HEADLESS_ENV = {
 }
 
 
+# opencode 1.18.33 `--print-logs --log-level WARN`, on stderr, for each failed model request
+# (no HTTP status in it; the final `error` event, which has one, follows a non-retried failure
+# within milliseconds and then decides): `... level=ERROR ... message="stream error" ...
+# error.error="AI_APICallError: fake: internal server error"`
+_RETRY_NOTICE = re.compile(r'message="stream error".*?error\.error="(?P<text>.*)"\s*$')
+
+
 def _model_ref(call: CliCall) -> str | None:
     model = call.config.model
     if not model:
@@ -49,19 +66,75 @@ def _model_ref(call: CliCall) -> str | None:
     return f"{call.options.get('provider', 'agentport')}/{model}"
 
 
+# Every permission key opencode 1.x knows: each is set explicitly, so a broader rule in the
+# user's own config cannot outlive ours when the two are merged (the last matching rule wins).
+_PERMISSION_KEYS = (
+    "read", "edit", "write", "patch", "multiedit", "glob", "grep", "list", "bash", "task",
+    "skill", "lsp", "todoread", "todowrite", "webfetch", "websearch", "codesearch",
+    "external_directory", "doom_loop",
+)  # fmt: skip
+_WRITES = ("edit", "write", "patch", "multiedit")
+_AGENTS = ("build", "plan", "general", "explore")
+# what opencode reads from the parent environment when it uses its own providers
+_PASSTHROUGH = (
+    "OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR", "ANTHROPIC_API_KEY", "OPENAI_API_KEY",
+    "OPENROUTER_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY", "GEMINI_API_KEY",
+)  # fmt: skip
+
+
+def permissions(tools: ToolPolicy) -> dict[str, str] | None:
+    """The `permission` table for *tools* (None: the CLI's own defaults). `"*"` comes first
+    (opencode applies the last matching rule). Raises `ProviderError(unsupported)` for a
+    tool list that includes bash under a read-only or workspace sandbox (bash can write
+    anywhere: opencode has no OS sandbox)."""
+    allowed, sandbox = tools.allowed_tools, tools.sandbox
+    if allowed is None and sandbox in (None, Sandbox.full):
+        return None
+    rules: dict[str, str] = {}
+    if allowed is not None:
+        rules["*"] = "deny"
+        rules.update({key: "deny" for key in _PERMISSION_KEYS})
+        rules.update({name: "allow" for name in allowed})
+    if sandbox in (Sandbox.read_only, Sandbox.workspace_write):
+        if allowed is not None and "bash" in allowed:
+            raise refuse("opencode", tools, "bash can write anywhere (no OS sandbox)")
+        rules["bash"] = rules["external_directory"] = rules["task"] = "deny"
+        if sandbox is Sandbox.read_only:
+            if allowed is not None and set(allowed) & set(_WRITES):
+                raise refuse("opencode", tools, "a write tool is listed under read_only")
+            rules.update({key: "deny" for key in _WRITES})
+    return rules
+
+
 def build(call: CliCall) -> Invocation:
-    """argv: `opencode run --format json [-m PROVIDER/MODEL] [--agent A]`; the message goes
-    through stdin; with `base_url` the provider config goes in `OPENCODE_CONFIG_CONTENT` and
-    the key in an env variable it references (`{env:...}`), never in argv."""
+    """argv: `opencode run --format json [-m=PROVIDER/MODEL] [--agent=A]`; the message goes
+    through stdin; a per-run config goes in `OPENCODE_CONFIG_CONTENT` (nothing written to the
+    user's files): the tool policy as `permission` rules (globally and for the built-in
+    agents; `OPENCODE_PERMISSION` too) and, with `base_url`, the provider, whose key travels
+    in an env variable it references (`{env:...}`), never in argv."""
     opts = call.options
     argv = [call.executable, "run", "--format", "json"]
+    # its 5xx/429 retry loop (about 75 s) has no setting and no event; only its log says
+    # `message="stream error"` before each retry: logs on stderr, read by `retry_notice`
+    argv += ["--print-logs", "--log-level", "WARN"]
     ref = _model_ref(call)
     if ref:
-        argv += ["-m", ref]
+        argv.append(f"--model={ref}")
     if opts.get("agent"):
-        argv += ["--agent", str(opts["agent"])]
+        argv.append(f"--agent={opts['agent']}")
     argv += [str(a) for a in opts.get("extra_args", ())]
     env: dict[str, str] = {}
+    config: dict[str, Any] = {
+        "$schema": "https://opencode.ai/config.json",
+        "autoupdate": False,
+        "share": "disabled",
+    }
+    rules = permissions(call.config.tools)
+    if rules is not None:
+        config["permission"] = rules
+        agents = (*_AGENTS, str(opts["agent"])) if opts.get("agent") else _AGENTS
+        config["agent"] = {name: {"permission": rules} for name in agents}
+        env["OPENCODE_PERMISSION"] = json.dumps(rules)
     if opts.get("base_url"):
         provider = str(opts.get("provider", "agentport"))
         model = call.config.model or "default"
@@ -71,24 +144,21 @@ def build(call: CliCall) -> Invocation:
         if "api_key" in opts:
             env[_KEY_ENV] = str(opts["api_key"])
             options["apiKey"] = "{env:" + _KEY_ENV + "}"
-        config = {
-            "$schema": "https://opencode.ai/config.json",
-            "provider": {
-                provider: {
-                    "npm": "@ai-sdk/openai-compatible",
-                    "name": provider,
-                    "options": options,
-                    "models": {model: {"name": model}},
-                }
-            },
-            "model": f"{provider}/{model}",
-            # the title request goes to small_model: keep it on the same endpoint
-            "small_model": f"{provider}/{model}",
-            "autoupdate": False,
-            "share": "disabled",
+        config["provider"] = {
+            provider: {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": provider,
+                "options": options,
+                "models": {model: {"name": model}},
+            }
         }
-        env["OPENCODE_CONFIG_CONTENT"] = json.dumps(config)
-    return Invocation(tuple(argv), env, call.prompt.encode("utf-8"))
+        config["model"] = f"{provider}/{model}"
+        # the title request goes to small_model: keep it on the same endpoint
+        config["small_model"] = f"{provider}/{model}"
+    env["OPENCODE_CONFIG_CONTENT"] = json.dumps(config)
+    return Invocation(
+        tuple(argv), env, call.prompt.encode("utf-8"), endpoint_passthrough(opts, _PASSTHROUGH)
+    )
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -105,6 +175,10 @@ def _usage(part: dict[str, Any]) -> Usage:
         cached_tokens=int(cache.get("read") or 0),
         cost_usd=float(cost) if isinstance(cost, int | float) and cost else None,
     )
+
+
+# AI SDK finish reasons of a step -> finish_reason ("other" is a normal stop)
+_FINISH = {"stop": "stop", "length": "length", "content-filter": "refusal"}
 
 
 def decode(obj: Any) -> AgentEvent | None:
@@ -134,13 +208,24 @@ def decode(obj: Any) -> AgentEvent | None:
             metadata=meta,
         )  # fmt: skip
     if kind == "step_finish":
-        meta = {"usage": _usage(part), "reason": part.get("reason")}
+        reason = part.get("reason")
+        meta = {"usage": _usage(part), "reason": reason}
+        # opencode's loop goes on after "tool-calls" / "unknown"; any other reason ends it
+        if isinstance(reason, str) and reason not in ("tool-calls", "unknown"):
+            meta["terminal"] = True
+            if reason == "error":
+                text = "the model call finished with reason error"
+                return AgentEvent(
+                    type=EventType.usage, content=text, raw=obj, is_error=True, metadata=meta
+                )
+            meta["finish_reason"] = _FINISH.get(reason, "stop")
         return AgentEvent(type=EventType.usage, raw=obj, metadata=meta)
     if kind == "error":
         error = _dict(obj.get("error"))
         data = _dict(error.get("data"))
         message = str(data.get("message") or error.get("name") or "opencode error")
-        meta = {"status": data.get("statusCode"), "name": error.get("name")}
+        # exit 1 follows at once; if the CLI goes silent instead, it ends after the grace
+        meta = {"status": data.get("statusCode"), "name": error.get("name"), "fatal": True}
         return AgentEvent(
             type=EventType.error, content=message, raw=obj, is_error=True, metadata=meta
         )
@@ -159,10 +244,14 @@ def final_text(events: Any) -> str:
 
 
 def classify(outcome: RunOutcome) -> ProviderError | None:
-    """An `error` line decides (HTTP status first, then its message); otherwise a non-zero
+    """The final state decides: an `error` line that no finished step follows (HTTP status
+    first, then its message); a final step that ended the run is success whatever came
+    before (an earlier error was recovered) and whatever the exit code; otherwise a non-zero
     exit is `process_failed` with the stderr tail, and exit 0 is success."""
     tail = outcome.stderr_tail[-4000:]
-    failed = next((e for e in reversed(outcome.events) if e.type is EventType.error), None)
+    failed = unrecovered(outcome.events)
+    if any(e.metadata.get("terminal") and not e.is_error for e in outcome.events):
+        return None
     if failed is not None:
         raw_status = failed.metadata.get("status")
         status = raw_status if isinstance(raw_status, int) else None
@@ -189,12 +278,5 @@ SPEC = BackendSpec(
     final_text=final_text,
     extra_env=_HEADLESS_ENV,
     stdout_to_file=True,  # Bun exits without flushing a pipe: an 8 MiB answer arrived cut short
+    retry_notice=stderr_notice(_RETRY_NOTICE),
 )
-
-
-def create_adapter(capability: BackendCapability, settings: LLMSettings) -> CliAdapter:
-    return CliAdapter(SPEC, capability, settings)
-
-
-def create_runtime(capability: BackendCapability, settings: LLMSettings) -> CliRuntime:
-    return CliRuntime(SPEC, capability, settings)

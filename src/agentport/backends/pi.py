@@ -17,7 +17,7 @@ your own agent folder and providers are used.
 
 Options (`[llm.pi]`): `base_url`, `api_key`, `api` (default `openai-completions`),
 `provider` (provider id; required without `base_url` unless `model` is `provider/model`),
-`max_retries` (agent-level retries, default 1), `provider_max_retries` (SDK retries, default
+`max_retries` (agent-level retries, default 0), `provider_max_retries` (SDK retries, default
 0), `context_window` (default 128000), `max_output_tokens` (the model's `maxTokens`, default
 8192), `system_prompt_mode` (`append` (default) or
 `replace`), `extra_args`, plus the generic `executable`, `env`, `grace_s`, `max_line_bytes`.
@@ -30,14 +30,14 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..config import LLMSettings
-from ..core import AgentEvent, BackendCapability, ErrorKind, EventType, ProviderError, Usage
+from ..core import AgentEvent, ErrorKind, EventType, ProviderError, Usage
 from ._classify import kind_from_status, kind_from_text
-from ._cli import CliAdapter, CliRuntime
 from ._node import blocking_stdio_env
+from ._policy import endpoint_passthrough
+from ._retry_notice import notice_event, status_in
 from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, text_after_last_tool
 
-__all__ = ["SPEC", "build", "classify", "create_adapter", "create_runtime", "decode"]
+__all__ = ["SPEC", "build", "classify", "decode"]
 
 _KEY_ENV = "AGENTPORT_PI_API_KEY"
 _HEADLESS_ENV = {"PI_OFFLINE": "1", "PI_TELEMETRY": "0"}
@@ -60,7 +60,8 @@ def _provider_and_model(call: CliCall) -> tuple[str | None, str | None]:
 
 def build(call: CliCall) -> Invocation:
     """argv: `pi -p --mode json --no-session [--provider P] [--model M]
-    [--append-system-prompt S] [--tools L | --no-tools]`; the prompt goes through stdin; with
+    [--append-system-prompt FILE] [--tools L | --no-tools --no-extensions]`; the prompt goes
+    through stdin, the system prompt through a file in the run directory; with
     `base_url`, `PI_CODING_AGENT_DIR` names a private folder with models.json + settings.json."""
     opts, config = call.options, call.config
     argv = [call.executable, "-p", "--mode", "json", "--no-session"]
@@ -88,26 +89,51 @@ def build(call: CliCall) -> Invocation:
         (agent_dir / "models.json").write_text(json.dumps(models), encoding="utf-8")
         settings = {
             "retry": {
-                "maxRetries": int(opts.get("max_retries", 1)),
+                "maxRetries": int(opts.get("max_retries", 0)),  # agentport owns retries
                 "provider": {"maxRetries": int(opts.get("provider_max_retries", 0))},
             }
         }
         (agent_dir / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
         env["PI_CODING_AGENT_DIR"] = str(agent_dir)
         model = model or "default"
+    # pi's parser takes the argument after a value flag as the value whatever it looks like
+    # (`args[++i]`) and knows no `--flag=value` form: separate values are safe here.
     if provider:
         argv += ["--provider", provider]
     if model:
         argv += ["--model", model]
     if call.system_prompt:
+        # a file: pi reads an existing path's contents, so the text itself never goes in argv
+        # (a system prompt that names a file would pull that file in)
+        path = call.run_dir / "system-prompt.md"
+        path.write_text(call.system_prompt, encoding="utf-8")
         replace = opts.get("system_prompt_mode") == "replace"
-        argv += ["--system-prompt" if replace else "--append-system-prompt", call.system_prompt]
+        argv += ["--system-prompt" if replace else "--append-system-prompt", str(path)]
     allowed = config.tools.allowed_tools
     if allowed is not None:
-        argv += ["--tools", ",".join(allowed)] if allowed else ["--no-tools"]
+        # no tools: no built-ins and no extension that could register one
+        argv += ["--tools", ",".join(allowed)] if allowed else ["--no-tools", "--no-extensions"]
     argv += [str(a) for a in opts.get("extra_args", ())]
     env.update(blocking_stdio_env(call.run_dir, opts.get("env")))
-    return Invocation(tuple(argv), env, call.prompt.encode("utf-8"))
+    keys = ("PI_CODING_AGENT_DIR", *_provider_keys(provider))
+    return Invocation(
+        tuple(argv), env, call.prompt.encode("utf-8"), endpoint_passthrough(opts, keys)
+    )
+
+
+# pi reads each provider's key from its own variable; only the chosen provider's is passed.
+_PROVIDER_KEYS = {
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN"),
+    "openai": ("OPENAI_API_KEY",),
+    "google": ("GEMINI_API_KEY",),
+    "github-copilot": ("COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"),
+}
+
+
+def _provider_keys(provider: str | None) -> tuple[str, ...]:
+    if provider is None:
+        return ()
+    return _PROVIDER_KEYS.get(provider, (f"{provider.upper().replace('-', '_')}_API_KEY",))
 
 
 def _usage(message: dict[str, Any]) -> Usage:
@@ -160,25 +186,33 @@ def decode(obj: Any) -> AgentEvent | None:
         message = _dict(obj.get("message"))
         if message.get("role") != "assistant":
             return None
-        if message.get("stopReason") == "error":
-            text = str(message.get("errorMessage") or "pi reported an error")
-            return AgentEvent(type=EventType.error, content=text, raw=obj, is_error=True)
+        stop = message.get("stopReason")
+        if stop in ("error", "aborted"):
+            text = str(message.get("errorMessage") or f"pi reported stopReason {stop}")
+            # an auto_retry_start follows at once when pi retries; silence ends the run
+            return AgentEvent(
+                type=EventType.error, content=text, raw=obj, is_error=True,
+                metadata={"fatal": True},
+            )  # fmt: skip
         meta: dict[str, Any] = {"usage": _usage(message), "model": message.get("model")}
-        if message.get("stopReason") != "toolUse":
+        if stop != "toolUse":
             meta["final_text"] = _text(message)
+            meta["finish_reason"] = "length" if stop == "length" else "stop"
         return AgentEvent(type=EventType.usage, raw=obj, metadata=meta)
     if kind == "agent_end":
         messages = obj.get("messages")
         last = _dict(messages[-1]) if isinstance(messages, list) and messages else {}
-        if last.get("stopReason") == "error":
+        if last.get("stopReason") in ("error", "aborted"):
             return None  # an auto-retry may follow
         return AgentEvent(type=EventType.usage, raw=obj, metadata={"terminal": True})
-    if kind == "auto_retry_start":
-        note = f"retry {obj.get('attempt')}/{obj.get('maxAttempts')}: {obj.get('errorMessage')}"
-        return AgentEvent(type=EventType.error, content=note, raw=obj, metadata={"warning": note})
+    if kind == "auto_retry_start":  # pi's own retry begins: agentport owns retries
+        text = str(obj.get("errorMessage") or "pi auto-retry")
+        return notice_event(obj, text, status=status_in(text.split(" ", 1)[0]))
     if kind == "auto_retry_end" and not obj.get("success"):
         text = str(obj.get("finalError") or "pi gave up retrying")
-        return AgentEvent(type=EventType.error, content=text, raw=obj, is_error=True)
+        return AgentEvent(
+            type=EventType.error, content=text, raw=obj, is_error=True, metadata={"fatal": True}
+        )
     return None
 
 
@@ -220,11 +254,3 @@ SPEC = BackendSpec(
     final_text=final_text,
     extra_env=_HEADLESS_ENV,
 )
-
-
-def create_adapter(capability: BackendCapability, settings: LLMSettings) -> CliAdapter:
-    return CliAdapter(SPEC, capability, settings)
-
-
-def create_runtime(capability: BackendCapability, settings: LLMSettings) -> CliRuntime:
-    return CliRuntime(SPEC, capability, settings)

@@ -32,20 +32,20 @@ import json
 import re
 from typing import Any
 
-from ..config import LLMSettings
 from ..core import (
     AgentEvent,
-    BackendCapability,
     ErrorKind,
     EventType,
     ProviderError,
     Sandbox,
+    ToolPolicy,
     Usage,
 )
 from ..structured import schema_dict
 from ._classify import kind_from_status, kind_from_text
-from ._cli import CliAdapter, CliRuntime
 from ._node import blocking_stdio_env
+from ._policy import endpoint_passthrough
+from ._retry_notice import stderr_notice
 from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, last_text
 from ._stream_json import decode_message
 
@@ -54,8 +54,6 @@ __all__ = [
     "api_error",
     "build",
     "classify",
-    "create_adapter",
-    "create_runtime",
     "decode",
 ]
 
@@ -69,6 +67,11 @@ _HEADLESS_ENV = {"QWEN_CODE_NO_RELAUNCH": "true"}
 # `[API Error: <message>]`, anywhere in the text (after partial output too): the message runs
 # to the last `]` of the text (messages may contain brackets themselves).
 _API_ERROR = re.compile(r"\[API Error: (?P<message>.*)\]", re.S)
+# qwen-code 0.15.10 debug log, before each retry of its backoff loop:
+# "2026-12-01T15:01:30.634Z [ERROR] [RETRY] Attempt 3 failed with status 500. Retrying ..."
+_RETRY_NOTICE = re.compile(
+    r"\[RETRY\] Attempt \d+ failed(?: with status (?P<status>\d{3}))?\b.*Retrying"
+)
 _STATUS = re.compile(r"^\s*(?P<status>[1-5]\d\d)\b")
 
 
@@ -91,11 +94,44 @@ def _settings(call: CliCall) -> dict[str, Any]:
     }
 
 
+# what qwen reads from the parent environment when it talks to its own provider
+_PASSTHROUGH = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "DASHSCOPE_API_KEY")
+# a tool name no qwen tool has: `--core-tools` with it registers no built-in tool
+_NO_TOOL = "agentport-no-tools"
+_NO_SERVER = "agentport-no-mcp-server"
+# built-in and meta tools (0.15.10), excluded one by one when no tool is allowed: the meta
+# tools stay registered whatever --core-tools says
+_ALL_TOOLS = (
+    "run_shell_command", "write_file", "replace", "edit", "read_file", "read_many_files",
+    "glob", "search_file_content", "grep_search", "list_directory", "web_fetch", "web_search",
+    "save_memory", "todo_write", "agent", "task", "skill", "tool_search", "send_message",
+    "task_stop", "exit_plan_mode", "lsp",
+)  # fmt: skip
+
+
+def tool_flags(tools: ToolPolicy) -> list[str]:
+    """The tool list as qwen flags: `--core-tools=L --allowed-tools=L` (no confirmation for
+    those), no MCP server (`--allowed-mcp-server-names=<none>`); no tools: `--core-tools` with
+    a name no tool has plus `--exclude-tools` listing every built-in and meta tool."""
+    allowed = tools.allowed_tools
+    if allowed is None:
+        return []
+    flags = [f"--allowed-mcp-server-names={_NO_SERVER}"]
+    if not allowed:
+        return [*flags, f"--core-tools={_NO_TOOL}", f"--exclude-tools={','.join(_ALL_TOOLS)}"]
+    listed = ",".join(allowed)
+    return [*flags, f"--core-tools={listed}", f"--allowed-tools={listed}"]
+
+
 def build(call: CliCall) -> Invocation:
-    """argv: `qwen --output-format stream-json [--auth-type openai] [-m M]
-    [--append-system-prompt S] [--json-schema @FILE] [--max-session-turns N]
-    [--core-tools L --allowed-tools L] [--approval-mode A] [--resume ID]`; the prompt goes
-    through stdin; run settings through `QWEN_CODE_SYSTEM_DEFAULTS_PATH`."""
+    """argv: `qwen --output-format stream-json [--auth-type=openai] [--model=M]
+    [--append-system-prompt=S] [--json-schema=@FILE] [--max-session-turns=N] [tool flags]
+    [--approval-mode=A] [--resume=ID]` (`tool_flags`; `=` forms: a system prompt starting
+    with `--yolo` stays text); the prompt goes through stdin; run settings through
+    `QWEN_CODE_SYSTEM_DEFAULTS_PATH`. The sandbox picks the approval mode (read_only ->
+    default: headless runs drop mutating tools); the `approval_mode` option applies only when
+    the call leaves the sandbox to the CLI. With `base_url`, `OPENAI_API_KEY` is the
+    configured `api_key` or absent: never the parent's."""
     opts, config = call.options, call.config
     argv = [call.executable, "--output-format", "stream-json"]
     env: dict[str, str] = {}
@@ -103,39 +139,51 @@ def build(call: CliCall) -> Invocation:
         argv.append("--bare")
     auth = opts.get("auth_type") or ("openai" if opts.get("base_url") else None)
     if auth:
-        argv += ["--auth-type", str(auth)]
+        argv.append(f"--auth-type={auth}")
     if opts.get("base_url"):
         env["OPENAI_BASE_URL"] = str(opts["base_url"]).rstrip("/")
     if "api_key" in opts:
         env["OPENAI_API_KEY"] = str(opts["api_key"])
     if config.model:
-        argv += ["-m", config.model]
+        argv.append(f"--model={config.model}")
     if call.system_prompt:
         replace = opts.get("system_prompt_mode") == "replace"
-        argv += ["--system-prompt" if replace else "--append-system-prompt", call.system_prompt]
+        flag = "--system-prompt" if replace else "--append-system-prompt"
+        argv.append(f"{flag}={call.system_prompt}")
     if call.schema is not None:
         # `@file` keeps a large schema off the command line (cli-contracts.md §5).
         path = call.run_dir / "qwen-schema.json"
         path.write_text(json.dumps(call.schema), encoding="utf-8")
-        argv += ["--json-schema", f"@{path}"]
+        argv.append(f"--json-schema=@{path}")
     if config.max_turns is not None:
-        argv += ["--max-session-turns", str(config.max_turns)]
-    if config.tools.allowed_tools is not None:
-        listed = ",".join(config.tools.allowed_tools)
-        argv += ["--core-tools", listed, "--allowed-tools", listed]
-    approval = opts.get("approval_mode") or (
-        _APPROVAL[config.tools.sandbox] if config.tools.sandbox else None
-    )
+        argv.append(f"--max-session-turns={config.max_turns}")
+    argv += tool_flags(config.tools)
+    sandbox = config.tools.sandbox
+    approval = _APPROVAL[sandbox] if sandbox else opts.get("approval_mode")
     if approval:
-        argv += ["--approval-mode", str(approval)]
+        argv.append(f"--approval-mode={approval}")
     if call.session_id:
-        argv += ["--resume", call.session_id]
+        argv.append(f"--resume={call.session_id}")
     argv += [str(a) for a in opts.get("extra_args", ())]
     settings = call.run_dir / "qwen-settings.json"
     settings.write_text(json.dumps(_settings(call)), encoding="utf-8")
     env["QWEN_CODE_SYSTEM_DEFAULTS_PATH"] = str(settings)
     env.update(blocking_stdio_env(call.run_dir, opts.get("env")))
-    return Invocation(tuple(argv), env, call.prompt.encode("utf-8"))
+    log_dir = None
+    if call.session_id is None:  # a resumed session's data lives in the usual runtime folder
+        # qwen's retry loop for 429/5xx has no setting and prints nothing, but its debug log
+        # (under QWEN_RUNTIME_DIR) says "[RETRY] Attempt 1 failed with status 500": a private
+        # runtime folder per run, whose debug log the runner reads for `retry_notice`
+        runtime = call.run_dir / "qwen-runtime"
+        env["QWEN_RUNTIME_DIR"] = str(runtime)
+        log_dir = runtime / "debug"
+    return Invocation(
+        tuple(argv),
+        env,
+        call.prompt.encode("utf-8"),
+        endpoint_passthrough(opts, _PASSTHROUGH),
+        log_dir=log_dir,
+    )
 
 
 def api_error(text: str) -> str | None:
@@ -162,7 +210,12 @@ def decode(obj: Any) -> AgentEvent | None:
         init = {"session_id": obj.get("session_id"), "model": obj.get("model")}
         return AgentEvent(type=EventType.init, raw=obj, metadata=init)
     if kind in ("assistant", "user"):
-        return decode_message(obj)
+        event = decode_message(obj)
+        if event is not None and event.type is EventType.text and api_error(event.content):
+            # the in-band error; the `result` follows at once, silence ends the run
+            marked = {**event.metadata, "fatal": True}
+            return event.model_copy(update={"is_error": True, "metadata": marked})
+        return event
     if kind == "result":
         text = str(obj.get("result") or "")
         # exit 0 + `is_error: false` on API errors: the marker in the text is the real signal
@@ -174,6 +227,7 @@ def decode(obj: Any) -> AgentEvent | None:
         }
         if not failed:
             meta["final_text"] = text
+            meta["finish_reason"] = "stop"  # qwen reports no stop reason in stream-json
         if obj.get("structured_result") is not None:
             meta["structured"] = obj["structured_result"]
         return AgentEvent(
@@ -216,12 +270,5 @@ SPEC = BackendSpec(
     final_text=last_text,
     native_schema=schema_dict,
     extra_env=_HEADLESS_ENV,
+    retry_notice=stderr_notice(_RETRY_NOTICE),
 )
-
-
-def create_adapter(capability: BackendCapability, settings: LLMSettings) -> CliAdapter:
-    return CliAdapter(SPEC, capability, settings)
-
-
-def create_runtime(capability: BackendCapability, settings: LLMSettings) -> CliRuntime:
-    return CliRuntime(SPEC, capability, settings)

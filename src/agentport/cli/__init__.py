@@ -15,6 +15,7 @@ __all__ = ["app", "main"]
 
 def _load_app() -> typer.Typer:
     from . import (
+        _mcp,  # noqa: F401  (registers `agentport mcp`)
         _refine,  # noqa: F401  (registers `agentport refine`)
         _research,  # noqa: F401  (registers `agentport research`)
     )
@@ -25,6 +26,9 @@ def _load_app() -> typer.Typer:
 
 def main() -> None:
     """Entry point of the `agentport` console script."""
+    from .._trust import one_line_warnings
+
+    one_line_warnings()
     _load_app()
     from ._app import main as run
 

@@ -7,17 +7,24 @@ Every expected failure prints one line `agentport: <error>` on stderr and exits 
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import shutil
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import anyio
 import typer
 from returns.result import Failure
 
-from .._docs import verified_label
+from .. import _bounded as bounded
+from .._docs import billing_label, verified_label
 from ..catalog import all_backends
-from ..core import ErrorKind, Message, Param, ProviderError, json_schema_problem
+from ..core import ErrorKind, Message, Param, ProviderError, json_schema_problem, redact
+
+if TYPE_CHECKING:
+    from ..config import LLMSettings
 
 app = typer.Typer(
     name="agentport",
@@ -32,7 +39,7 @@ _LETTER = {"native": "N", "translated": "T", "ignored": "I"}
 
 def fail(message: str, code: int = 1) -> NoReturn:
     """Print one line on stderr and exit."""
-    typer.echo(f"agentport: {message}", err=True)
+    typer.echo(f"agentport: {redact(message)}", err=True)
     raise typer.Exit(code)
 
 
@@ -40,13 +47,34 @@ def fail_error(error: ProviderError) -> NoReturn:
     fail(str(error), 2 if error.kind is ErrorKind.config else 1)
 
 
-def backend_rows(probe: bool) -> list[dict[str, Any]]:
-    """One dict per catalog entry; `probe` adds installed/version (runs `--version`)."""
-    from ..factory import installed_version, is_installed
+def _acp_installed(llm: LLMSettings | None) -> bool:
+    """ACP has no executable of its own: it is installed when `[llm.acp] command` names a
+    program that exists."""
+    raw = llm.options("acp").get("command") if llm is not None else None
+    if isinstance(raw, str):
+        argv = shlex.split(raw)
+    elif isinstance(raw, list | tuple):
+        argv = [str(a) for a in raw]
+    else:
+        return False
+    if not argv:
+        return False
+    exe = argv[0]
+    return (os.sep in exe and Path(exe).exists()) or shutil.which(exe) is not None
 
+
+def backend_rows(probe: bool, llm: LLMSettings | None = None) -> list[dict[str, Any]]:
+    """One dict per catalog entry; `probe` adds installed/version (runs `--version`). *llm*
+    (the loaded settings) decides whether backends configured by command (`acp`) are."""
+    from ..factory import installed_version, is_installed
+    from ..policies import default_store
+
+    cooling = {c.backend: c for c in default_store().all_active()}  # issue 12
     rows = []
     for cap in all_backends():
-        installed = is_installed(cap) if probe else None
+        installed = None
+        if probe:
+            installed = _acp_installed(llm) if cap.name == "acp" else is_installed(cap)
         rows.append(
             {
                 "name": cap.name,
@@ -60,47 +88,149 @@ def backend_rows(probe: bool) -> list[dict[str, Any]]:
                 "supports_runtime": cap.supports_runtime,
                 "install_hint": cap.install_hint,
                 "params": {p.value: cap.params[p].value for p in Param},
+                "billing": [b.value for b in cap.billing],
+                "cooldown": _cooldown_row(cooling.get(cap.name)),
             }
         )
     return rows
+
+
+def _cooldown_row(cooldown: Any) -> dict[str, Any] | None:
+    """The shared cooldown of a backend (an exhausted usage window), or None."""
+    if cooldown is None:
+        return None
+    return {
+        "until": cooldown.until.isoformat(timespec="seconds"),
+        "remaining_s": round(cooldown.remaining_s()),
+        "window": cooldown.window,
+        "reason": cooldown.reason,
+    }
+
+
+def _cooldown_cell(row: dict[str, Any]) -> str:
+    cooldown = row.get("cooldown")
+    if not cooldown:
+        return "-"
+    left = int(cooldown["remaining_s"])
+    when = cooldown["until"][:16].replace("T", " ")
+    return f"until {when} UTC ({left // 3600}h{left % 3600 // 60:02d}m)"
 
 
 @app.command()
 def backends(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """List backends: aliases, kind, installed, version, verified version, N/T/I grid.
+    """List backends: aliases, kind, how each is paid for, installed, version, verified
+    version, its shared cooldown (an exhausted usage window), N/T/I grid.
 
     N native, T translated, I ignored (see docs/backends/index.md).
     """
-    rows = backend_rows(probe=True)
+    from ..config import load_settings
+
+    try:  # a typo in the configuration is reported here too, like by every command
+        llm = load_settings().llm
+    except ProviderError as exc:
+        fail_error(exc)
+    rows = backend_rows(probe=True, llm=llm)
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
     from rich.console import Console
+    from rich.measure import Measurement
+
+    console = Console()
+    wide = _backends_table(rows, grid=True)
+    unbounded = console.options.update(max_width=10_000)
+    # every column gets at least its longest word, so nothing is cut
+    if Measurement.get(console, unbounded, wide).minimum <= console.width:
+        console.print(wide)
+        return
+    # too narrow for one table: the facts, then the grid with short headers and a legend
+    console.print(_backends_table(rows, grid=False))
+    console.print(_grid_table(rows))
+    console.print("params: " + ", ".join(f"{_SHORT[p]} {p.value}" for p in Param), overflow="fold")
+
+
+_SHORT = {
+    Param.system_prompt: "sys", Param.output_schema: "out", Param.temperature: "tmp",
+    Param.max_tokens: "max", Param.model: "mdl", Param.tool_restriction: "tls",
+    Param.sandbox: "sbx", Param.max_turns: "trn", Param.streaming: "str",
+    Param.session_resume: "res", Param.cwd: "cwd", Param.web_search: "web",
+}  # fmt: skip
+
+
+def _backends_table(rows: list[dict[str, Any]], grid: bool) -> Any:
     from rich.table import Table
 
     table = Table(title="agentport backends (N native · T translated · I ignored)")
-    for col in ("name", "aliases", "kind", "installed", "version", "verified"):
-        table.add_column(col)
-    for p in Param:
-        table.add_column(p.value.replace("_", "\n"), justify="center")
+    for col in ("name", "aliases", "kind", "paid by", "installed", "version", "verified",
+                "cooldown"):  # fmt: skip
+        if col == "name":
+            table.add_column(col, no_wrap=True, min_width=max(len(r["name"]) for r in rows))
+        else:
+            table.add_column(col)
+    if grid:
+        for p in Param:
+            table.add_column(p.value.replace("_", "\n"), justify="center")
     for cap, row in zip(all_backends(), rows, strict=True):
+        letters = [_LETTER[row["params"][p.value]] for p in Param] if grid else []
         table.add_row(
             row["name"],
             ", ".join(row["aliases"]),
             row["kind"],
+            billing_label(cap),
             "yes" if row["installed"] else "no",
             row["version"] or "-",
             verified_label(cap),
-            *(_LETTER[row["params"][p.value]] for p in Param),
+            _cooldown_cell(row),
+            *letters,
         )
-    Console(width=200).print(table)
+    return table
+
+
+def _grid_table(rows: list[dict[str, Any]]) -> Any:
+    from rich import box
+    from rich.table import Table
+
+    table = Table(
+        box=box.SIMPLE, pad_edge=False, padding=(0, 1), collapse_padding=True, show_edge=False
+    )
+    table.add_column("name", no_wrap=True, min_width=max(len(r["name"]) for r in rows))
+    for p in Param:
+        table.add_column(_SHORT[p], justify="center", no_wrap=True)
+    for row in rows:
+        table.add_row(row["name"], *(_LETTER[row["params"][p.value]] for p in Param))
+    return table
+
+
+@app.command("config")
+def config_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Show the settings in effect and which file (or variable) chose each of them."""
+    from ..config import load_settings
+
+    try:
+        llm = load_settings().llm
+    except ProviderError as exc:
+        fail_error(exc)
+    rows = [("backend", llm.backend, llm.origin("backend"))]
+    rows.append(("model", str(llm.model), llm.origin("model")))
+    for key in sorted(k for k in llm._origins if "." in k):
+        table, field = key.split(".", 1)
+        value = llm.options(table).get(field)
+        shown = "***" if "key" in field.lower() or field in ("env", "headers") else str(value)
+        rows.append((key, shown, llm.origin(key)))
+    if as_json:
+        typer.echo(json.dumps([{"key": k, "value": v, "from": o} for k, v, o in rows], indent=2))
+        return
+    for key, value, origin in rows:
+        typer.echo(f"llm.{key} = {value}  ({origin})")
 
 
 def _load_schema(path: Path) -> dict[str, Any]:
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        value = bounded.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         fail(f"{path}: cannot read schema: {exc.strerror}", 2)
     except json.JSONDecodeError as exc:
@@ -111,6 +241,15 @@ def _load_schema(path: Path) -> dict[str, Any]:
     if problem:
         fail(f"{path}: not a valid JSON schema: {problem}", 2)
     return value
+
+
+def _check_choices(choices: list[str] | None) -> None:
+    """Usage errors for `--choice`: an empty or blank answer, or one given twice."""
+    for i, value in enumerate(choices or []):
+        if not value.strip():
+            fail("--choice: an allowed answer cannot be empty", 2)
+        if value in (choices or [])[:i]:
+            fail(f"--choice: {value!r} is given twice; each allowed answer once", 2)
 
 
 @app.command()
@@ -133,34 +272,37 @@ def complete(
     ] = False,
 ) -> None:
     """Ask one question and print the answer."""
-    from ..config import load_settings
+    from ..core import CompletionConfig
     from ..factory import create_llm_adapter
 
     text = sys.stdin.read() if prompt == "-" else prompt
     if not text.strip():
         fail("the prompt is empty", 2)
     output_schema = _load_schema(schema) if schema else None
+    _check_choices(choice)
     try:
-        settings = load_settings(backend=backend, model=model).llm
         adapter = create_llm_adapter(backend, model=model)
     except ProviderError as exc:
         fail_error(exc)
     messages = ([Message.system(system)] if system else []) + [Message.user(text)]
     if output_schema is not None and choice:
         fail("use --schema or --choice, not both", 2)
-    config = settings.completion_config(
-        output_schema=output_schema, choices=tuple(choice) if choice else None
+    # only what the command line sets: the adapter merges it over the configured settings
+    config = CompletionConfig(
+        **({"output_schema": output_schema} if output_schema is not None else {}),
+        **({"choices": tuple(choice)} if choice else {}),
     )
     result = anyio.run(adapter.complete, messages, config)
     if isinstance(result, Failure):
         fail_error(result.failure())
     response = result.unwrap()
     for warning in response.warnings:
-        typer.echo(f"agentport: warning: {warning}", err=True)
+        typer.echo(f"agentport: warning: {redact(warning)}", err=True)
+    # what leaves the process is redacted, the answer included (a provider may echo a key)
     if as_json:
-        typer.echo(response.model_dump_json(indent=2))
+        typer.echo(redact(response.model_dump_json(indent=2)))
     else:
-        typer.echo(response.content)
+        typer.echo(redact(response.content))
 
 
 def main() -> None:

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..core import redact
 from ..workflows.deeprefine import (
     InputError,
     Layout,
@@ -37,7 +38,7 @@ from ..workflows.deeprefine import (
     trace_template,
     validate_trace,
 )
-from ..workflows.deeprefine._files import read_bytes
+from ..workflows.deeprefine._files import ensure_state, read_bytes
 from ..workflows.deeprefine._workflow import dump_trace
 
 __all__ = ["build_parser", "main", "refresh_wiki"]
@@ -52,7 +53,7 @@ class _Exit(Exception):
 
 
 def _err(message: str) -> None:
-    print(f"deeprefine: {message}", file=sys.stderr)
+    print(f"deeprefine: {redact(message)}", file=sys.stderr)
 
 
 def _layout(args: argparse.Namespace) -> Layout:
@@ -125,7 +126,9 @@ def _loop(args: argparse.Namespace) -> int:
                 raise InputError(
                     path, "interaction_history", "already has steps; pass --force to overwrite"
                 )
-        atomic_write(path, dump_trace(trace))
+        if not args.trace_file:
+            ensure_state(layout.state)  # a real, user-owned folder, never a symlink
+        atomic_write(path, dump_trace(trace), mode=layout.graph_mode())
         print(f"Loop trace template: {path}")
         return 0
     trace_file = Path(args.trace_file)
@@ -172,7 +175,9 @@ def _review(args: argparse.Namespace) -> int:
     markdown = result.markdown(args.trace_file or "<trace>", str(refinement))
     print(markdown)
     output = Path(args.output) if args.output else layout.state / "proposed_refinement_review.md"
-    atomic_write(output, (markdown + "\n").encode("utf-8"))
+    if not args.output:
+        ensure_state(layout.state)  # a real, user-owned folder, never a symlink
+    atomic_write(output, (markdown + "\n").encode("utf-8"), mode=layout.graph_mode())
     print(f"Review saved: {output}")
     if args.json_output:
         json_path = Path(args.json_output)
@@ -381,4 +386,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def console() -> None:
+    from .._trust import one_line_warnings
+
+    one_line_warnings()
     raise SystemExit(main())

@@ -16,7 +16,7 @@ import anyio
 import typer
 from returns.result import Failure
 
-from ..core import LLMAdapter, ProviderError
+from ..core import LLMAdapter, ProviderError, redact
 from ..workflows.deeprefine import (
     InputError,
     Layout,
@@ -32,7 +32,6 @@ from ..workflows.deeprefine import (
     validate_trace,
 )
 from ._app import app, fail
-from ._research import SettingsAdapter
 
 __all__ = ["refine", "run_refine"]
 
@@ -55,11 +54,9 @@ def run_refine(
     try:
         graph = load_graph(graph_path)
         if adapter is None:
-            from ..config import load_settings
             from ..factory import create_llm_adapter
 
-            llm = load_settings(backend=backend).llm
-            adapter = SettingsAdapter(create_llm_adapter(backend), llm)
+            adapter = create_llm_adapter(backend)
     except InputError as exc:
         err(str(exc))
         return 1
@@ -143,7 +140,7 @@ def refine(
     graph_path = graph or find_layout().graph
 
     def err(message: str) -> None:
-        typer.echo(f"agentport: {message}", err=True)
+        typer.echo(f"agentport: {redact(message)}", err=True)
 
     code = run_refine(question, graph_path, backend, apply, typer.echo, err, allow_low=allow_low)
     if code:

@@ -10,23 +10,20 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
 import typer
-from returns.result import Failure, Result
+from returns.result import Failure
 
 from ..catalog import get_capability
-from ..config import LLMSettings
 from ..core import (
     BackendKind,
-    CompletionConfig,
-    CompletionResponse,
     LLMAdapter,
-    Message,
     ProviderError,
+    redact,
 )
 from ..workflows.deep_research import (
     CallCache,
@@ -44,36 +41,7 @@ from ..workflows.deep_research import (
 )
 from ._app import app, fail, fail_error
 
-__all__ = ["SettingsAdapter", "cache_folder", "research", "resolved_backend"]
-
-
-class SettingsAdapter:
-    """Applies the configured `llm.*_timeout_s`, `on_ignored` and model to every call a
-    workflow makes (workflows build their own per-call `CompletionConfig`s, which would
-    otherwise carry the library defaults)."""
-
-    def __init__(self, inner: LLMAdapter, llm: LLMSettings) -> None:
-        self.inner = inner
-        self.llm = llm
-
-    @property
-    def backend(self) -> str:
-        return self.inner.backend
-
-    async def complete(
-        self, messages: Sequence[Message], config: CompletionConfig | None = None
-    ) -> Result[CompletionResponse, ProviderError]:
-        update: dict[str, Any] = {
-            "startup_timeout_s": self.llm.startup_timeout_s,
-            "idle_timeout_s": self.llm.idle_timeout_s,
-            "total_timeout_s": self.llm.total_timeout_s,
-            "on_ignored": self.llm.on_ignored,
-        }
-        if config is None:
-            config = self.llm.completion_config()
-        elif config.model is None and self.llm.model is not None:
-            update["model"] = self.llm.model
-        return await self.inner.complete(messages, config.model_copy(update=update))
+__all__ = ["cache_folder", "research", "resolved_backend"]
 
 
 def resolved_backend(backend: str | None) -> str | None:
@@ -105,14 +73,42 @@ def _is_local(backend: str) -> bool:
         return False
 
 
-def _config(backend: str | None, early_quorum: bool, concurrency: int | None) -> ResearchConfig:
-    # A local (small) model gets the small-context caps; the limits stay overridable.
-    overrides: dict[str, Any] = {"early_quorum": early_quorum}
+def _config(
+    backend: str | None,
+    early_quorum: bool,
+    concurrency: int | None,
+    small_model: bool | None = None,
+) -> ResearchConfig:
+    # Small-model mode is chosen automatically for a local (embedded) model and selectable
+    # for any backend; a local model always gets the small-context caps.
+    local = backend is not None and _is_local(backend)
+    small = local if small_model is None else small_model
+    overrides: dict[str, Any] = {}
+    if early_quorum:
+        overrides["early_quorum"] = True
     if concurrency is not None:
         overrides["CONCURRENCY"] = concurrency
-    if backend is not None and _is_local(backend):
+    if small:
         return ResearchConfig.for_small_model(**overrides)
+    if local:
+        return ResearchConfig.for_small_model(small_model=False, **overrides)
     return ResearchConfig(**overrides)
+
+
+def _check_out(out: Path) -> None:
+    """Fail (exit 2) before any model call when *out* cannot be written."""
+    if out.is_dir():
+        fail(f"{out}: is a folder; --out takes a file path", 2)
+    parent = out.parent
+    if not parent.is_dir():
+        why = "is not a folder" if parent.exists() else "does not exist"
+        fail(f"{out}: cannot write the report: {str(parent)!r} {why}", 2)
+    try:
+        fd, probe = tempfile.mkstemp(dir=parent, prefix=".agentport-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        fail(f"{out}: cannot write the report in {str(parent)!r}: {exc.strerror or exc}", 2)
 
 
 def _run_with_progress(
@@ -122,6 +118,7 @@ def _run_with_progress(
     corpus: Corpus | None,
     cache: CallCache,
     quiet: bool,
+    debug: bool = False,
 ) -> ResearchReport:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -145,6 +142,8 @@ def _run_with_progress(
         elif event.kind == "call_finished" and not event.ok:
             fields["description"] = f"{event.phase} call failed"
         progress.update(task, **fields)
+        if debug and (line := _debug_line(event)) is not None:
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
 
     async def go() -> ResearchReport:
         return await run_research(
@@ -155,15 +154,29 @@ def _run_with_progress(
         return anyio.run(go)
 
 
+def _debug_line(event: ResearchEvent) -> str | None:
+    """`--debug`: one stderr entry per finished model call with its raw answer."""
+    if event.kind != "call_finished" or event.cached:
+        return None
+    status = "ok" if event.ok else f"failed: {event.message}"
+    raw = event.raw if len(event.raw) <= 2000 else event.raw[:2000] + " …"
+    return redact(f"agentport: debug: {event.phase} call {status}\n  raw answer: {raw!r}")
+
+
 def _emit(report: ResearchReport, as_json: bool, out: Path | None) -> None:
-    text = to_json(report) if as_json else to_markdown(report)
+    text = redact(to_json(report) if as_json else to_markdown(report))
     if out is None:
         typer.echo(text, nl=False)
         return
     try:
         atomic_write_text(out, text)
     except OSError as exc:
-        fail(f"{out}: cannot write the report: {exc.strerror or exc}", 2)
+        typer.echo(text, nl=False)  # the run's work is not lost: the report goes to stdout
+        fail(
+            f"{out}: cannot write the report ({exc.strerror or exc}); it was printed to "
+            "stdout instead; rerun with --resume to replay the finished calls and write it",
+            1,
+        )
     typer.echo(f"agentport: report written to {out}", err=True)
 
 
@@ -198,6 +211,18 @@ def research(
         bool, typer.Option("--resume", help="Reuse the finished calls of an interrupted run.")
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    small_model: Annotated[
+        bool | None,
+        typer.Option(
+            "--small-model/--full-model",
+            help="Small-model mode: the model only chooses (sentences, votes); "
+            "default: on for the local backend, off otherwise.",
+            show_default=False,
+        ),
+    ] = None,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show every model call's raw answer on stderr.")
+    ] = False,
 ) -> None:
     """Research a question: scope, search, fetch, 3-vote adversarial verification, synthesis.
 
@@ -208,9 +233,15 @@ def research(
         fail("the research question is empty", 2)
     try:
         target = resolved_backend(backend)
-        config = _config(target, early_quorum, concurrency)
+        config = _config(target, early_quorum, concurrency, small_model)
     except ProviderError as exc:
         fail_error(exc)
+    if config.small_model and corpus is None and not plan:
+        fail(
+            "small-model mode researches a local folder: add --corpus DIR "
+            "(or --full-model for web research)",
+            2,
+        )
     loaded: Corpus | None = None
     if corpus is not None:
         result = load_corpus(corpus, max_passage_chars=config.max_passage_chars)
@@ -225,31 +256,37 @@ def research(
         elif target is not None and (refusal := check_web_search(target)) is not None:
             typer.echo(f"note: {refusal}")
         return
-    from ..config import load_settings
     from ..factory import create_llm_adapter
 
-    try:
-        llm = load_settings(backend=backend, model=model).llm
-        inner = create_llm_adapter(backend, model=model) if model else create_llm_adapter(backend)
+    try:  # every call's config is merged over the configured settings by the adapter
+        adapter = create_llm_adapter(backend, model=model)
     except ProviderError as exc:
         fail_error(exc)
-    adapter: LLMAdapter = SettingsAdapter(inner, llm)
-    if backend is None and _is_local(adapter.backend):
-        config = _config(adapter.backend, early_quorum, concurrency)
+    if backend is None and adapter.backend != target:
+        # the configured backend resolved to another one (e.g. `auto`): its config applies
+        config = _config(adapter.backend, early_quorum, concurrency, small_model)
+        if corpus is not None and loaded is not None:
+            loaded.close()
+            reloaded = load_corpus(corpus, max_passage_chars=config.max_passage_chars)
+            if isinstance(reloaded, Failure):
+                fail(reloaded.failure().message, 2)
+            loaded = reloaded.unwrap()
+    if out is not None:
+        _check_out(out)
     if loaded is None and (refusal := check_web_search(adapter.backend)) is not None:
         fail(refusal, 2)
     cache = CallCache(cache_folder(q, adapter.backend, model, corpus), replay=resume)
     if not resume:
         cache.clear()
     try:
-        report = _run_with_progress(q, adapter, config, loaded, cache, quiet)
+        report = _run_with_progress(q, adapter, config, loaded, cache, quiet, debug)
     except KeyboardInterrupt:
         fail("interrupted; finished calls are kept: rerun with --resume to continue", 130)
     salvaged = bool(report.sources or report.claims)
     if report.error and not salvaged:
         fail(report.error, 1)
     for warning in report.warnings:
-        typer.echo(f"agentport: warning: {warning}", err=True)
+        typer.echo(f"agentport: warning: {redact(warning)}", err=True)
     if cache.hits:
         typer.echo(
             f"agentport: resumed {cache.hits} finished call(s) from {cache.folder}", err=True

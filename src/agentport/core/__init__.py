@@ -1,6 +1,13 @@
 """agentport.core: types, errors, capabilities and protocols. No I/O at all."""
 
-from ._capabilities import BackendCapability, BackendKind, Param, ParamSupport, normalize_name
+from ._capabilities import (
+    BackendCapability,
+    BackendKind,
+    Billing,
+    Param,
+    ParamSupport,
+    normalize_name,
+)
 from ._checks import check_params
 from ._config import (
     CompletionConfig,
@@ -9,18 +16,31 @@ from ._config import (
     Sandbox,
     ToolPolicy,
     json_schema_problem,
+    merge_config,
 )
-from ._errors import ErrorKind, ProviderError, TimeoutWhich, redact
+from ._errors import (
+    Attempt,
+    ErrorKind,
+    ProviderError,
+    TimeoutWhich,
+    redact,
+    redact_value,
+    register_secret,
+)
 from ._events import EventStream
 from ._messages import Message, MessageRole, as_messages, split_system
 from ._protocols import AgentEvent, AgentRuntime, EventType, LLMAdapter, RuntimeHandle
-from ._response import CompletionResponse, RawInfo, Usage
+from ._quota import MAX_WINDOW, QuotaWindow, as_quota, parse_quota, quota_from_body
+from ._response import CompletionResponse, ParamReceipt, RawInfo, SkippedBackend, Usage
 
 __all__ = [
+    "MAX_WINDOW",
     "AgentEvent",
     "AgentRuntime",
+    "Attempt",
     "BackendCapability",
     "BackendKind",
+    "Billing",
     "CompletionConfig",
     "CompletionResponse",
     "ErrorKind",
@@ -32,18 +52,27 @@ __all__ = [
     "MessageRole",
     "OutputSchema",
     "Param",
+    "ParamReceipt",
     "ParamSupport",
     "ProviderError",
+    "QuotaWindow",
     "RawInfo",
     "RuntimeHandle",
     "Sandbox",
+    "SkippedBackend",
     "TimeoutWhich",
     "ToolPolicy",
     "Usage",
     "as_messages",
+    "as_quota",
     "check_params",
     "json_schema_problem",
+    "merge_config",
     "normalize_name",
+    "parse_quota",
+    "quota_from_body",
     "redact",
+    "redact_value",
+    "register_secret",
     "split_system",
 ]

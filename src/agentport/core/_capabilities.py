@@ -19,7 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-__all__ = ["BackendCapability", "BackendKind", "Param", "ParamSupport", "normalize_name"]
+__all__ = ["BackendCapability", "BackendKind", "Billing", "Param", "ParamSupport", "normalize_name"]
 
 
 class ParamSupport(enum.StrEnum):
@@ -55,6 +55,19 @@ class BackendKind(enum.StrEnum):
     test = "test"
 
 
+class Billing(enum.StrEnum):
+    """How calls to a backend are paid for (issue 12): `subscription` = a logged-in plan whose
+    usage windows calls spend (Claude Pro/Max, ChatGPT, Copilot, ...); `api_key` = metered by
+    a provider key; `cloud` = a cloud account (Bedrock, Vertex AI); `local` = your own
+    hardware; `none` = nothing (test doubles)."""
+
+    subscription = "subscription"
+    api_key = "api_key"
+    cloud = "cloud"
+    local = "local"
+    none = "none"
+
+
 def normalize_name(name: str) -> str:
     """Lower-case and fold spaces and dashes to underscores: `" Claude-Code "` -> `claude_code`."""
     return "_".join(name.strip().lower().replace("-", " ").split())
@@ -68,8 +81,9 @@ class BackendCapability(BaseModel):
         aliases: other accepted names.
         kind: cli / http / local / test.
         summary: one line for tables and docs.
-        module: import path of the backend module; it exposes `create_adapter(capability, settings)`
-            and, for runtimes, `create_runtime(capability, settings)`.
+        module: import path of the backend module: a `BackendSpec` named `SPEC` (agent CLIs),
+            else `create_adapter(capability, settings)` and, for runtimes,
+            `create_runtime(capability, settings)`.
         executable: the CLI binary name (cli kind), else None.
         install_hint: how a user installs it (shown when it is missing).
         verified_against: the real CLI version the contract tests ran on, or None.
@@ -79,6 +93,13 @@ class BackendCapability(BaseModel):
         extra: the pip extra that provides `requires_modules`, e.g. "local".
         params: a ParamSupport for every `Param` (validated complete).
         notes: per-param explanations shown in docs (why TRANSLATED/IGNORED).
+        retries: how the CLI's own retries are kept from multiplying agentport's (a per-run
+            setting that turns them off, or the run ending at its first retry notice;
+            issue 10), shown on the backend's docs page.
+        billing: how calls are paid for, the usual way first (`Billing`); shown by
+            `agentport backends` and the docs, so a user sees which calls spend a
+            subscription window.
+        billing_note: one line on the above (which login, which key).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -97,6 +118,9 @@ class BackendCapability(BaseModel):
     extra: str | None = None
     params: Mapping[Param, ParamSupport]
     notes: Mapping[Param, str] = Field(default_factory=dict)
+    retries: str = ""
+    billing: tuple[Billing, ...] = ()
+    billing_note: str = ""
 
     @field_validator("name")
     @classmethod

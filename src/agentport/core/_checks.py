@@ -11,7 +11,28 @@ from ._config import CompletionConfig
 from ._errors import ErrorKind, ProviderError
 from ._messages import Message, MessageRole
 
-__all__ = ["check_params"]
+__all__ = ["SAFETY_PARAMS", "check_params", "unenforced_safety"]
+
+# Parameters that limit what an agent may do: never silently dropped (issue 15).
+SAFETY_PARAMS: frozenset[Param] = frozenset({Param.tool_restriction, Param.sandbox})
+
+
+def unenforced_safety(capability: BackendCapability, config: CompletionConfig) -> list[str]:
+    """The safety parameters this call sets that *capability* cannot enforce (sorted names).
+
+    `tool_restriction` needs NATIVE or TRANSLATED support. `sandbox` too, except that a call
+    with no tools at all (`allowed_tools=()`) on a backend that enforces the tool list needs
+    no sandbox: nothing can run.
+    """
+    tools = config.tools
+    tools_ok = capability.support(Param.tool_restriction) is not ParamSupport.IGNORED
+    sandbox_ok = capability.support(Param.sandbox) is not ParamSupport.IGNORED
+    missing: list[str] = []
+    if tools.allowed_tools is not None and not tools_ok:
+        missing.append(Param.tool_restriction.value)
+    if tools.sandbox is not None and not sandbox_ok and not (tools.no_tools and tools_ok):
+        missing.append(Param.sandbox.value)
+    return sorted(missing)
 
 
 def check_params(
@@ -21,8 +42,10 @@ def check_params(
 
     Returns `Success(warnings)` (one line per IGNORED parameter under `warn`), or
     `Failure(ErrorKind.unsupported)` naming them under `fail`. Source: DESIGN.md, capabilities.
-    A call with no user or assistant message (nothing to answer) is
-    `Failure(ErrorKind.invalid_request)`.
+    Safety parameters (`SAFETY_PARAMS`: tool_restriction, sandbox) fail closed: one the
+    backend cannot enforce is `Failure(ErrorKind.unsupported)` whatever `on_ignored` says
+    (`unenforced_safety`; issue 15). A call with no user or assistant message (nothing to
+    answer) is `Failure(ErrorKind.invalid_request)`.
     """
     if not any(m.role is not MessageRole.system and m.content.strip() for m in messages):
         return Failure(
@@ -32,9 +55,23 @@ def check_params(
                 backend=capability.name,
             )
         )
+    unsafe = unenforced_safety(capability, config)
+    if unsafe:
+        return Failure(
+            ProviderError(
+                ErrorKind.unsupported,
+                f"{capability.name} cannot enforce {', '.join(unsafe)} (tools "
+                f"{config.tools.allowed_tools!r}, sandbox {config.tools.sandbox}); safety "
+                "parameters fail closed: pass ToolPolicy.cli_defaults() (or None for the "
+                "parameter) to accept the CLI's own defaults",
+                backend=capability.name,
+                retryable=False,
+                details={"params": unsafe},
+            )
+        )
     ignored = sorted(
         p.value
-        for p in config.params_set(messages)
+        for p in config.params_set(messages) - SAFETY_PARAMS
         if capability.support(p) is ParamSupport.IGNORED
     )
     if not ignored:

@@ -19,6 +19,7 @@ __all__ = [
     "Sandbox",
     "ToolPolicy",
     "json_schema_problem",
+    "merge_config",
 ]
 
 OutputSchema = type[BaseModel] | dict[str, Any]
@@ -39,6 +40,13 @@ def json_schema_problem(schema: dict[str, Any]) -> str | None:
     return None
 
 
+def merge_config(config: CompletionConfig | None, defaults: CompletionConfig) -> CompletionConfig:
+    """The config a backend runs with: *config* (None = nothing set) over *defaults*, field by
+    field (`CompletionConfig.with_defaults`). Settings > `CompletionConfig` defaults; the
+    caller's explicit fields > settings. Source: issue 10 (settings merge)."""
+    return defaults if config is None else config.with_defaults(defaults)
+
+
 class Sandbox(enum.StrEnum):
     """How much an agent may touch: `read_only`, `workspace_write` (its cwd), `full`."""
 
@@ -48,16 +56,52 @@ class Sandbox(enum.StrEnum):
 
 
 class ToolPolicy(BaseModel):
-    """Which tools an agent may use.
+    """Which tools an agent may use: least privilege unless the caller opts in.
 
-    `allowed_tools=None` leaves the backend's default tool set; `()` allows no tools.
-    `sandbox=None` leaves the backend's default sandbox.
+    The default, `ToolPolicy()`, is **no tools and a read-only sandbox**: the agent can only
+    answer. `allowed_tools=("Read", ...)` offers only those tools (names in the CLI's own
+    vocabulary); `allowed_tools=None` is the opt-in to the CLI's whole default tool set.
+    `sandbox` is a ceiling on what a tool may touch (`read_only`, `workspace_write` = the
+    working directory, `full`); `None` is the opt-in to the CLI's own default.
+    `ToolPolicy.cli_defaults()` opts in to both. Naming only one field is an opt-in too: the
+    other one is then left to the CLI (`ToolPolicy(sandbox=Sandbox.workspace_write)` = the
+    CLI's tools inside the working directory; `ToolPolicy(allowed_tools=("Read",))` = only
+    Read, under the CLI's own sandbox).
+
+    Both are safety parameters: a backend that cannot enforce them refuses the call
+    (`ErrorKind.unsupported`) whatever `on_ignored` says; with no tools at all, any sandbox
+    holds. Source: issue 15 (safe by default), docs/security.md.
     """
 
     model_config = ConfigDict(frozen=True)
 
-    allowed_tools: tuple[str, ...] | None = None
-    sandbox: Sandbox | None = None
+    allowed_tools: tuple[str, ...] | None = ()
+    sandbox: Sandbox | None = Sandbox.read_only
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_field_is_an_opt_in(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            named = {"allowed_tools", "sandbox"} & set(data)
+            if len(named) == 1:
+                other = "sandbox" if "allowed_tools" in named else "allowed_tools"
+                return {**data, other: None}
+        return data
+
+    @classmethod
+    def none(cls) -> ToolPolicy:
+        """No tools, read-only sandbox (the default; what the workflows use)."""
+        return cls(allowed_tools=(), sandbox=Sandbox.read_only)
+
+    @classmethod
+    def cli_defaults(cls) -> ToolPolicy:
+        """Opt in to the CLI's own default tools and sandbox (the default before issue 15)."""
+        return cls(allowed_tools=None, sandbox=None)
+
+    @property
+    def no_tools(self) -> bool:
+        """True when the agent may use no tool at all."""
+        return self.allowed_tools == ()
 
 
 class CompletionConfig(BaseModel):
@@ -76,13 +120,22 @@ class CompletionConfig(BaseModel):
             declared as `Param.output_schema`; not together with `output_schema`.
         schema_retries: extra re-prompts with the validation errors when the answer does not
             match `output_schema` (TRANSLATED backends and invalid NATIVE answers).
+        schema_strict: validate a pydantic `output_schema` in strict mode (True, the default:
+            `"4"` is not an `int`, as with the equivalent JSON-schema dict); False opts in to
+            pydantic's lax coercion.
         max_turns: agent turn budget (agent CLIs).
         startup_timeout_s: seconds until the first output byte.
         idle_timeout_s: longest silence between two output events, in seconds.
-        total_timeout_s: wall-clock budget of one attempt, in seconds. The retry policy
-            (`agentport.retry`) may make further attempts, each with its own budget, plus
-            back-off waits; bound the whole with `anyio.fail_after` when that matters.
-        tools: allowed tools and sandbox.
+        total_timeout_s: the whole call's deadline, in seconds: it bounds the call including
+            agentport's retries, schema/choices re-prompts and back-off waits
+            (`agentport.policies`), and ends in `Failure(ErrorKind.timeout)` with
+            `timeout="total"` and the attempts made. An adapter used without the policy
+            layer (`create_llm_adapter(retry=False)`) is bounded by it as one attempt.
+        attempt_timeout_s: bound of one attempt, in seconds (None: only the deadline bounds
+            it). Each attempt gets `min(attempt_timeout_s, time left of total_timeout_s)`;
+            when the attempt bound fires the failure says `timeout="attempt"` and the call
+            may be retried within the deadline.
+        tools: allowed tools and sandbox; default no tools and read-only (`ToolPolicy`).
         cwd: working directory for agent CLIs; None = a fresh neutral temporary directory.
         web_search: ask the agent to use its web tools.
         session_id: resume this backend session (runtimes, CLIs that support resume).
@@ -100,10 +153,12 @@ class CompletionConfig(BaseModel):
     output_schema: OutputSchema | None = None
     choices: tuple[str, ...] | None = Field(default=None, min_length=1)
     schema_retries: int = Field(default=2, ge=0)
+    schema_strict: bool = True
     max_turns: int | None = Field(default=None, gt=0)
     startup_timeout_s: float = Field(default=120.0, gt=0)
     idle_timeout_s: float = Field(default=300.0, gt=0)
     total_timeout_s: float = Field(default=1800.0, gt=0)
+    attempt_timeout_s: float | None = Field(default=None, gt=0)
     tools: ToolPolicy = ToolPolicy()
     cwd: Path | None = None
     web_search: bool = False
@@ -122,6 +177,26 @@ class CompletionConfig(BaseModel):
             if problem:
                 raise ValueError(f"output_schema is not a valid JSON schema: {problem}")
         return self
+
+    def with_defaults(self, defaults: CompletionConfig) -> CompletionConfig:
+        """This config with every field the caller did not set (pydantic `model_fields_set`)
+        taken from *defaults* (the configured settings, `LLMSettings.completion_config()`).
+
+        The one place where configured values meet a per-call config: every adapter and
+        runtime calls it (through `merge_config`). A field set explicitly, even to None
+        (e.g. `model=None`: the backend's own default), wins over the configured value.
+        """
+        unset = defaults.model_fields_set - self.model_fields_set
+        if not unset:
+            return self
+        return self.model_copy(update={name: getattr(defaults, name) for name in unset})
+
+    @property
+    def attempt_budget_s(self) -> float:
+        """Seconds one attempt may run: `min(attempt_timeout_s, total_timeout_s)`."""
+        if self.attempt_timeout_s is None:
+            return self.total_timeout_s
+        return min(self.attempt_timeout_s, self.total_timeout_s)
 
     def params_set(self, messages: Sequence[Message] = ()) -> frozenset[Param]:
         """The parameters this call sets (checked against the backend's capability)."""

@@ -2,8 +2,11 @@
 
 ```
 Exception
-└── ProviderError            kind: ErrorKind, retryable, backend, redacted details
+└── ProviderError            kind: ErrorKind, retryable, backend, redacted details,
+                             attempts: tuple[Attempt, ...] (the policy layer's history)
     kinds: not_installed · auth_required · rate_limited(retry_after) · timeout(which)
+           quota_exhausted(retry_at, window: an exhausted usage window, core._quota)
+           budget_exhausted (the caller's own ceiling, policies.BudgetAdapter)
            context_length · invalid_request · bad_output · schema_mismatch(raw_text)
            process_failed(exit_code, stderr_tail) · server_error · network
            unsupported · config
@@ -17,12 +20,25 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
-__all__ = ["ErrorKind", "ProviderError", "TimeoutWhich", "redact"]
+__all__ = [
+    "Attempt",
+    "ErrorKind",
+    "ProviderError",
+    "TimeoutWhich",
+    "redact",
+    "redact_value",
+    "register_secret",
+    "secret_values",
+]
 
-TimeoutWhich = Literal["startup", "idle", "total"]
+# startup / idle: the backend's silence limits; attempt: `attempt_timeout_s`;
+# total: the whole call's deadline (`total_timeout_s`)
+TimeoutWhich = Literal["startup", "idle", "attempt", "total"]
 
 
 class ErrorKind(enum.StrEnum):
@@ -31,6 +47,8 @@ class ErrorKind(enum.StrEnum):
     not_installed = "not_installed"
     auth_required = "auth_required"
     rate_limited = "rate_limited"
+    quota_exhausted = "quota_exhausted"
+    budget_exhausted = "budget_exhausted"
     timeout = "timeout"
     context_length = "context_length"
     invalid_request = "invalid_request"
@@ -47,22 +65,106 @@ _RETRYABLE_BY_DEFAULT = frozenset(
     {ErrorKind.rate_limited, ErrorKind.server_error, ErrorKind.network, ErrorKind.timeout}
 )
 
-_SECRET_PATTERNS = (
-    re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-]{8,}"),
-    re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"),
-    re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._\-]{8,}"),
-    re.compile(
-        r"(?i)\b((?:api[_-]?key|token|secret|password|authorization)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{4,}"
+# Token shapes. A leading \b keeps ordinary words ("desk-management") intact; the prefixes
+# are those the vendors document (OpenAI/Anthropic sk-, GitHub ghp_/gho_/ghu_/ghs_/ghr_ and
+# github_pat_, AWS access key ids AKIA/ASIA, Slack xox?-/xapp-, Hugging Face hf_, Google AIza).
+_SHAPES: tuple[tuple[re.Pattern[str], Any], ...] = (
+    (re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-]{8,}"), lambda m: f"{m.group(1)}-***"),
+    (re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"), "AIza***"),
+    (re.compile(r"\b(gh[pousr])_[A-Za-z0-9]{16,}"), lambda m: f"{m.group(1)}_***"),
+    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{16,}"), "github_pat_***"),
+    (re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"), lambda m: f"{m.group(1)}***"),
+    (re.compile(r"\b(xox[abposr]|xapp)-[A-Za-z0-9\-]{8,}"), lambda m: f"{m.group(1)}-***"),
+    (re.compile(r"\bhf_[A-Za-z0-9]{16,}"), "hf_***"),
+    (re.compile(r"\beyJ[A-Za-z0-9_\-]{6,}\.[A-Za-z0-9_\-]{6,}\.[A-Za-z0-9_\-]{6,}"), "jwt-***"),
+    (re.compile(r"(?i)(://)[^/\s:@]+:[^/\s@]+@"), lambda m: f"{m.group(1)}***:***@"),
+    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/\-]{8,}=*"), lambda m: f"{m.group(1)} ***"),
+    (
+        re.compile(
+            r"(?i)\b((?:api[_-]?key|token|secret|password|passwd|authorization)[\"']?\s*[:=]\s*"
+            r"[\"']?)[^\s\"',}]{4,}"
+        ),
+        lambda m: f"{m.group(1)}***",
     ),
 )
 
+# Environment variable names whose values are secrets wherever they appear.
+SECRET_NAME = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE|COOKIE|_PAT\b)")
+_MIN_LITERAL = 8  # shorter values ("1", "true", a user name) would mask ordinary text
+_registered: set[str] = set()
+_literal_cache: tuple[frozenset[str], re.Pattern[str] | None] = (frozenset(), None)
+
+
+def register_secret(*values: str | None) -> None:
+    """Redact these literal values (configured API keys, tokens) from now on, anywhere.
+    Values shorter than 8 characters are not registered."""
+    _registered.update(v for v in values if isinstance(v, str) and len(v) >= _MIN_LITERAL)
+
+
+def secret_values(environ: Mapping[str, str]) -> set[str]:
+    """Values of *environ* whose names look secret (`*KEY*`, `*TOKEN*`, `*SECRET*`,
+    `*PASSWORD*`, ...), at least 8 characters long."""
+    return {v for k, v in environ.items() if len(v) >= _MIN_LITERAL and SECRET_NAME.search(k)}
+
+
+def _literals() -> re.Pattern[str] | None:
+    global _literal_cache
+    import os  # the environment is read, never written: redaction stays pure otherwise
+
+    current = frozenset(_registered | secret_values(os.environ))
+    if current != _literal_cache[0]:
+        ordered = sorted(current, key=len, reverse=True)  # longest first: no partial masks
+        pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        _literal_cache = (current, pattern)
+    return _literal_cache[1]
+
 
 def redact(text: str) -> str:
-    """Mask API keys, bearer tokens and `key=value` secrets in *text*."""
-    out = _SECRET_PATTERNS[0].sub(lambda m: f"{m.group(1)}-***", text)
-    out = _SECRET_PATTERNS[1].sub("AIza***", out)
-    out = _SECRET_PATTERNS[2].sub(lambda m: f"{m.group(1)} ***", out)
-    return _SECRET_PATTERNS[3].sub(lambda m: f"{m.group(1)}***", out)
+    """Mask secrets in *text*: registered keys and secret-named environment values
+    literally (as `***`), then known token shapes (OpenAI/Anthropic `sk-`, GitHub, AWS
+    access key ids, Slack, Hugging Face, Google, JWTs, `user:pass@` in URLs, bearer/basic
+    credentials, `key=value` secrets). Idempotent: `redact(redact(t)) == redact(t)`."""
+    literal = _literals()
+    out = literal.sub("***", text) if literal is not None else text
+    for pattern, replacement in _SHAPES:
+        out = pattern.sub(replacement, out)
+    return out
+
+
+def redact_value(value: Any, depth: int = 0) -> Any:
+    """`redact` applied to every string inside nested dicts, lists and tuples (keys too);
+    nesting past 32 levels is replaced by `"..."`."""
+    if isinstance(value, str):
+        return redact(value)
+    if depth >= 32 and isinstance(value, (Mapping, list, tuple)):
+        return "..."
+    if isinstance(value, Mapping):
+        return {
+            (redact(k) if isinstance(k, str) else k): redact_value(v, depth + 1)
+            for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return type(value)(redact_value(v, depth + 1) for v in value)
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One failed attempt of a call, as the policy layer saw it (`ProviderError.attempts`).
+
+    Attributes:
+        kind: how it failed.
+        duration_s: wall-clock seconds the attempt took (back-off waits excluded).
+        exit_code: the CLI's exit code, or None (HTTP backends, killed before exit).
+        backend: canonical backend name.
+        timeout: which limit fired when `kind` is `timeout`, else None.
+    """
+
+    kind: ErrorKind
+    duration_s: float
+    exit_code: int | None = None
+    backend: str = ""
+    timeout: TimeoutWhich | None = None
 
 
 class ProviderError(Exception):
@@ -81,6 +183,12 @@ class ProviderError(Exception):
         stderr_tail: the last bytes of stderr, decoded and redacted.
         raw_text: the model's raw answer for `schema_mismatch` / `bad_output`.
         details: extra redacted facts for diagnostics.
+        attempts: the attempts the policy layer made before giving up (oldest first; empty
+            when the adapter was called without it), see `Attempt`.
+        retry_at: for `quota_exhausted`, when the usage window resets (aware datetime), or
+            None when the backend did not say; never retried before it.
+        window: for `quota_exhausted`, which window ("session", "weekly", "daily", ...) when
+            the message says.
     """
 
     def __init__(
@@ -97,6 +205,9 @@ class ProviderError(Exception):
         stderr_tail: str = "",
         raw_text: str | None = None,
         details: Mapping[str, Any] | None = None,
+        attempts: Sequence[Attempt] = (),
+        retry_at: datetime | None = None,
+        window: str | None = None,
     ) -> None:
         self.kind = ErrorKind(kind)
         self.message = redact(message)
@@ -107,10 +218,13 @@ class ProviderError(Exception):
         self.exit_code = exit_code
         self.status = status
         self.stderr_tail = redact(stderr_tail)
-        self.raw_text = raw_text
-        self.details = {
-            k: redact(v) if isinstance(v, str) else v for k, v in (details or {}).items()
-        }
+        self.raw_text = redact(raw_text) if raw_text is not None else None
+        self.details = redact_value(dict(details or {}))
+        self.attempts = tuple(attempts)
+        if retry_at is not None and retry_at.tzinfo is None:
+            raise ValueError("retry_at must be an aware datetime")
+        self.retry_at = retry_at
+        self.window = window
         super().__init__(self.message)
 
     def __str__(self) -> str:
@@ -122,13 +236,28 @@ class ProviderError(Exception):
             extra.append(f"HTTP {self.status}")
         if self.exit_code is not None:
             extra.append(f"exit {self.exit_code}")
-        if self.retry_after is not None:
+        if self.retry_at is not None:
+            extra.append(f"resets {self.retry_at.isoformat(timespec='minutes')}")
+        elif self.retry_after is not None:
             extra.append(f"retry after {self.retry_after:g}s")
+        if len(self.attempts) > 1:
+            extra.append(f"{len(self.attempts)} attempts")
         suffix = f" ({', '.join(extra)})" if extra else ""
         return f"{where}{self.kind.value}: {self.message}{suffix}"
 
     def __repr__(self) -> str:
         return f"ProviderError({self.kind.value!r}, {self.message!r}, backend={self.backend!r})"
+
+    def replace(self, **changes: Any) -> ProviderError:
+        """A copy with the attributes in *changes* replaced (e.g. `attempts=...`); the values
+        are taken as given (pass already-redacted text)."""
+        unknown = set(changes) - set(vars(self))
+        if unknown:
+            raise TypeError(f"ProviderError has no attribute(s) {sorted(unknown)}")
+        clone = Exception.__new__(type(self))
+        clone.__dict__.update(vars(self) | changes)
+        clone.args = self.args
+        return clone
 
     def with_backend(self, backend: str) -> ProviderError:
         """Return this error with *backend* set when it had none."""

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["CompletionResponse", "RawInfo", "Usage"]
+from ._capabilities import Param, ParamSupport
+from ._errors import ErrorKind, redact, redact_value
+
+__all__ = ["CompletionResponse", "ParamReceipt", "RawInfo", "SkippedBackend", "Usage"]
 
 
 class Usage(BaseModel):
@@ -42,6 +45,50 @@ class RawInfo(BaseModel):
     exit_code: int | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("extra")
+    @classmethod
+    def _redacted(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return dict(redact_value(value))
+
+
+class SkippedBackend(BaseModel):
+    """A backend of a failover chain that did not give the answer (issue 12).
+
+    Attributes:
+        backend: canonical backend name.
+        kind: why: the `ErrorKind` of its failure (`unsupported` for a capability skip,
+            `quota_exhausted` for a shared cooldown), or None for a hedge that lost the race.
+        duration_s: wall-clock seconds spent on it (0 when it was not called).
+        reason: one line (redacted).
+        called: whether it was called at all.
+        usage: what it spent, when it reported it (a cancelled hedge reports nothing).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    backend: str
+    kind: ErrorKind | None
+    duration_s: float = 0.0
+    reason: str = ""
+    called: bool = True
+    usage: Usage | None = None
+
+    @field_validator("reason")
+    @classmethod
+    def _redacted(cls, value: str) -> str:
+        return redact(value)
+
+
+class ParamReceipt(BaseModel):
+    """How the answering backend treated one parameter the caller set (issue 12): its
+    catalog `ParamSupport` and the catalog's note."""
+
+    model_config = ConfigDict(frozen=True)
+
+    param: Param
+    support: ParamSupport
+    note: str = ""
+
 
 class CompletionResponse(BaseModel):
     """A successful completion.
@@ -56,6 +103,10 @@ class CompletionResponse(BaseModel):
         backend: canonical backend name.
         duration_s: wall-clock seconds of the call.
         raw: session id, exit code and other backend facts.
+        skipped: with a failover chain, each backend tried or passed over before the one
+            that answered, in order (`SkippedBackend`).
+        receipt: each parameter the call set and how `backend` treated it
+            (NATIVE / TRANSLATED / IGNORED with the catalog's note), when known.
     """
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
@@ -69,3 +120,10 @@ class CompletionResponse(BaseModel):
     backend: str = ""
     duration_s: float = 0.0
     raw: RawInfo = RawInfo()
+    skipped: tuple[SkippedBackend, ...] = ()
+    receipt: tuple[ParamReceipt, ...] = ()
+
+    @field_validator("warnings")
+    @classmethod
+    def _redacted(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(redact(w) for w in value)

@@ -14,7 +14,10 @@ def create_adapter(capability: BackendCapability, settings: LLMSettings) -> LLMA
     if capability.name == "echo":
         return EchoAdapter(settings.completion_config())
     # Configured as a backend there is nobody to script rules: answer `[llm.scripted] default`.
-    return ScriptedAdapter(default=settings.options("scripted").get("default", "ok"))
+    return ScriptedAdapter(
+        default=settings.options("scripted").get("default", "ok"),
+        default_config=settings.completion_config(),
+    )
 
 
 def create_runtime(capability: BackendCapability, settings: LLMSettings) -> EchoRuntime:

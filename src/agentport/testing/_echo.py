@@ -28,6 +28,7 @@ from ..core import (
     Usage,
     as_messages,
     check_params,
+    merge_config,
 )
 from ..structured import parse_answer, parse_choice
 
@@ -53,14 +54,14 @@ class EchoAdapter:
         self, messages: Sequence[Message], config: CompletionConfig | None = None
     ) -> Result[CompletionResponse, ProviderError]:
         started = time.monotonic()
-        config = config or self.default_config
+        config = merge_config(config, self.default_config)
         checked = check_params(self._capability, messages, config)
         if isinstance(checked, Failure):
             return checked
         text = _echo(messages)
         parsed: Any = None
         if config.output_schema is not None:
-            result = parse_answer(text, config.output_schema, "echo")
+            result = parse_answer(text, config.output_schema, "echo", strict=config.schema_strict)
             if isinstance(result, Failure):
                 return result
             parsed = result.unwrap()

@@ -23,6 +23,7 @@ from ..core import (
     ProviderError,
     Usage,
     check_params,
+    merge_config,
 )
 from ..structured import parse_answer, parse_choice, validate
 
@@ -118,7 +119,7 @@ async def _respond(
     if isinstance(reply, str):
         content = reply
         if schema is not None:
-            result = parse_answer(content, schema, backend)
+            result = parse_answer(content, schema, backend, strict=call.config.schema_strict)
             if isinstance(result, Failure):
                 return result
             parsed = result.unwrap()
@@ -131,7 +132,9 @@ async def _respond(
         content = _to_json(reply)
         if schema is not None:
             checked = validate(
-                schema, reply.model_dump() if isinstance(reply, BaseModel) else reply
+                schema,
+                reply.model_dump() if isinstance(reply, BaseModel) else reply,
+                strict=call.config.schema_strict,
             )
             if isinstance(checked, Failure):
                 return Failure(
@@ -170,14 +173,22 @@ class ScriptedAdapter:
     Replies: text (parsed when the call has an `output_schema`), a model / dict / list
     (validated against the schema, serialised as content), a `ProviderError` (returned as
     `Failure`), or a callable `(Call) -> reply` (may be async). A call that matches no rule
-    raises `UnmatchedCallError` unless `default` is given.
+    raises `UnmatchedCallError` unless `default` is given. Each call's config is merged over
+    `default_config` (as every adapter merges over the configured settings), so `calls` record
+    what a backend would receive.
     """
 
     def __init__(
-        self, rules: Sequence[Rule] = (), *, default: Any = None, backend: str = "scripted"
+        self,
+        rules: Sequence[Rule] = (),
+        *,
+        default: Any = None,
+        backend: str = "scripted",
+        default_config: CompletionConfig | None = None,
     ) -> None:
         self.rules: list[Rule] = list(rules)
         self.default = default
+        self.default_config = default_config or CompletionConfig()
         self.calls: list[Call] = []
         self._backend = backend
         self._capability = get_capability("scripted")
@@ -212,7 +223,7 @@ class ScriptedAdapter:
         self, messages: Sequence[Message], config: CompletionConfig | None = None
     ) -> Result[CompletionResponse, ProviderError]:
         started = time.monotonic()
-        config = config or CompletionConfig()
+        config = merge_config(config, self.default_config)
         call = Call(tuple(messages), config)
         self.calls.append(call)
         checked = check_params(self._capability, messages, config)

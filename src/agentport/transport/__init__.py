@@ -1,10 +1,13 @@
 """agentport.transport: the one subprocess runner and its pure NDJSON framer.
 
-- `run_process(ProcessRequest, on_frame) -> ProcessResult`: spawn, frame, time out, tear down.
+- `run_process(ProcessRequest, on_frame) -> ProcessResult`: spawn (under a guardian that kills
+  the CLI's group when this process dies), frame, time out, tear down; `on_stderr_line` ends a
+  run at a CLI's retry notice.
 - `LineFramer`, `parse_line`, `Frame`, `LineTooLongError`: pure framing (no I/O).
 - `child_env`, `check_argv`: the child's environment (recursion markers, depth counter) and
   the argv-length guard.
 - `group_members(pgid)`: live processes of a group (tests assert it is empty after a run).
+- `guard_argv`, `missing_executable`: the guardian for processes spawned elsewhere (ACP).
 
 docs/runner.md describes the behaviour, timeouts and teardown.
 """
@@ -12,23 +15,47 @@ docs/runner.md describes the behaviour, timeouts and teardown.
 from __future__ import annotations
 
 from ._env import DEPTH_ENV, MAX_DEPTH, NESTING_MARKERS, check_argv, child_env
-from ._framer import DEFAULT_MAX_LINE_BYTES, Frame, LineFramer, LineTooLongError, parse_line
-from ._runner import OnFrame, ProcessRequest, ProcessResult, group_members, run_process
+from ._framer import (
+    DEFAULT_MAX_LINE_BYTES,
+    MAX_JSON_DEPTH,
+    Frame,
+    LineFramer,
+    LineTooLongError,
+    NestingTooDeepError,
+    parse_line,
+)
+from ._runner import (
+    DEFAULT_MAX_EVENTS,
+    OnFrame,
+    OnStderrLine,
+    ProcessRequest,
+    ProcessResult,
+    group_members,
+    guard_argv,
+    missing_executable,
+    run_process,
+)
 
 __all__ = [
+    "DEFAULT_MAX_EVENTS",
     "DEFAULT_MAX_LINE_BYTES",
     "DEPTH_ENV",
     "MAX_DEPTH",
+    "MAX_JSON_DEPTH",
     "NESTING_MARKERS",
     "Frame",
     "LineFramer",
     "LineTooLongError",
+    "NestingTooDeepError",
     "OnFrame",
+    "OnStderrLine",
     "ProcessRequest",
     "ProcessResult",
     "check_argv",
     "child_env",
     "group_members",
+    "guard_argv",
+    "missing_executable",
     "parse_line",
     "run_process",
 ]

@@ -1,27 +1,44 @@
-"""The child environment: recursion markers removed, a depth counter that refuses runaway
-nesting, and an argv-length guard. Pure apart from reading the mapping it is given.
+"""The child environment: an allow-list, recursion markers removed, a depth counter that
+refuses runaway nesting, and an argv-length guard. Pure apart from reading the mapping it is
+given.
+
+A child sees only what it needs (issue 15): the names in `BASE_ALLOWED` (path, home, user,
+shell, locale, terminal, temp, proxies, CA bundles, and the Windows basics) and the prefixes in
+`BASE_PREFIXES` (`LC_*`, `XDG_*`); plus the names the backend declares it needs
+(`passthrough`), the user's opt-in (`inherit`, from `[llm.<backend>] inherit_env`) and the
+explicit `overrides` (the backend's own settings and the user's `[llm.<backend>] env`), and
+the names listed in `AGENTPORT_INHERIT_ENV`.
+Everything else (cloud credentials, tokens, other providers' keys) stays behind.
 
 Source: library-anchors.md §2 #5 (argv limits) and #6 (`CLAUDECODE` makes a nested claude
-refuse to start); ouroboros.md §10 #1 (recursive startup, fixed with a depth counter).
+refuse to start); ouroboros.md §10 #1 (recursive startup, fixed with a depth counter); issue 15
+(children get an allow-listed environment).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from fnmatch import fnmatchcase
 
 from ..core import ErrorKind, ProviderError
 
 __all__ = [
+    "BASE_ALLOWED",
+    "BASE_PREFIXES",
     "DEPTH_ENV",
+    "INHERIT_ENV",
     "MAX_ARGV_BYTES",
     "MAX_ARG_BYTES",
     "MAX_DEPTH",
     "NESTING_MARKERS",
     "check_argv",
     "child_env",
+    "env_allowed",
 ]
 
 DEPTH_ENV = "AGENTPORT_DEPTH"
+# The user's global opt-in: names or patterns (comma or space separated) every child may see.
+INHERIT_ENV = "AGENTPORT_INHERIT_ENV"
 MAX_DEPTH = 3
 # Variables an agent CLI sets for its own children; inherited, they make a nested CLI refuse
 # to start or believe it runs inside its parent's session.
@@ -35,22 +52,59 @@ NESTING_MARKERS: tuple[str, ...] = (
     "GEMINI_CLI",
     "GEMINI_CLI_IDE_SERVER_PORT",
 )
+# What every child may see: nothing here is a credential.
+BASE_ALLOWED: frozenset[str] = frozenset(
+    {
+        # process basics
+        "PATH", "HOME", "USER", "LOGNAME", "USERNAME", "SHELL", "PWD", "TZ", "HOSTNAME",
+        # locale and terminal
+        "LANG", "LANGUAGE", "TERM", "COLORTERM", "NO_COLOR", "COLUMNS", "LINES",
+        # temporary folders
+        "TMPDIR", "TMP", "TEMP",
+        # proxies (both spellings: curl reads lower case, most tools upper case)
+        "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+        "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+        # CA bundles
+        "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+        "NODE_EXTRA_CA_CERTS", "NODE_USE_SYSTEM_CA",
+        # Windows: a process cannot start without some of these
+        "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "USERPROFILE",
+        "APPDATA", "LOCALAPPDATA", "PROGRAMDATA", "PROGRAMFILES", "PROGRAMFILES(X86)",
+        "COMMONPROGRAMFILES", "NUMBER_OF_PROCESSORS", "PROCESSOR_ARCHITECTURE",
+    }
+)  # fmt: skip
+BASE_PREFIXES: tuple[str, ...] = ("LC_", "XDG_")
 # Linux caps one argument at 128 KiB (MAX_ARG_STRLEN) and argv+env at ARG_MAX (often 2 MiB);
 # Windows at 32 767 characters in all. Stay well below both.
 MAX_ARG_BYTES = 100_000
 MAX_ARGV_BYTES = 30_000 * 32
 
 
+def env_allowed(name: str, extra: Iterable[str] = ()) -> bool:
+    """True when *name* passes the allow-list: `BASE_ALLOWED`, a `BASE_PREFIXES` prefix, or
+    one of *extra* (exact names or `fnmatch` patterns such as `AWS_*`, case-sensitive)."""
+    if name in BASE_ALLOWED or name.startswith(BASE_PREFIXES):
+        return True
+    return any(name == pattern or fnmatchcase(name, pattern) for pattern in extra)
+
+
 def child_env(
     base: Mapping[str, str],
     overrides: Mapping[str, str] | None = None,
     *,
+    passthrough: Iterable[str] = (),
+    inherit: Iterable[str] = (),
     max_depth: int = MAX_DEPTH,
 ) -> dict[str, str]:
-    """*base* without `NESTING_MARKERS`, with `AGENTPORT_DEPTH` incremented, then *overrides*.
+    """The allow-listed part of *base*, without `NESTING_MARKERS`, with `AGENTPORT_DEPTH`
+    incremented, then *overrides* (set as given, whatever the allow-list says).
 
-    Raises `ProviderError(config)` when *base* is already `max_depth` levels deep (an agent that
-    calls agentport that calls the agent ...).
+    *passthrough*: names (or `fnmatch` patterns) the backend needs from *base* (its own key
+    variable, its home folder variable); *inherit*: the user's opt-in list
+    (`[llm.<backend>] inherit_env`), same form; `AGENTPORT_INHERIT_ENV` in *base* adds more
+    for every backend (comma or space separated).
+    Raises `ProviderError(config)` when *base* is already `max_depth` levels deep (an agent
+    that calls agentport that calls the agent ...).
     """
     try:
         depth = int(base.get(DEPTH_ENV, "0") or "0")
@@ -63,7 +117,8 @@ def child_env(
             f"limit {max_depth}): an agent is calling itself through agentport",
             retryable=False,
         )
-    env = {k: v for k, v in base.items() if k not in NESTING_MARKERS}
+    extra = (*passthrough, *inherit, *base.get(INHERIT_ENV, "").replace(",", " ").split())
+    env = {k: v for k, v in base.items() if k not in NESTING_MARKERS and env_allowed(k, extra)}
     env[DEPTH_ENV] = str(depth + 1)
     env.update(overrides or {})
     return env

@@ -12,9 +12,29 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DEFAULT_MAX_LINE_BYTES", "Frame", "LineFramer", "LineTooLongError", "parse_line"]
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "MAX_JSON_DEPTH",
+    "Frame",
+    "LineFramer",
+    "LineTooLongError",
+    "NestingTooDeepError",
+    "parse_line",
+]
 
 DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
+MAX_JSON_DEPTH = 200
+"""Deepest JSON nesting accepted on one line. Real CLI events nest about 10 levels (a tool
+call's arguments inside a message inside an event); Python's own parser and every recursive
+consumer after it fail with RecursionError near 1000."""
+
+
+class NestingTooDeepError(Exception):
+    """A JSON line nested deeper than `MAX_JSON_DEPTH` (issue 15: input bombs)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(f"an output line nests JSON deeper than {limit} levels")
 
 
 class LineTooLongError(Exception):
@@ -105,11 +125,25 @@ class Frame:
     text: str = ""
 
 
-def parse_line(line: bytes | bytearray) -> Frame | None:
+def _deeper_than(value: Any, limit: int) -> bool:
+    """True when *value* nests containers more than *limit* deep (iterative: no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        items = node.values() if isinstance(node, dict) else node
+        stack.extend((v, depth + 1) for v in items if isinstance(v, dict | list))
+    return False
+
+
+def parse_line(line: bytes | bytearray, max_depth: int = MAX_JSON_DEPTH) -> Frame | None:
     """A JSON value, or the decoded text of a non-JSON line; None for a blank line.
 
-    A `bytearray` argument is consumed (cleared after decoding) so a huge line is held at most
-    twice in memory (decoded text + parsed value), never three times.
+    Invalid UTF-8 is replaced (U+FFFD), never an error. A `bytearray` argument is consumed
+    (cleared after decoding) so a huge line is held at most twice in memory (decoded text +
+    parsed value), never three times. Raises `NestingTooDeepError` for JSON nested deeper than
+    *max_depth* (checked only when the line holds more brackets than that).
     """
     text = line.decode("utf-8", errors="replace")
     if isinstance(line, bytearray):
@@ -119,7 +153,14 @@ def parse_line(line: bytes | bytearray) -> Frame | None:
         return None
     if stripped[0] in "{[":
         try:
-            return Frame(True, json.loads(stripped))
+            value = json.loads(stripped)
         except ValueError:
-            pass
+            return Frame(False, text=text)
+        except RecursionError:
+            raise NestingTooDeepError(max_depth) from None
+        if isinstance(value, dict | list) and (
+            stripped.count("{") + stripped.count("[") > max_depth and _deeper_than(value, max_depth)
+        ):
+            raise NestingTooDeepError(max_depth)
+        return Frame(True, value)
     return Frame(False, text=text)

@@ -5,8 +5,13 @@ process group, feeds stdin (or gives none: `DEVNULL`), frames stdout as NDJSON a
 `on_frame` for each line, drains stderr concurrently into a bounded tail, and always ends by
 killing whatever is left of the group (SIGTERM, `grace_s`, SIGKILL) in a shielded teardown in
 which every await is bounded. It returns a `ProcessResult`; expected failures (the CLI is not
-installed, a timeout, an over-long line or command line) are in `ProcessResult.error`.
-Cancellation propagates, after the teardown.
+installed, a timeout, an over-long, too deeply nested or undecodable line, too many events, a
+failure named by `on_stderr_line`) are in `ProcessResult.error`. Cancellation propagates,
+after the teardown.
+
+On POSIX the CLI is started under a guardian (`_guardian.py`, a stdlib-only Python program
+that leads the group): when this process dies, even by SIGKILL, the guardian kills the CLI's
+group and every descendant it can find. docs/runner.md has the mechanism and its limits.
 
 Timeouts, in seconds: `startup` (no first stdout byte), `idle` (no stdout between two chunks;
 time spent in `on_frame` is not counted), `total` (wall clock). Source: DESIGN.md (runner),
@@ -17,6 +22,7 @@ must do" (close stdin, enforce your own timeout).
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -30,22 +36,55 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
 from ..core import ErrorKind, ProviderError, TimeoutWhich
 from ._env import check_argv, child_env
-from ._framer import DEFAULT_MAX_LINE_BYTES, Frame, LineFramer, LineTooLongError, parse_line
+from ._framer import (
+    DEFAULT_MAX_LINE_BYTES,
+    MAX_JSON_DEPTH,
+    Frame,
+    LineFramer,
+    LineTooLongError,
+    NestingTooDeepError,
+    parse_line,
+)
+from ._notices import OnStderrLine, Stop, drain, follow_logs
 
-__all__ = ["OnFrame", "ProcessRequest", "ProcessResult", "group_members", "run_process"]
+__all__ = [
+    "DEFAULT_MAX_EVENTS",
+    "OnFrame",
+    "OnStderrLine",
+    "ProcessRequest",
+    "ProcessResult",
+    "group_members",
+    "run_process",
+]
 
 _CHUNK = 256 * 1024
 _NOISE_CHARS = 2000
 _DRAIN_S = 0.5
 _POLL_S = 0.02
+_GUARDIAN = Path(__file__).with_name("_guardian.py")
+DEFAULT_MAX_EVENTS = 200_000
+# What a decoder may raise on a line of an unexpected shape: a value, never an exception out
+# of complete(). (anyio's stream errors and cancellation pass through.)
+_DECODE_ERRORS = (
+    ValueError,
+    TypeError,
+    KeyError,
+    IndexError,
+    AttributeError,
+    RecursionError,
+    ArithmeticError,
+)
 
-OnFrame = Callable[[Frame], Awaitable[bool | None]]
+OnFrame = Callable[[Frame], Awaitable[bool | float | None]]
 """Called for each stdout line; return True to stop reading (a terminal event was seen): the
-process then gets `linger_s` to exit on its own before the group is stopped."""
+process then gets `linger_s` to exit on its own before the group is stopped. Return a float
+(seconds) to stop the same way unless more stdout arrives within that grace (a fatal error
+line: the CLI may still recover); False/None to go on."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +107,16 @@ class ProcessRequest:
             20 ms) instead of a pipe. Node/Bun CLIs that exit with writes still queued lose
             the end of a large output on a pipe (claude 2.1.197 and gemini 0.61.0 cut an
             8 MiB answer short and exit 0); a regular file is written synchronously.
+        on_stderr_line: see `OnStderrLine`; None = stderr is only kept as a tail.
+        notice_grace_s: seconds between an `on_stderr_line` error and the end of the run, in
+            which stdout may still decide (a final event right after the notice).
+        max_events: most JSON lines handed to `on_frame`; one more is `bad_output` (a CLI
+            printing events without end must not grow the caller's memory without end).
+        max_json_depth: deepest JSON nesting accepted on a line; deeper is `bad_output`.
+        guard: start the CLI under the guardian (POSIX), so it dies with this process.
+        log_dir: a folder the CLI writes log files into: every line appended to any file in
+            it also goes to `on_stderr_line` (polled every 0.25 s; qwen writes its retry
+            notices only to its debug log).
     """
 
     argv: Sequence[str]
@@ -83,6 +132,12 @@ class ProcessRequest:
     stderr_tail_bytes: int = 64 * 1024
     noise_lines: int = 50
     stdout_to_file: bool = False
+    on_stderr_line: OnStderrLine | None = None
+    max_events: int = DEFAULT_MAX_EVENTS
+    max_json_depth: int = MAX_JSON_DEPTH
+    guard: bool = True
+    log_dir: Path | None = None
+    notice_grace_s: float = 1.0
 
 
 @dataclass(slots=True)
@@ -172,22 +227,6 @@ async def _teardown(process: Process, grace_s: float) -> None:
             await process.aclose()
 
 
-async def _drain(
-    stream: ByteReceiveStream, tail: deque[bytes], keep: int, done: anyio.Event
-) -> None:
-    size = 0
-    try:
-        async for chunk in stream:
-            tail.append(chunk)
-            size += len(chunk)
-            while size - len(tail[0]) >= keep:
-                size -= len(tail.popleft())
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-        pass
-    finally:
-        done.set()
-
-
 async def _feed(stream: ByteSendStream, data: bytes) -> None:
     try:
         await stream.send(data)
@@ -245,22 +284,31 @@ async def _pump(
 ) -> ProviderError | None:
     framer = LineFramer(request.max_line_bytes)
     first = True
+    grace: float | None = None  # the last on_frame's grace (a pending fatal error)
 
     async def handle(lines: list[bytes | bytearray]) -> bool:
+        nonlocal grace
         for line in lines:
-            frame = parse_line(line)
+            frame = parse_line(line, request.max_json_depth)
             if frame is None:
                 continue
             if frame.is_json:
                 result.json_lines += 1
+                if result.json_lines > request.max_events:
+                    raise _TooManyEvents(request.max_events)
             else:
                 result.noise_count += 1
                 result._noise.append(frame.text[:_NOISE_CHARS])
                 if len(result._noise) > request.noise_lines:
                     result._noise.popleft()
-            if await on_frame(frame):
+            try:
+                stop = await on_frame(frame)
+            except _DECODE_ERRORS as exc:
+                raise _Undecodable(result.json_lines + result.noise_count, exc) from exc
+            if stop is True:
                 result.stopped = True
                 return True
+            grace = float(stop) if isinstance(stop, float) else None
         return False
 
     try:
@@ -269,12 +317,18 @@ async def _pump(
             limit = request.startup_timeout_s if first else request.idle_timeout_s
             if watch.exited and not watch.follows_file:
                 limit = min(limit, _DRAIN_S)
+            waiting = grace is not None and grace <= limit
+            if grace is not None:
+                limit = min(limit, grace)
             chunk = b""
             with anyio.move_on_after(limit) as scope:
                 watch.scope = scope
                 with suppress(anyio.EndOfStream):
                     chunk = await stdout.receive(_CHUNK)
             watch.scope = None
+            if scope.cancelled_caught and waiting:
+                result.stopped = True  # silence after a fatal error line: that error decides
+                return None
             if scope.cancelled_caught and not (watch.exited and not watch.follows_file):
                 return ProviderError(ErrorKind.timeout, f"no output for {limit:g}s", timeout=which)
             if not chunk:  # EOF, or the leader is gone and its orphans keep the pipe open
@@ -283,8 +337,77 @@ async def _pump(
             first = False
             if await handle(framer.feed(chunk)):
                 return None
-    except LineTooLongError as exc:
+            # a stream that always has data ready never yields on asyncio: without this, a
+            # CLI flooding stdout would keep the total deadline from firing
+            await anyio.lowlevel.checkpoint()
+    except (LineTooLongError, NestingTooDeepError, _TooManyEvents, _Undecodable) as exc:
         return ProviderError(ErrorKind.bad_output, str(exc), retryable=False)
+
+
+class _TooManyEvents(Exception):
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the CLI printed more than {limit} events (max_events)")
+
+
+class _Undecodable(Exception):
+    def __init__(self, number: int, exc: BaseException) -> None:
+        super().__init__(
+            f"output line {number} could not be decoded ({type(exc).__name__}: {exc})"[:500]
+        )
+
+
+class _DeathPipe:
+    """One pipe per process: the guardians hold its read end, only this process its write end
+    (close-on-exec, closed again in a forked child), so its EOF means this process is gone."""
+
+    fds: tuple[int, int] | None = None
+
+    @classmethod
+    def read_end(cls) -> int:
+        if cls.fds is None:
+            cls.fds = os.pipe()
+        return cls.fds[0]
+
+    @classmethod
+    def forget(cls) -> None:  # in a forked child: the parent's pipe is not ours
+        if cls.fds is not None:
+            for fd in cls.fds:
+                with suppress(OSError):
+                    os.close(fd)
+            cls.fds = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_DeathPipe.forget)
+
+
+def _guarded(request: ProcessRequest, env: Mapping[str, str]) -> tuple[list[str], tuple[int, ...]]:
+    """argv under the guardian (and the fd it inherits), or argv as is where there is none."""
+    return guard_argv(request.argv) if request.guard else (list(request.argv), ())
+
+
+def guard_argv(argv: Sequence[str]) -> tuple[list[str], tuple[int, ...]]:
+    """*argv* wrapped in the guardian, and the fds the spawn must pass (`pass_fds`): spawned
+    with `start_new_session`, the process group then dies with this process, even on SIGKILL.
+    POSIX only; elsewhere (and in frozen apps) *argv* unchanged and no fds. For processes
+    spawned outside `run_process` (the ACP client); check `missing_executable` first, since
+    the guardian itself always starts."""
+    argv = list(argv)
+    frozen = getattr(sys, "frozen", False)  # PyInstaller & co: sys.executable is the app
+    if sys.platform == "win32" or not sys.executable or frozen:
+        return argv, ()
+    fd = _DeathPipe.read_end()
+    guardian = [sys.executable, "-I", "-S", str(_GUARDIAN), str(fd), str(os.getpid()), "--"]
+    return guardian + argv, (fd,)
+
+
+def missing_executable(argv0: str, env: Mapping[str, str]) -> str | None:
+    """Why *argv0* cannot be started (checked before the guardian runs), or None."""
+    if os.sep in argv0:
+        if not os.path.exists(argv0):
+            return "No such file or directory"
+        return None if os.access(argv0, os.X_OK) else "Permission denied"
+    return None if shutil.which(argv0, path=env.get("PATH", os.defpath)) else "not found on PATH"
 
 
 async def run_process(request: ProcessRequest, on_frame: OnFrame) -> ProcessResult:
@@ -305,16 +428,30 @@ async def run_process(request: ProcessRequest, on_frame: OnFrame) -> ProcessResu
         if request.stdout_to_file:
             out_path = Path(scratch.enter_context(_tempdir("agentport-out-"))) / "stdout"
             stdout_target = out_path.open("wb")
-        try:
-            process = await anyio.open_process(
-                list(request.argv),
-                stdin=subprocess.PIPE if request.stdin is not None else subprocess.DEVNULL,
-                stdout=stdout_target,
-                stderr=subprocess.PIPE,
-                cwd=cwd,
-                env=env,
-                start_new_session=sys.platform != "win32",
+        argv, pass_fds = _guarded(request, env)
+        if pass_fds and (why := missing_executable(request.argv[0], env)) is not None:
+            kind = ErrorKind.not_installed if "Permission" not in why else ErrorKind.process_failed
+            result.error = ProviderError(
+                kind, f"cannot start {request.argv[0]!r}: {why}", retryable=False
             )
+            if request.stdout_to_file:
+                stdout_target.close()
+            return result
+        try:
+            # shielded: cancelled half-way, asyncio kills the pid it forked and drops the
+            # handle, so the group (the CLI under its guardian) would run on untracked; a
+            # cancellation is taken after the spawn, where the teardown below owns the group
+            with anyio.CancelScope(shield=True):
+                process = await anyio.open_process(
+                    argv,
+                    pass_fds=pass_fds,
+                    stdin=subprocess.PIPE if request.stdin is not None else subprocess.DEVNULL,
+                    stdout=stdout_target,
+                    stderr=subprocess.PIPE,
+                    cwd=cwd,
+                    env=env,
+                    start_new_session=sys.platform != "win32",
+                )
         except FileNotFoundError as exc:
             result.error = ProviderError(
                 ErrorKind.not_installed, f"cannot start {request.argv[0]!r}: {exc.strerror}"
@@ -341,18 +478,28 @@ async def run_process(request: ProcessRequest, on_frame: OnFrame) -> ProcessResu
             assert process.stderr is not None
             async with anyio.create_task_group() as tg:
                 stderr_done = anyio.Event()
-                tg.start_soon(_drain, process.stderr, tail, request.stderr_tail_bytes, stderr_done)
+                stop = Stop(request.on_stderr_line, request.notice_grace_s)
+                tg.start_soon(
+                    drain, process.stderr, tail, request.stderr_tail_bytes, stderr_done, stop
+                )
                 if request.stdin is not None and process.stdin is not None:
                     tg.start_soon(_feed, process.stdin, request.stdin)
                 tg.start_soon(watch.watch, process)
-                with anyio.move_on_after(request.total_timeout_s) as total:
-                    result.error = await _pump(reader, request, on_frame, result, watch)
-                    if result.error is None:
-                        # stdout is at EOF, or a terminal event arrived: the exit follows
-                        wait = request.linger_s if result.stopped else request.grace_s
-                        with anyio.move_on_after(wait):
-                            await process.wait()
-                if total.cancelled_caught:
+                if request.log_dir is not None and stop.hook is not None:
+                    tg.start_soon(follow_logs, request.log_dir, stop)
+                with anyio.CancelScope() as stop.scope:
+                    with anyio.move_on_after(request.total_timeout_s) as total:
+                        result.error = await _pump(reader, request, on_frame, result, watch)
+                        stop.closed = True  # stdout ended or was decided: stderr cannot undo it
+                        if result.error is None:
+                            # stdout is at EOF, or a terminal event arrived: the exit follows
+                            wait = request.linger_s if result.stopped else request.grace_s
+                            with anyio.move_on_after(wait):
+                                await process.wait()
+                decided, stop.closed = stop.closed, True
+                if stop.error is not None and not decided:
+                    result.error = stop.error
+                elif total.cancelled_caught and not result.stopped:  # not while lingering
                     result.error = ProviderError(
                         ErrorKind.timeout,
                         f"still running after {request.total_timeout_s:g}s",

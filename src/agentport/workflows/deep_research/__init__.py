@@ -45,7 +45,7 @@ from ._core import (
     vote_str,
 )
 from ._corpus import Corpus, Passage, load_corpus
-from ._pipeline import EventCallback, check_web_search, run_research
+from ._pipeline import run_research
 from ._plan import ResearchPlan, plan_research
 from ._prompts import (
     corpus_extract_prompt,
@@ -63,11 +63,13 @@ from ._report import (
     RefutedEntry,
     ResearchEvent,
     ResearchReport,
+    SetAsideEntry,
     SourceEntry,
     UnverifiedEntry,
     to_json,
     to_markdown,
 )
+from ._run import EventCallback, check_web_search
 from ._schemas import Angle, Claim, Extract, Finding, Report, Scope, Search, SearchResult, Verdict
 
 __all__ = [
@@ -97,6 +99,7 @@ __all__ = [
     "Scope",
     "Search",
     "SearchResult",
+    "SetAsideEntry",
     "SourceEntry",
     "UnverifiedEntry",
     "Verdict",

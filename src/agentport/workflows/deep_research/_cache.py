@@ -14,7 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ... import _bounded as bounded
 from ..._fs import atomic_write
+from ...core import redact
 
 __all__ = ["CallCache", "atomic_write_text"]
 
@@ -53,7 +55,7 @@ class CallCache:
         if not self.replay:
             return None
         try:
-            entry = json.loads(self._path(key).read_text(encoding="utf-8"))
+            entry = bounded.loads(self._path(key).read_text(encoding="utf-8"), max_depth=64)
         except (OSError, ValueError):
             return None
         if not isinstance(entry, dict) or "parsed" not in entry:
@@ -62,7 +64,7 @@ class CallCache:
         return entry
 
     def put(self, key: str, entry: dict[str, Any]) -> None:
-        atomic_write_text(self._path(key), json.dumps(entry, ensure_ascii=False))
+        atomic_write_text(self._path(key), redact(json.dumps(entry, ensure_ascii=False)))
 
     def clear(self) -> None:
         """Remove every stored entry (a fresh run under the same folder)."""

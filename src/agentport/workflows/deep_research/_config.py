@@ -55,6 +55,10 @@ class ResearchConfig(BaseModel):
         counter_chars: characters of each counter-evidence passage (corpus mode).
         max_field_chars: cap on any web- or model-derived string (claim, quote, evidence)
             placed into a later prompt; None = no cap (the original has none).
+        small_model: small-model mode (corpus mode only): every phase asks the model for
+            a choice the code can check (sections, sentence ids, one of two votes, the best
+            confirmed claims) instead of prose; quotes are verbatim by construction and the
+            report is assembled by code. Off = the seed's prompts and schemas.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -76,13 +80,19 @@ class ResearchConfig(BaseModel):
     counter_passages: int = Field(default=2, ge=0)
     counter_chars: int = Field(default=600, ge=100)
     max_field_chars: int | None = Field(default=None, ge=40)
+    small_model: bool = False
 
     @classmethod
     def for_small_model(cls, **overrides: object) -> ResearchConfig:
-        """Caps that keep every prompt within a ~2k-token context and a run within ~30 calls
-        (e.g. a 270M local model): fewer fetches and claims, shorter passages and fields,
-        one schema re-prompt (its backend enforces the schema natively). *overrides* win."""
+        """Small-model mode (`small_model=True`) with caps that keep every prompt within a
+        ~2k-token context and a run within ~30 short calls (e.g. a 270M local model): a hard
+        cap of 5 fetches, 6 verified claims, early quorum, shorter passages and fields, one
+        schema re-prompt (its backend enforces the schema natively). *overrides* win."""
         small: dict[str, object] = {
+            "small_model": True,
+            "early_quorum": True,
+            "speculative_verify": False,  # the code's tie-break needs every claim first
+            "strict_fetch_cap": True,
             "MAX_FETCH": 5,
             "MAX_VERIFY_CLAIMS": 6,
             "schema_retries": 1,

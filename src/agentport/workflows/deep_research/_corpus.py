@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -20,23 +21,45 @@ from returns.result import Failure, Result, Success
 
 from ...core import ErrorKind, ProviderError
 
-__all__ = ["CORPUS_SUFFIXES", "Corpus", "Passage", "load_corpus"]
+__all__ = ["CORPUS_SUFFIXES", "STOP_WORDS", "Corpus", "Passage", "load_corpus", "query_terms"]
 
 CORPUS_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".rst", ".html", ".htm"})
 _MAX_FILE_BYTES = 5_000_000
 _WORD = re.compile(r"\w+", re.UNICODE)
+# bm25 column weights: title, section heading, prose, fenced code. Code weighs little: a
+# page that shows a question in an example command does not answer it.
+_WEIGHTS = (3.0, 5.0, 1.0, 0.3)
+_FENCED = re.compile(r"^(```|~~~).*?^(```|~~~)[^\n]*$", re.MULTILINE | re.DOTALL)
+# Question words that say nothing about the topic; searching for them ranks passages that
+# merely quote a question ("How does ...?") above the ones that answer it.
+STOP_WORDS = frozenset(
+    """a about an and are as at be been but by can could do does did for from had has have
+    how i if in into is it its me my of on or our should so than that the their them then
+    there these they this those to use used using was we were what when where which while
+    who why will with would you your""".split()  # noqa: SIM905 - a readable word list
+)
+
+
+def query_terms(text: str) -> list[str]:
+    """The distinct lower-cased words of *text* without `STOP_WORDS`, in order (all words
+    when every one is a stop word)."""
+    words = list(dict.fromkeys(_WORD.findall(text.lower())))
+    content = [w for w in words if w not in STOP_WORDS]
+    return content or words
 
 
 @dataclass(frozen=True, slots=True)
 class Passage:
     """One searchable unit: `url` (`corpus://path/n`), document `path` (relative), `title`,
-    `text`, and its index `n` within the document."""
+    `text`, its index `n` within the document, and the markdown `heading` of its section
+    ("" before the first heading)."""
 
     url: str
     path: str
     title: str
     text: str
     n: int
+    heading: str = ""
 
 
 class _HTMLText(HTMLParser):
@@ -89,28 +112,72 @@ def _title_of(text: str, fallback: str) -> str:
     return fallback
 
 
-def _chunks(text: str, limit: int) -> list[str]:
-    """Paragraphs packed into chunks of at most *limit* characters; an oversized paragraph
-    is cut at sentence ends, then hard-cut."""
-    paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", text)]
-    pieces: list[str] = []
-    for p in paragraphs:
-        if not p:
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+
+
+def _blocks(text: str) -> list[tuple[str, str]]:
+    """(section heading, block) pairs: blank-line separated blocks with their lines kept
+    (tables, lists, code), fenced code kept whole, markdown headings starting sections."""
+    out: list[tuple[str, str]] = []
+    heading = ""
+    lines: list[str] = []
+    fence = False
+
+    def flush() -> None:
+        block = "\n".join(line.strip() for line in lines).strip()
+        if block:
+            out.append((heading, block))
+        lines.clear()
+
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("```") or stripped.startswith("~~~"):
+            fence = not fence
+        if not fence and (m := _HEADING.match(stripped)) is not None:
+            flush()
+            heading = m.group(2).strip()
+            out.append((heading, stripped))
             continue
-        while len(p) > limit:
-            cut = p.rfind(". ", 0, limit)
+        if not fence and not stripped:
+            flush()
+            continue
+        lines.append(line)
+    flush()
+    return out
+
+
+def _split_long(block: str, limit: int) -> list[str]:
+    """Cut an oversized block at line ends, then sentence ends, then hard."""
+    pieces: list[str] = []
+    while len(block) > limit:
+        cut = block.rfind("\n", 0, limit)
+        if cut <= limit // 3:
+            cut = block.rfind(". ", 0, limit)
             cut = cut + 1 if cut > limit // 3 else limit
-            pieces.append(p[:cut].strip())
-            p = p[cut:].strip()
-        if p:
-            pieces.append(p)
-    chunks: list[str] = []
-    for piece in pieces:
-        if chunks and len(chunks[-1]) + 2 + len(piece) <= limit:
-            chunks[-1] += "\n\n" + piece
-        else:
-            chunks.append(piece)
+        pieces.append(block[:cut].strip())
+        block = block[cut:].strip()
+    if block:
+        pieces.append(block)
+    return pieces
+
+
+def _chunks(text: str, limit: int) -> list[tuple[str, str]]:
+    """(section heading, chunk) pairs: blocks packed into chunks of at most *limit*
+    characters; a markdown heading always starts a new chunk, so a chunk never mixes
+    sections and carries its section's heading."""
+    chunks: list[tuple[str, str]] = []
+    for heading, block in _blocks(text):
+        is_heading = "\n" not in block and _HEADING.match(block) is not None
+        for piece in _split_long(block, limit):
+            if chunks and not is_heading and len(chunks[-1][1]) + 2 + len(piece) <= limit:
+                chunks[-1] = (chunks[-1][0], chunks[-1][1] + "\n\n" + piece)
+            else:
+                chunks.append((heading, piece))
     return chunks
+
+
+def _code_of(text: str) -> str:
+    return "\n".join(m.group(0) for m in _FENCED.finditer(text))
 
 
 def _normalise(text: str) -> str:
@@ -136,11 +203,15 @@ class Corpus:
             self._doc_text[p.path] = self._doc_text.get(p.path, "") + " " + _normalise(p.text)
         self._db = sqlite3.connect(":memory:", check_same_thread=False)
         self._db.execute(
-            "CREATE VIRTUAL TABLE passages USING fts5(title, body, tokenize='porter unicode61')"
+            "CREATE VIRTUAL TABLE passages USING fts5(title, heading, body, code, "
+            "tokenize='porter unicode61')"
         )
         self._db.executemany(
-            "INSERT INTO passages(rowid, title, body) VALUES (?, ?, ?)",
-            [(i, p.title, p.text) for i, p in enumerate(self.passages)],
+            "INSERT INTO passages(rowid, title, heading, body, code) VALUES (?, ?, ?, ?, ?)",
+            [
+                (i, p.title, p.heading, _FENCED.sub(" ", p.text), _code_of(p.text))
+                for i, p in enumerate(self.passages)
+            ],
         )
 
     @property
@@ -148,17 +219,38 @@ class Corpus:
         return len(self._doc_text)
 
     def search(self, query: str, k: int, *, exclude: Sequence[str] = ()) -> list[Passage]:
-        """Up to *k* passages matching any word of *query*, best BM25 first."""
-        words = list(dict.fromkeys(_WORD.findall(query.lower())))
+        """Up to *k* passages matching any word of *query* (stop words ignored), best BM25
+        first; a match in the document title or the section heading weighs more than one in
+        the body (`_WEIGHTS`)."""
+        words = query_terms(query)
         if not words or k <= 0:
             return []
         match = " OR ".join('"' + w.replace('"', "") + '"' for w in words)
         rows = self._db.execute(
-            "SELECT rowid FROM passages WHERE passages MATCH ? ORDER BY bm25(passages) LIMIT ?",
-            (match, k + len(exclude)),
+            "SELECT rowid FROM passages WHERE passages MATCH ? "
+            "ORDER BY bm25(passages, ?, ?, ?, ?) LIMIT ?",
+            (match, *_WEIGHTS, k + len(exclude)),
         ).fetchall()
         hits = [self.passages[r[0]] for r in rows]
         return [p for p in hits if p.url not in exclude][:k]
+
+    def doc_share(self, word: str) -> float:
+        """The share (0..1) of documents that contain *word* (case-insensitive, whole word)."""
+        needle = " " + " ".join(_WORD.findall(word.casefold())) + " "
+        if needle.strip() == "" or not self._doc_text:
+            return 0.0
+        hits = sum(1 for text in self._doc_text.values() if needle in text + " ")
+        return hits / len(self._doc_text)
+
+    def section_opening(self, passage: Passage) -> Passage | None:
+        """The first passage of *passage*'s section (same document and heading), or None
+        before the first heading."""
+        if not passage.heading:
+            return None
+        for p in self.passages:
+            if p.path == passage.path and p.heading == passage.heading:
+                return p
+        return None
 
     def passage(self, url: str) -> Passage | None:
         return self._by_url.get(url)
@@ -180,6 +272,21 @@ class Corpus:
 def passage_url(path: str, n: int) -> str:
     """`corpus://<relative path>/<n>`: unique per passage, stable across runs (resume)."""
     return f"corpus://{quote(path, safe='/')}/{n}"
+
+
+def _unsafe(file: Path, root: Path) -> str | None:
+    """Why *file* must not be read: a symlink leading out of the corpus (to
+    `/proc/self/environ`, `~/.ssh`, ...) or not a regular file (fifo, device, socket)."""
+    try:
+        real = file.resolve(strict=True)
+        info = real.stat()
+    except (OSError, RuntimeError):
+        return "broken symlink or unreadable; skipped"
+    if not real.is_relative_to(root):
+        return "symlink out of the corpus folder; skipped"
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file (fifo, device or socket); skipped"
+    return None
 
 
 def load_corpus(
@@ -204,11 +311,15 @@ def load_corpus(
         f
         for f in folder.rglob("*")
         if f.suffix.lower() in CORPUS_SUFFIXES
-        and f.is_file()
+        and not f.is_dir()
         and not any(part.startswith(".") for part in f.relative_to(folder).parts)
     )
+    real_root = folder.resolve()
     for file in files:
         rel = file.relative_to(folder).as_posix()
+        if (problem := _unsafe(file, real_root)) is not None:
+            skipped.append(f"{rel}: {problem}")
+            continue
         try:
             if file.stat().st_size > _MAX_FILE_BYTES:
                 skipped.append(f"{rel}: larger than {_MAX_FILE_BYTES} bytes")
@@ -230,7 +341,8 @@ def load_corpus(
             skipped.append(f"{rel}: empty")
             continue
         passages += [
-            Passage(passage_url(rel, n), rel, title, chunk, n) for n, chunk in enumerate(chunks)
+            Passage(passage_url(rel, n), rel, title, chunk, n, heading)
+            for n, (heading, chunk) in enumerate(chunks)
         ]
     if not passages:
         kinds = ", ".join(sorted(CORPUS_SUFFIXES))

@@ -41,7 +41,7 @@ class ResearchPlan:
     def lines(self) -> list[str]:
         """Human-readable lines (the CLI's `--plan`)."""
         cap = "hard" if self.strict_fetch_cap else "soft: high-relevance results may exceed it"
-        return [
+        out = [
             f"mode: {self.mode}",
             f"agent calls: at most {self.upper_bound_calls} "
             f"(typical {self.typical_calls}); up to {self.requests_per_call} model "
@@ -54,6 +54,11 @@ class ResearchPlan:
             "synthesis: 1 call",
             f"concurrency: {self.concurrency} agent calls in flight at most",
         ]
+        if "small-model" in self.mode:
+            out[2] = f"scope: 1 choice of sections -> 1..{self.max_angles} angles"
+            out[3] = "search: BM25 per angle, no model call"
+            out[6] = "synthesis: 1 choice of the best confirmed claims (retried once)"
+        return out
 
 
 def plan_research(
@@ -61,6 +66,8 @@ def plan_research(
 ) -> ResearchPlan:
     """The plan of a run with *config* (web mode, or corpus mode over *corpus*)."""
     cfg = config or ResearchConfig()
+    if cfg.small_model:
+        return _small_plan(cfg, corpus)
     fetch_ceiling = _MAX_ANGLES * _MAX_RESULTS
     if corpus is not None:
         fetch_ceiling = min(fetch_ceiling, len(corpus.passages))
@@ -82,4 +89,24 @@ def plan_research(
         concurrency=cfg.CONCURRENCY,
         early_quorum=cfg.early_quorum,
         strict_fetch_cap=cfg.strict_fetch_cap,
+    )
+
+
+def _small_plan(cfg: ResearchConfig, corpus: Corpus | None) -> ResearchPlan:
+    # Small-model mode: scope is one choice (at most 2 section angles besides the code's
+    # 2), search makes no call, the fetch cap is hard, synthesis is a choice retried once.
+    fetches = cfg.MAX_FETCH if corpus is None else min(cfg.MAX_FETCH, len(corpus.passages))
+    claims = min(cfg.MAX_VERIFY_CLAIMS, fetches * 3)
+    return ResearchPlan(
+        mode="corpus (small-model mode: every call is a choice)",
+        max_angles=4,
+        max_fetches=fetches,
+        max_claims_verified=claims,
+        votes_per_claim=cfg.VOTES_PER_CLAIM,
+        upper_bound_calls=1 + fetches + claims * cfg.VOTES_PER_CLAIM + 2,
+        typical_calls=1 + fetches + claims * min(2, cfg.VOTES_PER_CLAIM) + 1,
+        requests_per_call=cfg.schema_retries + 1,
+        concurrency=cfg.CONCURRENCY,
+        early_quorum=cfg.early_quorum,
+        strict_fetch_cap=True,
     )

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from ...core import redact
 from ._schemas import Finding, _Wire
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "RefutedEntry",
     "ResearchEvent",
     "ResearchReport",
+    "SetAsideEntry",
     "SourceEntry",
     "UnverifiedEntry",
     "to_json",
@@ -43,6 +45,8 @@ class ResearchEvent:
         message: one human line.
         done: agent calls finished so far (replayed ones included).
         expected: current estimate of the run's total agent calls.
+        raw: the model's raw answer on `call_finished` (empty when there was none), for
+            `--debug`.
     """
 
     kind: Literal["phase", "call_started", "call_finished", "note"]
@@ -52,6 +56,7 @@ class ResearchEvent:
     message: str = ""
     done: int = 0
     expected: int = 0
+    raw: str = ""
 
 
 class SourceEntry(_Wire):
@@ -65,6 +70,7 @@ class SourceEntry(_Wire):
     claim_count: int = Field(alias="claimCount")
     publish_date: str | None = Field(default=None, alias="publishDate")
     error: str | None = None
+    mirrors: list[str] = Field(default_factory=list)
 
 
 class ClaimEntry(_Wire):
@@ -107,6 +113,16 @@ class ConfirmedEntry(_Wire):
     source: str
     quote: str
     vote: str
+    grounded: bool | None = None
+
+
+class SetAsideEntry(_Wire):
+    """A claim that was not voted on: cut by the verification budget (`notVerified`), or
+    whose quote was not found in its source (`ungrounded`, corpus mode)."""
+
+    claim: str
+    quote: str
+    source: str
 
 
 class ResearchReport(_Wire):
@@ -124,6 +140,8 @@ class ResearchReport(_Wire):
     confirmed: list[ConfirmedEntry] = Field(default_factory=list)
     refuted: list[RefutedEntry] = Field(default_factory=list)
     unverified: list[UnverifiedEntry] = Field(default_factory=list)
+    not_verified: list[SetAsideEntry] = Field(default_factory=list, alias="notVerified")
+    ungrounded: list[SetAsideEntry] = Field(default_factory=list)
     sources: list[SourceEntry] = Field(default_factory=list)
     stats: dict[str, Any] = Field(default_factory=dict)
     error: str | None = None
@@ -136,12 +154,45 @@ class ResearchReport(_Wire):
 
 def to_json(report: ResearchReport) -> str:
     """The report as indented JSON with camelCase keys."""
-    return json.dumps(report.model_dump(mode="json"), ensure_ascii=False, indent=2)
+    # secrets (a key a provider echoed into a warning or claim) never reach a report
+    return redact(json.dumps(report.model_dump(mode="json"), ensure_ascii=False, indent=2))
 
 
 def _md(text: str) -> str:
     # Model- and web-derived text is untrusted: keep it on its own lines, no raw HTML.
     return text.replace("<", "&lt;").strip()
+
+
+def _grounding(flags: list[bool | None]) -> str:
+    if any(g is False for g in flags):
+        return "quote NOT found in source"
+    if flags and all(g is True for g in flags):
+        return "quote found in source"
+    return "quote not checked against the source"
+
+
+def status_line(report: ResearchReport) -> str:
+    """One line for the top of a report: claims per outcome, the grounding of the confirmed
+    ones beside their count, and the claims set aside (budget, quote not found)."""
+    outcomes = [c.outcome for c in report.claims]
+    confirmed = [c.grounded for c in report.claims if c.outcome == "confirmed"]
+    parts = [f"{len(confirmed)} confirmed"]
+    if confirmed:
+        found = sum(1 for g in confirmed if g is True)
+        if found == len(confirmed):
+            parts[0] += " (every quote found in its source)"
+        elif any(g is False for g in confirmed):
+            parts[0] += f" ({len(confirmed) - found} quote(s) NOT found in source)"
+        else:
+            parts[0] += " (quotes not checked against the sources: web mode)"
+    parts += [f"{outcomes.count('refuted')} refuted", f"{outcomes.count('unverified')} unverified"]
+    if report.not_verified:
+        parts.append(f"{len(report.not_verified)} not verified (budget)")
+    if report.ungrounded:
+        parts.append(f"{len(report.ungrounded)} set aside (quote not found in source)")
+    if synthesis := report.stats.get("synthesis"):
+        parts.append(f"synthesis: {synthesis}")
+    return " · ".join(parts)
 
 
 def to_markdown(report: ResearchReport) -> str:
@@ -151,14 +202,17 @@ def to_markdown(report: ResearchReport) -> str:
     lines = ["# Deep Research", "", "**Question:** " + _md(report.question), ""]
     if report.error:
         lines += ["**Error:** " + report.error, ""]
+    if report.claims or report.not_verified or report.ungrounded:
+        lines += ["**Status:** " + status_line(report), ""]
     if report.summary:
         lines += ["## Summary", _md(report.summary), ""]
     if report.findings:
         lines.append("## Findings")
         for i, f in enumerate(report.findings, 1):
             vote = f" · vote {f.vote}" if f.vote else ""
+            grounding = _grounding([c.grounded for c in report.claims if c.source in f.sources])
             lines += [
-                f"### {i}. {_md(f.claim)} _({f.confidence}{vote})_",
+                f"### {i}. {_md(f.claim)} _({f.confidence}{vote} · {grounding})_",
                 _md(f.evidence),
                 "Sources: " + ", ".join(f.sources),
                 "",
@@ -167,7 +221,8 @@ def to_markdown(report: ResearchReport) -> str:
         lines.append("## Confirmed claims (unmerged)")
         for kept in report.confirmed:
             lines.append(
-                f'- {_md(kept.claim)} — vote {kept.vote}, {kept.source}\n  > "{_md(kept.quote)}"'
+                f"- {_md(kept.claim)} — vote {kept.vote}, {_grounding([kept.grounded])}, "
+                f'{kept.source}\n  > "{_md(kept.quote)}"'
             )
         lines.append("")
     if report.caveats:
@@ -194,15 +249,27 @@ def to_markdown(report: ResearchReport) -> str:
             for u in report.unverified
         ]
         lines.append("")
+    if report.not_verified:
+        lines.append("## Not verified (budget) — never voted on")
+        lines += [f'- "{_md(c.claim)}" ({c.source})' for c in report.not_verified]
+        lines.append("")
+    if report.ungrounded:
+        lines.append("## Quotes not found in their source — set aside, never voted on")
+        lines += [
+            f'- {_md(c.claim)}\n  > "{_md(c.quote)}"\n  — {c.source}' for c in report.ungrounded
+        ]
+        lines.append("")
     if report.sources:
         lines.append("## Sources")
         for s in report.sources:
             status = f" — extraction failed: {s.error}" if s.error else ""
+            mirrors = f"; also at {', '.join(s.mirrors)}" if s.mirrors else ""
             lines.append(
-                f"- {s.url} ({s.quality}, {s.claim_count} claim(s), via {_md(s.angle)}){status}"
+                f"- {s.url} ({s.quality}, {s.claim_count} claim(s), via {_md(s.angle)}"
+                f"{mirrors}){status}"
             )
         lines.append("")
     if report.warnings:
         lines += ["## Warnings", *(f"- {_md(w)}" for w in report.warnings), ""]
     lines += ["## Stats", "```json", json.dumps(report.stats, ensure_ascii=False, indent=2), "```"]
-    return "\n".join(lines) + "\n"
+    return redact("\n".join(lines) + "\n")

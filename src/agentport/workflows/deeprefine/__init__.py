@@ -8,6 +8,8 @@ defects (reference/deeprefine-cli.md section 5) are fixed, see docs/deeprefine.m
 - `match_question` / `expand` / `Triple`: hop 1 and k-hop retrieval.
 - `run_loop(adapter, graph, question)`: judge -> abduction -> refinement on any `LLMAdapter`,
   `Result[LoopResult, ProviderError]`; calls are labelled `judge`, `abduction`, `refinement`.
+  The judge answers by `choices`; on the embedded backend abduction and refinement are
+  choices among what was retrieved (`LoopSettings.small_model`, see `_small`).
 - `parse_refinement` / `render_action` / `Action`: the action grammar.
 - `validate_trace`, `review`, `apply_refinement`, `sync_memory`, `pending`, `finish`.
 """

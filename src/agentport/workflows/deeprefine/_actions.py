@@ -14,6 +14,11 @@ reference split on `|` and newlines even inside quotes, F-16). Items that do not
 an unknown name (case-sensitive, like the reference's apply), have the wrong arity, repeat an
 earlier action, or come after `MAX_ACTIONS` are kept as `Rejected` with a reason, so review can
 report them (F-12, F-14, F-15).
+
+Parsing is linear in the text: one scanner walks it once, its position never moves back, and
+blocks are found by forward searches (a text of repeated `insert_edge(` or `<refinement>`
+used to take quadratic time). An action call that does not parse consumes what the scanner
+read, so the next call is looked for after it.
 """
 
 from __future__ import annotations
@@ -39,9 +44,12 @@ __all__ = [
 ActionName = Literal["insert_edge", "delete_edge", "replace_node"]
 ARITY: dict[str, int] = {"insert_edge": 3, "delete_edge": 3, "replace_node": 2}
 
-_BLOCK = re.compile(r"<refinement>(.*?)</refinement>", re.IGNORECASE | re.DOTALL)
+_OPEN = re.compile(r"<refinement>", re.IGNORECASE)
+_CLOSE = re.compile(r"</refinement>", re.IGNORECASE)
 _EMPTY_BLOCK = re.compile(r"<refinement\s*/>", re.IGNORECASE)
-_CALL_START = re.compile(r"\b(insert_edge|delete_edge|replace_node)\s*\(", re.IGNORECASE)
+# any `name(` (linear: one start per word); `_action_like` keeps those that name an edge or a
+# node, so an unknown action written without a block (`add_edge(...)`) is kept as Rejected
+_CALL_START = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)[ \t]*\(")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\", '"': '"', "'": "'", "|": "|"}
 
@@ -247,10 +255,24 @@ def _items(text: str) -> list[Item]:
         items.append(checked if isinstance(checked, Action) else Rejected(raw, checked))
 
 
+def _blocks(text: str) -> list[str]:
+    """Inner texts of the `<refinement>...</refinement>` blocks, left to right, each ending at
+    the first closing tag after its opener (what a lazy regex found, in linear time)."""
+    out: list[str] = []
+    pos = 0
+    while (opener := _OPEN.search(text, pos)) is not None:
+        closer = _CLOSE.search(text, opener.end())
+        if closer is None:
+            break
+        out.append(text[opener.end() : closer.start()])
+        pos = closer.end()
+    return out
+
+
 def extract_block(text: str) -> tuple[str | None, int]:
     """The first `<refinement>` block's inner text (None when absent) and how many further
     blocks the text holds."""
-    blocks = _BLOCK.findall(text)
+    blocks = _blocks(text)
     if blocks:
         return blocks[0], len(blocks) - 1
     if _EMPTY_BLOCK.search(text):
@@ -258,21 +280,33 @@ def extract_block(text: str) -> tuple[str | None, int]:
     return None, 0
 
 
+def _action_like(name: str) -> bool:
+    """A name that reads as a graph action: a known one in any case, or any name about an
+    edge or a node (`add_edge`, `removeNode`)."""
+    lowered = name.lower()
+    return lowered in ARITY or "edge" in lowered or "node" in lowered
+
+
 def _fallback(text: str) -> list[Item]:
     """Action calls written without a block: parse each from its name with the real scanner."""
     items: list[Item] = []
-    for match in _CALL_START.finditer(text):
-        scan = _Scanner(text)
-        scan.pos = match.start()
+    scan = _Scanner(text)
+    while (match := _CALL_START.search(text, scan.pos)) is not None:
+        if not _action_like(match.group(1)):
+            scan.pos = match.end()
+            continue
+        scan.pos = match.start()  # never behind: the search started at scan.pos
         try:
             name, args = scan.call()
             checked = _check(name, args)
         except _Bad as exc:
             checked = str(exc)
+        scan.pos = max(scan.pos, match.end())
         if isinstance(checked, Action):
             items.append(checked)
         else:
-            items.append(Rejected(text[match.start() : scan.pos].strip()[:200], checked))
+            end = min(scan.pos, match.start() + 400)
+            items.append(Rejected(text[match.start() : end].strip()[:200], checked))
     return items
 
 
@@ -291,7 +325,7 @@ def parse_refinement(text: str, max_actions: int = MAX_ACTIONS) -> Parsed:
         items = _items(block)
         found = True
         if extra:
-            for later in _BLOCK.findall(text)[1:]:
+            for later in _blocks(text)[1:]:
                 items += [
                     Rejected(str(i), "outside the first <refinement> block; ignored")
                     for i in _items(later)

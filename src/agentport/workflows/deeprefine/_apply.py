@@ -12,14 +12,25 @@ lock, and the second is reviewed against the first one's result.
 from __future__ import annotations
 
 import hashlib
-import json
+import os
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._files import Layout, atomic_write, graph_lock, open_input
+from ...core import redact
+from ._files import (
+    InputError,
+    Layout,
+    append_text,
+    atomic_write,
+    ensure_state,
+    graph_lock,
+    open_input,
+)
 from ._graph import Graph, dump_graph_text, graphify_norm, load_graph_from
+from ._history import jsonl_line
 from ._review import Review, ReviewContext, ReviewItem, review
 
 __all__ = ["ApplyReport", "apply_refinement", "apply_reviewed", "new_link"]
@@ -144,9 +155,15 @@ def apply_refinement(
         report = apply_reviewed(graph, review(text, graph, ctx), allow_low)
         report.graph_path = path
         if report.written:
-            # the open handle still reads the exact bytes parsed above (same inode)
-            atomic_write(layout.backup, source)
-            atomic_write(path, dump_graph_text(graph.raw))
+            # the open handle still reads the exact bytes parsed above (same inode); the
+            # backup and the new graph keep the graph's mode (a 0600 graph stays private)
+            mode = stat.S_IMODE(os.fstat(source.fileno()).st_mode)
+            try:
+                new_graph = dump_graph_text(graph.raw)
+            except RecursionError:  # parsed, but too deep to write back
+                raise InputError(path, "", "nested too deeply to rewrite; not modified") from None
+            atomic_write(layout.backup, source, mode=mode)
+            atomic_write(path, new_graph, mode=mode)
             report.backup_path = layout.backup
         if not report.refused:
             _log(layout, text, trace, report, refinement_file)
@@ -170,6 +187,6 @@ def _log(
         "written": report.written,
         "outcomes": [[item.text, outcome, reason] for item, outcome, reason in report.outcomes],
     }
-    layout.state.mkdir(parents=True, exist_ok=True)
-    with (layout.state / "apply_log.jsonl").open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    ensure_state(layout.state)
+    line = redact(jsonl_line(row)) + "\n"
+    append_text(layout.state / "apply_log.jsonl", line, mode=layout.graph_mode())

@@ -11,6 +11,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,15 +20,17 @@ from typing import BinaryIO
 
 from returns.result import Failure
 
-from ..._fs import atomic_write
+from ..._fs import append_text, atomic_write, ensure_real_dir, open_lock_file
 from ...core import ErrorKind, ProviderError
 from ._constants import OUT_DIR, STATE_DIR
 
 __all__ = [
     "InputError",
     "Layout",
+    "append_text",
     "as_failure",
     "atomic_write",
+    "ensure_state",
     "find_layout",
     "graph_lock",
     "open_input",
@@ -82,12 +85,21 @@ def open_input(path: Path, *, limit: int = 512 * 1024 * 1024) -> BinaryIO:
     return handle
 
 
+def ensure_state(state_dir: Path) -> Path:
+    """*state_dir* (`.deeprefine/`) as a real folder owned by the user, created private
+    (0700) when missing; its parent too when that is `graphify-out/`. `OSError` otherwise,
+    so a cloned repository's symlinked state folder is never written through."""
+    if state_dir.parent.name == OUT_DIR and os.path.lexists(state_dir.parent):
+        ensure_real_dir(state_dir.parent, create=False)
+    return ensure_real_dir(state_dir, mode=0o700)
+
+
 @contextlib.contextmanager
 def graph_lock(state_dir: Path, timeout_s: float = 60.0) -> Iterator[None]:
     """Exclusive `flock` on `<state_dir>/graph.lock` so two refinements never interleave their
     read-review-write of graph.json. The kernel drops the lock when the holder dies (kill -9)."""
-    state_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(state_dir / "graph.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    ensure_state(state_dir)
+    fd = open_lock_file(state_dir / "graph.lock")
     try:
         deadline = time.monotonic() + timeout_s
         while True:
@@ -133,6 +145,13 @@ class Layout:
     @property
     def memory(self) -> Path:
         return self.out_dir / "memory"
+
+    def graph_mode(self) -> int | None:
+        """The graph's permission bits (state and backups keep them), None when absent."""
+        try:
+            return stat.S_IMODE(self.graph.stat().st_mode)
+        except OSError:
+            return None
 
     @property
     def backup(self) -> Path:

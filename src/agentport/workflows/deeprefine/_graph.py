@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from ... import _bounded as bounded
 from ._constants import BARE_AMBIGUOUS_NAMES
 from ._files import InputError, read_bytes
 
@@ -231,7 +232,8 @@ def _decode(data: bytes, path: Path) -> str:
 
 def _loads(text: str, path: Path, lean: bool) -> Any:
     try:
-        return json.loads(text, object_hook=_slim if lean else None)
+        # a nesting bomb ends as "not valid JSON (line N: nested deeper than ...)"
+        return bounded.loads(text, object_hook=_slim if lean else None)
     except json.JSONDecodeError as exc:
         raise InputError(path, "", f"not valid JSON (line {exc.lineno}: {exc.msg})") from None
 

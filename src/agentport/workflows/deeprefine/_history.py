@@ -14,12 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._files import Layout, atomic_write
+from ... import _bounded as bounded
+from ._files import Layout, append_text, atomic_write, ensure_state
 from ._trace import query_id
 
 __all__ = [
     "History",
     "add_query",
+    "jsonl_line",
+    "jsonl_lines",
     "mark_refined",
     "memory_question",
     "pending",
@@ -30,6 +33,25 @@ __all__ = [
 
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+# `str.splitlines()` also breaks at these; JSON keeps them raw unless told otherwise
+_LINE_BREAKS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_BREAKS = re.compile("[\x85\u2028\u2029]")
+
+
+def jsonl_line(row: Any) -> str:
+    """One JSON Lines row (no newline): UTF-8 text, with U+0085, U+2028 and U+2029 escaped so
+    that a reader splitting on any line boundary (`str.splitlines()`, the reference CLI's
+    readers) still sees one row per line. `json.loads` reads it back unchanged."""
+    return _BREAKS.sub(lambda m: _LINE_BREAKS[m.group()], json.dumps(row, ensure_ascii=False))
+
+
+def jsonl_lines(data: bytes) -> list[str]:
+    """The lines of a JSON Lines file: split on `\\n` only (a trailing `\\r` dropped), never
+    on the other characters `str.splitlines()` treats as line ends."""
+    text = data.decode("utf-8", errors="replace")
+    return [line.removesuffix("\r") for line in text.split("\n")]
 
 
 @dataclass
@@ -48,12 +70,11 @@ def read_history(path: Path) -> History:
     history = History()
     if not path.exists():
         return history
-    text = path.read_bytes().decode("utf-8", errors="replace")
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(jsonl_lines(path.read_bytes()), start=1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = bounded.loads(line, max_depth=32)
         except json.JSONDecodeError as exc:
             history.problems.append(f"{path}:{number}: not valid JSON ({exc.msg}); line skipped")
             continue
@@ -77,11 +98,11 @@ def pending(history: History) -> list[dict[str, Any]]:
     return out
 
 
-def _append(path: Path, rows: list[dict[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+def _append(path: Path, rows: list[dict[str, Any]], mode: int | None = None) -> None:
+    # never through a symlink or a foreign folder: a cloned repository could point
+    # history.jsonl at a shell start-up file (agentport._fs.append_text)
+    ensure_state(path.parent)
+    append_text(path, "".join(jsonl_line(row) + "\n" for row in rows), mode=mode)
 
 
 def add_query(layout: Layout, question: str, source: str = "user", **extra: Any) -> dict[str, Any]:
@@ -93,7 +114,7 @@ def add_query(layout: Layout, question: str, source: str = "user", **extra: Any)
         "refined": False,
         **extra,
     }
-    _append(layout.history, [row])
+    _append(layout.history, [row], layout.graph_mode())
     return row
 
 
@@ -129,7 +150,8 @@ def memory_question(text: str) -> str | None:
     text = text.replace("\r\n", "\n")
     if text.startswith("---\n"):
         end = text.find("\n---", 4)
-        for line in text[4 : end if end > 0 else None].splitlines():
+        # "\n" only: graphify leaves U+0085 raw inside the quoted value
+        for line in text[4 : end if end > 0 else None].split("\n"):
             key, sep, value = line.partition(":")
             if sep and key.strip().lower() == "question":
                 value = value.strip()
@@ -152,7 +174,7 @@ def sync_memory(layout: Layout) -> tuple[int, int, list[str]]:
     rows = []
     for path in sorted(layout.memory.glob("query_*.md")) if layout.memory.is_dir() else []:
         try:
-            question = memory_question(path.read_text(encoding="utf-8"))
+            question = memory_question(path.read_bytes().decode("utf-8"))
         except (OSError, UnicodeDecodeError):
             problems.append(f"{path}: unreadable; skipped")
             continue
@@ -174,7 +196,7 @@ def sync_memory(layout: Layout) -> tuple[int, int, list[str]]:
             }
         )
     if rows:
-        _append(layout.history, rows)
+        _append(layout.history, rows, layout.graph_mode())
     return len(rows), len(known), problems
 
 
@@ -182,11 +204,13 @@ def mark_refined(layout: Layout, qid: str, question: str, trace_file: str | None
     """Add a row if the id is new, then set `refined` on every row with that id (atomic
     rewrite; corrupt lines are kept verbatim so nothing is lost)."""
     path = layout.history
-    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    lines = jsonl_lines(path.read_bytes()) if path.exists() else []
     out, found = [], False
     for line in lines:
+        if not line.strip():
+            continue
         try:
-            row = json.loads(line)
+            row = bounded.loads(line, max_depth=32)
         except json.JSONDecodeError:
             out.append(line)
             continue
@@ -194,12 +218,13 @@ def mark_refined(layout: Layout, qid: str, question: str, trace_file: str | None
             found = True
             row["refined"] = True
             row["refined_ts"] = _now()
-            line = json.dumps(row, ensure_ascii=False)
+            line = jsonl_line(row)
         out.append(line)
     if not found:
         row = {
             "id": qid, "ts": _now(), "query": question, "source": "deeprefine_loop",
             "refined": True, "trace_file": trace_file, "refined_ts": _now(),
         }  # fmt: skip
-        out.append(json.dumps(row, ensure_ascii=False))
-    atomic_write(path, ("\n".join(out) + "\n").encode("utf-8"))
+        out.append(jsonl_line(row))
+    ensure_state(path.parent)
+    atomic_write(path, ("\n".join(out) + "\n").encode("utf-8"), mode=layout.graph_mode())

@@ -18,7 +18,18 @@ from typing import Any
 
 from returns.result import Failure, Result, Success
 
-from ...core import CompletionConfig, ErrorKind, LLMAdapter, Message, ProviderError
+from ...catalog import get_capability
+from ...core import (
+    BackendKind,
+    CompletionConfig,
+    ErrorKind,
+    LLMAdapter,
+    Message,
+    Param,
+    ParamSupport,
+    ProviderError,
+    ToolPolicy,
+)
 from ._actions import Parsed, extract_block, parse_refinement
 from ._constants import (
     ABDUCTION_RETRY,
@@ -36,10 +47,37 @@ from ._constants import (
     REFINEMENT_USER,
 )
 from ._graph import Graph
-from ._retrieval import Triple, expand, match_question, render_triples, step_cap
+from ._retrieval import (
+    Triple,
+    expand,
+    match_question,
+    render_triples,
+    step_cap,
+    uncovered_terms,
+)
+from ._small import (
+    ABDUCTION_HINT,
+    REFINEMENT_HINT,
+    SMALL_MAX_ACTIONS,
+    abduction_schema,
+    build_choices,
+    parse_abduction_choice,
+    parse_refinement_choice,
+    refinement_schema,
+)
 from ._trace import query_id, trace_template
 
-__all__ = ["LoopResult", "LoopSettings", "format_history", "parse_judge", "run_loop"]
+__all__ = [
+    "JUDGE_CHOICES",
+    "LoopResult",
+    "LoopSettings",
+    "format_history",
+    "parse_judge",
+    "run_loop",
+]
+
+#: the only two answers the seed's judge prompt allows
+JUDGE_CHOICES = ("<judge>Yes</judge>", "<judge>No</judge>")
 
 _JUDGE_LOOSE = re.compile(r"<judge>\s*(yes|no)\b", re.IGNORECASE)
 _YES = re.compile(r"\byes\b", re.IGNORECASE)
@@ -49,14 +87,14 @@ _ABDUCTION_OPEN = re.compile(r"<abduction>(.*)", re.IGNORECASE | re.DOTALL)
 
 
 def parse_judge(text: str) -> bool | None:
-    """`<judge>Yes|No</judge>` (case/space tolerant), then an unclosed `<judge>Yes`, then
-    exactly one of yes/no in the first 200 characters; None when undecidable."""
-    from ._trace import JUDGE_TAG
+    """`<judge>Yes|No</judge>` (case/space tolerant, closed or not), else exactly one of
+    yes/no in the first 200 characters; None when undecidable.
 
-    for pattern in (JUDGE_TAG, _JUDGE_LOOSE):
-        match = pattern.search(text)
-        if match:
-            return match.group(1).lower() == "yes"
+    An answer holding both a Yes and a No tag (the instruction echoed back, "<judge>Yes</judge>
+    or <judge>No</judge>") is undecidable, never Yes."""
+    tags = {m.lower() for m in _JUDGE_LOOSE.findall(text)}
+    if tags:
+        return tags.pop() == "yes" if len(tags) == 1 else None
     head = text[:200]
     yes, no = bool(_YES.search(head)), bool(_NO.search(head))
     return yes if yes != no else None
@@ -98,9 +136,22 @@ def _original_text(graph: Graph, triples: list[Triple]) -> str:
 
 @dataclass(frozen=True)
 class LoopSettings:
-    """Knobs for small models: per-phase `max_tokens`, re-prompt budget, and optional
-    per-label config overrides (e.g. a grammar-constrained judge on a local backend; the
-    loop always sets the `label`)."""
+    """Knobs of the loop.
+
+    Attributes:
+        judge_max_tokens / abduction_max_tokens / refinement_max_tokens: per-phase caps.
+        retries: re-prompts after an answer that does not parse (per call).
+        temperature: sampling temperature of every call (None = the backend's default).
+        configs: per-label `CompletionConfig` overrides (`judge`, `abduction`,
+            `refinement`); the loop always sets the `label`. An override is used as given.
+        constrain_judge: ask the judge with `choices=JUDGE_CHOICES`; None (default) = when
+            the backend's catalog entry supports output constraints (every catalog backend:
+            decoding is constrained where the backend can, validated and re-prompted where
+            it cannot).
+        small_model: abduction and refinement as choices (see `_small`); None (default) =
+            for the embedded backend (catalog kind `local`).
+        on_step: called with the step number before each hop.
+    """
 
     judge_max_tokens: int = 256
     abduction_max_tokens: int = 512
@@ -108,15 +159,36 @@ class LoopSettings:
     retries: int = 2
     temperature: float | None = 0.0
     configs: Mapping[str, CompletionConfig] = field(default_factory=dict)
+    constrain_judge: bool | None = None
+    small_model: bool | None = None
     on_step: Callable[[int], object] | None = None
 
-    def config(self, label: str, max_tokens: int) -> CompletionConfig:
+    def config(self, label: str, max_tokens: int, **constraint: Any) -> CompletionConfig:
+        """The call's config: the override for *label* if any, else the defaults plus
+        *constraint* (`choices` / `output_schema`, with the backend's own re-prompts off:
+        the loop re-prompts)."""
         base = self.configs.get(label)
         if base is None:
+            extra = {"schema_retries": 0, **constraint} if constraint else {}
+            if self.temperature is not None:  # None: the configured llm.temperature applies
+                extra["temperature"] = self.temperature
             return CompletionConfig(
-                label=label, max_tokens=max_tokens, temperature=self.temperature
+                label=label, max_tokens=max_tokens, tools=ToolPolicy.none(), **extra
             )
-        return base.model_copy(update={"label": label})
+        # the loop's agents never get tools, whatever an override says (issue 15)
+        return base.model_copy(update={"label": label, "tools": ToolPolicy.none()})
+
+
+def _capability_kind(backend: str) -> tuple[bool, bool]:
+    """(constrained output supported, embedded kind) from the catalog; unknown backends
+    (a caller's own adapter) get neither."""
+    try:
+        cap = get_capability(backend)
+    except ProviderError:
+        return False, False
+    return cap.support(Param.output_schema) is not ParamSupport.IGNORED, (
+        cap.kind is BackendKind.local
+    )
 
 
 @dataclass
@@ -150,15 +222,25 @@ async def _ask(
     parse: Callable[[str], Any],
     reminder: str,
     retries: int,
+    hint: str | None = None,
 ) -> Result[tuple[str, Any], ProviderError]:
+    """One phase's call with at most *retries* re-prompts. An answer the backend rejects
+    for its choices or schema (`schema_mismatch`) counts as an unparsable answer."""
     messages = [Message.system(system), Message.user(user)]
+    if hint:
+        messages.append(Message.user(hint))
     text = ""
     for _ in range(retries + 1):
         result = await adapter.complete(messages, config)
         if isinstance(result, Failure):
-            return result
-        text = result.unwrap().content
-        value = parse(text)
+            error = result.failure()
+            if error.kind is not ErrorKind.schema_mismatch:
+                return result
+            text = error.raw_text or ""
+            value = None
+        else:
+            text = result.unwrap().content
+            value = parse(text)
         if value is not None:
             return Success((text, value))
         messages = [*messages, Message.assistant(text), Message.user(reminder)]
@@ -182,6 +264,14 @@ async def run_loop(
     (`invalid_request`). Cancellation propagates.
     """
     settings = settings or LoopSettings()
+    constrainable, embedded = _capability_kind(adapter.backend)
+    constrain = constrainable if settings.constrain_judge is None else settings.constrain_judge
+    small = embedded if settings.small_model is None else settings.small_model
+    judge_config = settings.config(
+        "judge",
+        settings.judge_max_tokens,
+        **({"choices": JUDGE_CHOICES} if constrain else {}),
+    )
     question = question.strip()
     trace = trace_template(question)
     history: list[dict[str, Any]] = trace["interaction_history"]
@@ -207,7 +297,7 @@ async def run_loop(
             adapter,
             JUDGE_SYSTEM,
             user,
-            settings.config("judge", settings.judge_max_tokens),
+            judge_config,
             parse_judge,
             JUDGE_RETRY,
             settings.retries,
@@ -225,7 +315,14 @@ async def run_loop(
             "judgement_raw": raw,
             "retrieval": {"method": method, "evidence": evidence[:4000]},
         }
-        if not re.search(r"<judge>\s*(yes|no)\s*</judge>", raw, re.IGNORECASE):
+        missing = uncovered_terms(question, triples) if small and answerable else []
+        if missing:
+            # a small model says Yes to anything: a Yes counts only when the context at least
+            # mentions every content term of the question (the code's check)
+            answerable = False
+            record["answerable"] = False
+            record["judgement_check"] = f"not in the retrieved triples: {', '.join(missing)}"
+        if missing or not re.search(r"<judge>\s*(yes|no)\s*</judge>", raw, re.IGNORECASE):
             # keep the model's words, but store the normalised tag the trace format requires
             record["judgement_raw"] = f"<judge>{'Yes' if answerable else 'No'}</judge>"
             record["judgement_model_output"] = raw
@@ -237,6 +334,8 @@ async def run_loop(
         trace["early_exit"] = True
         return Success(LoopResult(trace, True, steps=steps))
     trace["early_exit"] = False
+    if small:
+        return await _small_tail(adapter, graph, question, trace, steps, settings)
     abduced = await _ask(
         adapter,
         ABDUCTION_SYSTEM,
@@ -254,12 +353,6 @@ async def run_loop(
     )
     trace["error_abduction_reason"] = reason
     last = steps[-1]
-    user = REFINEMENT_USER.format(
-        original_text=_original_text(graph, last),
-        triples_string=render_triples(last),
-        question=question,
-        error_reasons=reason,
-    )
 
     def parse(text: str) -> Parsed | None:
         parsed = parse_refinement(text)
@@ -268,7 +361,7 @@ async def run_loop(
     refined = await _ask(
         adapter,
         REFINEMENT_SYSTEM,
-        user,
+        _refinement_user(graph, question, last, reason),
         settings.config("refinement", settings.refinement_max_tokens),
         parse,
         REFINEMENT_RETRY,
@@ -282,3 +375,76 @@ async def run_loop(
         raw_refinement = "<refinement>" + "|".join(str(i) for i in parsed.items) + "</refinement>"
     assert query_id(question) == trace["query_id"]
     return Success(LoopResult(trace, False, raw_refinement, parsed, steps))
+
+
+def _refinement_user(graph: Graph, question: str, last: list[Triple], reason: str) -> str:
+    return REFINEMENT_USER.format(
+        original_text=_original_text(graph, last),
+        triples_string=render_triples(last),
+        question=question,
+        error_reasons=reason,
+    )
+
+
+async def _small_tail(
+    adapter: LLMAdapter,
+    graph: Graph,
+    question: str,
+    trace: dict[str, Any],
+    steps: list[list[Triple]],
+    settings: LoopSettings,
+) -> Result[LoopResult, ProviderError]:
+    """Abduction and refinement by choice (`_small`): the seed's prompts plus a one-line
+    hint, answered as JSON whose strings are enums of what was retrieved; the code writes
+    the `<abduction>` sentence and the action file. The model's JSON is kept in the trace
+    (`error_abduction_model_output`, `refinement_model_output`)."""
+    history = trace["interaction_history"]
+    choices = build_choices(graph, steps[:-1], steps[-1])
+    if not choices.names:  # only docstrings (or unnameable nodes) were retrieved
+        reason = "incompleteness: the retrieved subgraph holds no code entity"
+        trace["error_abduction_raw"] = f"<abduction>{reason}</abduction>"
+        trace["error_abduction_reason"] = reason
+        trace["refinement_model_output"] = None
+        empty = "<refinement></refinement>"
+        return Success(LoopResult(trace, False, empty, parse_refinement(empty), steps))
+    abduced = await _ask(
+        adapter,
+        ABDUCTION_SYSTEM,
+        ABDUCTION_USER.format(interaction_history=format_history(history[-HISTORY_HORIZON:])),
+        settings.config(
+            "abduction", settings.abduction_max_tokens, output_schema=abduction_schema(choices)
+        ),
+        lambda text: parse_abduction_choice(text, choices),
+        ABDUCTION_RETRY,
+        settings.retries,
+        hint=ABDUCTION_HINT,
+    )
+    if isinstance(abduced, Failure):
+        return abduced
+    model_abduction, reason = abduced.unwrap()
+    trace["error_abduction_raw"] = f"<abduction>{reason}</abduction>"
+    trace["error_abduction_reason"] = reason
+    trace["error_abduction_model_output"] = model_abduction
+    if choices.empty:  # every retrieved pair is linked and every link extracted
+        trace["refinement_model_output"] = None
+        empty = "<refinement></refinement>"
+        return Success(LoopResult(trace, False, empty, parse_refinement(empty), steps))
+    refined = await _ask(
+        adapter,
+        REFINEMENT_SYSTEM,
+        _refinement_user(graph, question, steps[-1], reason),
+        settings.config(
+            "refinement",
+            settings.refinement_max_tokens,
+            output_schema=refinement_schema(choices),
+        ),
+        lambda text: parse_refinement_choice(text, choices),
+        REFINEMENT_RETRY,
+        settings.retries,
+        hint=REFINEMENT_HINT.format(n=SMALL_MAX_ACTIONS),
+    )
+    if isinstance(refined, Failure):
+        return refined
+    model_refinement, text = refined.unwrap()
+    trace["refinement_model_output"] = model_refinement
+    return Success(LoopResult(trace, False, text, parse_refinement(text), steps))

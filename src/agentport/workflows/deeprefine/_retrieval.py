@@ -17,7 +17,15 @@ from dataclasses import dataclass
 from ._constants import MAX_TRIPLE_NUM_BY_STEP
 from ._graph import Graph, graphify_norm
 
-__all__ = ["Triple", "expand", "match_question", "question_terms", "render_triples", "step_cap"]
+__all__ = [
+    "Triple",
+    "expand",
+    "match_question",
+    "question_terms",
+    "render_triples",
+    "step_cap",
+    "uncovered_terms",
+]
 
 _WORD = re.compile(r"\w+")
 _STOP_WORDS = (
@@ -75,6 +83,33 @@ def _label_words(label: str) -> list[str]:
     # split snake_case and CamelCase so "create_llm_adapter()" matches "adapter"
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", label)
     return [w for w in _WORD.findall(graphify_norm(spaced).replace("_", " ")) if w]
+
+
+def _compact(text: str) -> str:
+    return "".join(c for c in graphify_norm(text) if c.isalnum())
+
+
+def uncovered_terms(question: str, triples: Iterable[Triple]) -> list[str]:
+    """The question's content terms (`question_terms`) that no triple mentions: a term is
+    mentioned when it is in a label or relation once both are lower-cased and stripped of
+    everything but letters and digits (`with_retry` in `with_retry()`, `providererror` in
+    `ProviderError`), or when a word of a label starts with its first five letters
+    (`parameter` / `params`, `default` / `defaults`)."""
+    texts: list[str] = []
+    words: set[str] = set()
+    for t in triples:
+        for text in (t.subject, t.relation, t.object):
+            texts.append(_compact(text))
+            words.update(_label_words(text))
+    missing = []
+    for term in question_terms(question):
+        compact = _compact(term)
+        if not compact or any(compact in text for text in texts):
+            continue
+        if len(term) >= 5 and any(w.startswith(term[:5]) for w in words):
+            continue
+        missing.append(term)
+    return missing
 
 
 def _score(graph: Graph, node_id: str, terms: list[str], whole: str) -> float:

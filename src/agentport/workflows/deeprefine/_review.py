@@ -15,15 +15,17 @@ R4 relabel   — replace_node: a `path::` new name, or a new name that is anothe
                `reject` (F-09); the same label: `skip`.
 R5 self-loop — insert_edge from a node to itself: LOW.
 R6 existing  — insert_edge of an existing (s, r, o): `skip` (no-op, MEDIUM); a link already on
-               the same node pair (any relation or direction): LOW, because graphify's
-               undirected simple graph collapses parallel links (F-06).
+               the same node pair (any relation or direction): LOW and `reject`, even with
+               --allow-low-confidence: graphify's undirected simple graph collapses parallel
+               links and `graphify update` keeps one (F-06), which would hide an AST link.
 R7 delete    — no such (s, r, o) in the stored direction: `reject` (reversed one named);
                deleting an EXTRACTED (AST) link: LOW.
 R8 community — endpoints in different communities, not both in the trace's subgraphs: LOW.
-R9 code      — insert_edge whose relation is visible in the subject's source (calls/uses:
-               `obj(` inside the subject's body; imports: an import line naming obj;
-               method/contains/defines: `def|class obj` inside the subject's body; inherits:
-               obj among the class bases): HIGH.
+R9 code      — insert_edge whose relation is visible in the subject's Python syntax tree
+               (`_code`: calls/uses: a call of obj inside the subject, direct or through a
+               table, getattr or a callback; imports: an import naming obj;
+               method/contains/defines: `def|class obj` inside the subject; inherits: obj
+               among the class bases): HIGH. Comments and strings never count.
 R10 k-hop    — an endpoint (or the renamed node) is in the trace's retrieved subgraphs:
                MEDIUM; otherwise LOW ("too broad").
 
@@ -33,22 +35,18 @@ Label: R1-R8 warnings give LOW; else R9 gives HIGH; else R10 gives MEDIUM or LOW
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from ._actions import Action, Rejected, parse_refinement, render_action
+from ._code import Sources, code_evidence, defines_name
 from ._graph import Graph, Resolution, name_key
 
 __all__ = ["Review", "ReviewContext", "ReviewItem", "review"]
 
 Confidence = Literal["HIGH", "MEDIUM", "LOW"]
 Effect = Literal["change", "skip", "reject"]
-
-_CALLS = {"calls", "call", "uses", "instantiates", "indirect_call", "references"}
-_IMPORTS = {"imports", "import", "imports_from", "from_imports", "re_exports"}
-_DEFINES = {"method", "has_method", "defines", "contains"}
 
 
 @dataclass
@@ -145,81 +143,6 @@ class Review:
         return "\n".join(lines)
 
 
-def _token(label: str) -> str:
-    token = label.rsplit("::", 1)[-1].strip()
-    token = token[:-2] if token.endswith("()") else token
-    return token.rsplit(".", 1)[-1]
-
-
-class _Sources:
-    def __init__(self, root: Path | None) -> None:
-        self.root = root
-        self.cache: dict[str, list[str] | None] = {}
-
-    def lines(self, source_file: str) -> list[str] | None:
-        if not self.root or not source_file or source_file in self.cache:
-            return self.cache.get(source_file)
-        found = None
-        # graphify paths are relative to where it ran, often a parent of the root (ref 1.1)
-        for base in (self.root, *list(self.root.parents)[:3]):
-            path = (base / source_file).resolve()
-            if path.is_relative_to(base.resolve()) and path.is_file():
-                try:
-                    found = path.read_text(encoding="utf-8", errors="replace").splitlines()
-                except OSError:
-                    found = None
-                break
-        self.cache[source_file] = found
-        return found
-
-
-def _body(lines: list[str], node: dict[str, Any]) -> list[str]:
-    """The node's definition block from its `L<n>` location; the whole file without one."""
-    loc = str(node.get("source_location") or "")
-    if not loc.startswith("L") or not loc[1:].isdigit():
-        return lines
-    start = int(loc[1:]) - 1
-    if not 0 <= start < len(lines):
-        return lines
-    indent = len(lines[start]) - len(lines[start].lstrip())
-    end = start + 1
-    while end < len(lines):
-        text = lines[end]
-        if (
-            text.strip()
-            and len(text) - len(text.lstrip()) <= indent
-            and not text.lstrip().startswith(")")
-        ):
-            break
-        end += 1
-    return lines[start:end]
-
-
-def _code_evidence(graph: Graph, sources: _Sources, s: str, relation: str, o: str) -> str | None:
-    subject, obj = graph.nodes[s], graph.nodes[o]
-    source_file = str(subject.get("source_file") or "")
-    lines = sources.lines(source_file)
-    if not lines:
-        return None
-    obj_tok = re.escape(_token(str(obj["label"])))
-    if not obj_tok:
-        return None
-    rel = relation.lower()
-    body = _body(lines, subject)
-    if rel in _CALLS:
-        pattern = rf"\b{obj_tok}\s*\(" if rel != "references" else rf"\b{obj_tok}\b"
-        hit = any(re.search(pattern, line) for line in body[1:] or body)
-    elif rel in _IMPORTS:
-        hit = any(re.match(rf"\s*(from|import)\b.*\b{obj_tok}\b", line) for line in lines)
-    elif rel in _DEFINES:
-        hit = any(re.match(rf"\s*(async\s+)?(def|class)\s+{obj_tok}\b", line) for line in body[1:])
-    elif rel == "inherits":
-        hit = bool(body) and bool(re.search(rf"class\s+\w+\s*\(.*\b{obj_tok}\b", body[0]))
-    else:
-        return None
-    return f"R9 direct code evidence in {source_file}" if hit else None
-
-
 def _suggest(graph: Graph, ids: list[str], ctx: ReviewContext, limit: int = 3) -> list[str]:
     dist = graph.distances(ctx.trace_ids) if ctx.trace_ids else {}
     communities = {graph.nodes[i].get("community") for i in ctx.trace_ids if i in graph.nodes}
@@ -270,7 +193,7 @@ def _ground(
     return res.ids[0], None
 
 
-def _review_edge(graph: Graph, item: ReviewItem, ctx: ReviewContext, sources: _Sources) -> None:
+def _review_edge(graph: Graph, item: ReviewItem, ctx: ReviewContext, sources: Sources) -> None:
     assert item.action is not None
     s_name, relation, o_name = item.action.args
     s, s_sug = _ground(graph, s_name, ctx, item)
@@ -289,10 +212,18 @@ def _review_edge(graph: Graph, item: ReviewItem, ctx: ReviewContext, sources: _S
             item.effect = "skip"
             item.reasons.append("R6 exact edge already exists in graph.json; apply skips it")
         elif graph.links_between(s, o):
-            rels = sorted({str(link["relation"]) for link in graph.links_between(s, o)})
+            # graphify's graphs are undirected and simple: a second link on the pair would
+            # hide or overwrite the first (an AST link included), and `graphify update`
+            # keeps only one of them (reference 1.8, F-06); no storage keeps both, so refuse
+            existing = graph.links_between(s, o)
+            rels = sorted({str(link["relation"]) for link in existing})
+            extracted = any(link.get("confidence") == "EXTRACTED" for link in existing)
+            item.effect = "reject"
             item.warnings.append(
-                f"R6 the pair is already linked ({', '.join(rels)}); graphify's undirected "
-                "graph would collapse a parallel link"
+                f"R6 the pair is already linked ({', '.join(rels)}"
+                + (", EXTRACTED" if extracted else "")
+                + "); graphify's undirected simple graph would hide that link and drop one of "
+                "the two on `graphify update`, so a parallel link is refused"
             )
     else:
         exact = [
@@ -316,14 +247,14 @@ def _review_edge(graph: Graph, item: ReviewItem, ctx: ReviewContext, sources: _S
     if c_s is not None and c_o is not None and c_s != c_o and not in_trace:
         item.warnings.append(f"R8 cross-community ({c_s} vs {c_o}) without k-hop support")
     if insert and s != o:
-        code = _code_evidence(graph, sources, s, relation, o)
+        code = code_evidence(sources, graph.nodes[s], relation, graph.nodes[o])
         if code:
             item.evidence.append(code)
     if s in ctx.trace_ids or o in ctx.trace_ids:
         item.evidence.append("R10 k-hop context of the trace contains an endpoint")
 
 
-def _review_replace(graph: Graph, item: ReviewItem, ctx: ReviewContext, sources: _Sources) -> None:
+def _review_replace(graph: Graph, item: ReviewItem, ctx: ReviewContext, sources: Sources) -> None:
     assert item.action is not None
     old_name, new_name = item.action.args
     old, sug = _ground(graph, old_name, ctx, item)
@@ -350,13 +281,7 @@ def _review_replace(graph: Graph, item: ReviewItem, ctx: ReviewContext, sources:
         item.effect = "skip"
         item.reasons.append("R4 the node already has this label")
         return
-    lines = sources.lines(str(graph.nodes[old].get("source_file") or ""))
-    token = re.escape(_token(new_name))
-    if (
-        lines
-        and token
-        and any(re.match(rf"\s*(async\s+)?(def|class)\s+{token}\b", x) for x in lines)
-    ):
+    if defines_name(sources, str(graph.nodes[old].get("source_file") or ""), new_name):
         item.evidence.append("R9 direct code evidence: the new name is defined in the node's file")
     if old in ctx.trace_ids:
         item.evidence.append("R10 k-hop context of the trace contains the node")
@@ -379,7 +304,7 @@ def review(text: str, graph: Graph, ctx: ReviewContext | None = None) -> Review:
     """Review a refinement text against `graph` (pure apart from reading source files under
     `ctx.root`). Deterministic: same graph, text and context give the same review."""
     ctx = ctx or ReviewContext()
-    sources = _Sources(ctx.root)
+    sources = Sources(ctx.root)
     items: list[ReviewItem] = []
     for index, parsed in enumerate(parse_refinement(text).items):
         if isinstance(parsed, Rejected):

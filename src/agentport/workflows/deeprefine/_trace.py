@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ... import _bounded as bounded
 from ._constants import (
     BASE_TOP_K,
     CONSTANTS,
@@ -85,11 +86,14 @@ def trace_template(question: str) -> dict[str, Any]:
     }
 
 
+TRACE_MAX_DEPTH = 64  # a trace is a few levels deep; anything deeper is hostile or broken
+
+
 def load_trace(path: Path) -> dict[str, Any]:
     """Read a trace; `InputError` when it is not a JSON object."""
     data = read_bytes(path, limit=64 * 1024 * 1024)
     try:
-        trace = json.loads(data)
+        trace = bounded.loads(data, max_depth=TRACE_MAX_DEPTH)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         where = f" (line {exc.lineno}: {exc.msg})" if isinstance(exc, json.JSONDecodeError) else ""
         raise InputError(path, "", f"not valid JSON{where}") from None
@@ -114,10 +118,12 @@ def refinement_path(trace: dict[str, Any], layout: Layout, where: Path) -> Path 
 
 
 def _judge(raw: Any) -> bool | None:
+    """The strict tag's answer; None without one, or with both a Yes and a No tag (an
+    echoed instruction is not a judgement)."""
     if not isinstance(raw, str):
         return None
-    match = JUDGE_TAG.search(raw)
-    return None if match is None else match.group(1).lower() == "yes"
+    answers = {m.lower() for m in JUDGE_TAG.findall(raw)}
+    return answers.pop() == "yes" if len(answers) == 1 else None
 
 
 def _check_step(k: int, step: Any, last: bool, query: str, errors: list[str]) -> None:
@@ -173,7 +179,8 @@ def _check_step(k: int, step: Any, last: bool, query: str, errors: list[str]) ->
     judged = _judge(step["judgement_raw"])
     if judged is None:
         errors.append(
-            f"{where}.judgement_raw: must contain <judge>Yes</judge> or <judge>No</judge>"
+            f"{where}.judgement_raw: must contain exactly one of <judge>Yes</judge> and "
+            "<judge>No</judge>"
         )
     if not isinstance(step["answerable"], bool):
         errors.append(f"{where}.answerable: must be true or false")

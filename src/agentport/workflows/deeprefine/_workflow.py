@@ -8,8 +8,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ._files import InputError, Layout, atomic_write, graph_lock, read_bytes
-from ._history import mark_refined
+from ... import _bounded as bounded
+from ...core import redact
+from ._files import (
+    InputError,
+    Layout,
+    append_text,
+    atomic_write,
+    ensure_state,
+    graph_lock,
+    read_bytes,
+)
+from ._history import jsonl_line, jsonl_lines, mark_refined
 from ._loop import LoopResult
 from ._trace import check_query_id, load_trace, query_id, refinement_path, validate_trace
 
@@ -17,7 +27,8 @@ __all__ = ["dump_trace", "finish", "save_loop"]
 
 
 def dump_trace(trace: dict[str, Any]) -> bytes:
-    return (json.dumps(trace, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    """The trace as UTF-8 JSON, secrets redacted (a model may echo a key into its answer)."""
+    return redact(json.dumps(trace, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def save_loop(layout: Layout, result: LoopResult) -> tuple[Path, Path | None]:
@@ -26,11 +37,13 @@ def save_loop(layout: Layout, result: LoopResult) -> tuple[Path, Path | None]:
     qid = check_query_id(result.query_id, "trace")
     trace_path = layout.trace_path(qid)
     actions: Path | None = None
+    ensure_state(layout.state)
+    mode = layout.graph_mode()
     if not result.early_exit:
         actions = layout.actions_path(qid)
-        atomic_write(actions, result.refinement_text().encode("utf-8"))
+        atomic_write(actions, result.refinement_text().encode("utf-8"), mode=mode)
         result.trace["refinement_action_file"] = str(actions.relative_to(layout.root))
-    atomic_write(trace_path, dump_trace(result.trace))
+    atomic_write(trace_path, dump_trace(result.trace), mode=mode)
     return trace_path, actions
 
 
@@ -39,9 +52,9 @@ def _applied(layout: Layout, text: str) -> bool:
     if not log.exists():
         return False
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in jsonl_lines(log.read_bytes()):
         try:
-            row = json.loads(line)
+            row = bounded.loads(line, max_depth=32)
         except json.JSONDecodeError:
             continue
         if isinstance(row, dict) and row.get("refinement_sha256") == digest:
@@ -85,7 +98,7 @@ def finish(layout: Layout, trace_path: Path, refinement_file: Path | None) -> li
         "trace_file": str(trace_path),
     }
     with graph_lock(layout.state):
-        with log.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+        line = redact(jsonl_line(row)) + "\n"
+        append_text(log, line, mode=layout.graph_mode())
         mark_refined(layout, qid, trace["query"], str(trace_path))
     return [f"Logged → {log}", f"Marked refined: {qid}"]

@@ -1,0 +1,223 @@
+"""Other agents (hermes, goose, kiro, agy, acp): catalog entries.
+
+Part of `agentport.catalog` (the single source of truth); import from there.
+"""
+
+from __future__ import annotations
+
+from ..core import BackendCapability, BackendKind, Billing, Param
+from ._support import I, N, T, params
+
+ENTRIES: tuple[BackendCapability, ...] = (
+    BackendCapability(
+        name="hermes",
+        retries=(
+            "off per run: agent.api_max_retries = 0 in its private home (option "
+            "max_retries)"
+        ),
+        aliases=("hermes_agent",),
+        kind=BackendKind.cli,
+        billing=(Billing.api_key, Billing.local),
+        billing_note="the configured provider's key, or a local model server",
+        summary="Hermes Agent (hermes -z, plain text + usage report), completion and runtime.",
+        module="agentport.backends.hermes",
+        executable="hermes",
+        install_hint="pipx install hermes-agent (or pip install hermes-agent in its own venv)",
+        verified_against="0.19.0",
+        supports_runtime=True,
+        auto_priority=83,
+        params=params(
+            system_prompt=T, output_schema=T, temperature=I, max_tokens=I, model=N,
+            tool_restriction=N, sandbox=I, max_turns=N, streaming=I, session_resume=I,
+            cwd=N, web_search=I,
+        ),
+        notes={
+            Param.system_prompt: "folded into the prompt as a 'System instructions' block "
+            "(the prompt is an argument: about 100 kB at most)",
+            Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "
+            "validated, re-prompted with the errors",
+            Param.temperature: "the CLI has no sampling flags",
+            Param.max_tokens: "the CLI has no output-token flag",
+            Param.model: "-m (and model.default in the generated config.yaml)",
+            Param.tool_restriction: "--toolsets=<toolsets>: the names are hermes toolsets (file, "
+            "terminal, web, ...), not single tools; no tools -> --toolsets=context_engine (a "
+            "toolset that declares none) plus --ignore-rules",
+            Param.sandbox: "-z auto-approves every tool: holds only with no tools (the "
+            "default); otherwise refused (unsupported)",
+            Param.max_turns: "agent.max_turns in the generated config.yaml (needs [llm.hermes] "
+            "base_url)",
+            Param.streaming: "one-shot: only the final reply, then the usage report",
+            Param.session_resume: "0.19.0's -z ignores --resume (checked): each call is a new "
+            "session; the session id is still reported",
+            Param.cwd: "the process working directory",
+            Param.web_search: "not toggled by agentport (the web toolset follows "
+            "tool_restriction)",
+        },
+    ),
+    BackendCapability(
+        name="goose",
+        aliases=("goose_cli",),
+        kind=BackendKind.cli,
+        billing=(Billing.api_key, Billing.local),
+        billing_note="the configured provider's key, or a local model (Ollama)",
+        summary="Goose (goose run --output-format stream-json), completion and runtime; built "
+        "from the docs, not run here.",
+        module="agentport.backends.goose",
+        executable="goose",
+        install_hint="install the goose CLI (release binary from github.com/aaif-goose/goose; "
+        "stream-json needs a build from 2025-12 or later)",
+        verified_against=None,
+        supports_runtime=True,
+        auto_priority=80,
+        params=params(
+            system_prompt=N, output_schema=T, temperature=I, max_tokens=I, model=N,
+            tool_restriction=T, sandbox=T, max_turns=N, streaming=N, session_resume=N,
+            cwd=N, web_search=I,
+        ),
+        notes={
+            Param.system_prompt: "--system (extra system instructions)",
+            Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "
+            "validated, re-prompted with the errors",
+            Param.temperature: "the CLI has no sampling flags",
+            Param.max_tokens: "the CLI has no output-token flag",
+            Param.model: "--model (with --provider openai when [llm.goose] base_url is set)",
+            Param.tool_restriction: "no allow-list flag: no tools -> GOOSE_MODE=chat (no tools at "
+            "all); a non-empty list is refused (unsupported)",
+            Param.sandbox: "no OS sandbox: read_only -> GOOSE_MODE=chat (no tools at all), full "
+            "-> auto, workspace_write is refused (auto would let a shell write anywhere)",
+            Param.max_turns: "--max-turns",
+            Param.streaming: "stream-json events (text, reasoning, tool_call, tool_result, usage)",
+            Param.session_resume: "--name <session_id> --resume; stream-json prints no session "
+            "id, so a runtime does not resume by itself",
+            Param.cwd: "the process working directory",
+            Param.web_search: "not toggled by agentport",
+        },
+    ),
+    BackendCapability(
+        name="kiro",
+        aliases=("kiro_cli",),
+        kind=BackendKind.cli,
+        billing=(Billing.subscription,),
+        billing_note="a Kiro login (AWS Builder ID or IAM Identity Center), plan credits",
+        summary="Kiro CLI (kiro-cli chat --no-interactive, plain text), completion and runtime; "
+        "built from the docs, not run here.",
+        module="agentport.backends.kiro",
+        executable="kiro-cli",
+        install_hint="curl -fsSL https://cli.kiro.dev/install | bash; headless needs "
+        "KIRO_API_KEY",
+        verified_against=None,
+        supports_runtime=True,
+        auto_priority=81,
+        params=params(
+            system_prompt=T, output_schema=T, temperature=I, max_tokens=I, model=N,
+            tool_restriction=N, sandbox=T, max_turns=I, streaming=T, session_resume=N,
+            cwd=N, web_search=I,
+        ),
+        notes={
+            Param.system_prompt: "folded into the prompt as a 'System instructions' block",
+            Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "
+            "validated, re-prompted with the errors",
+            Param.temperature: "the CLI has no sampling flags",
+            Param.max_tokens: "the CLI has no output-token flag",
+            Param.model: "--model",
+            Param.tool_restriction: "--trust-tools=<list> (an untrusted tool cannot be "
+            "approved headless; no tools -> --trust-tools= trusts none)",
+            Param.sandbox: "no OS sandbox: read_only -> --trust-tools=read,grep, "
+            "workspace_write -> read,grep,write, full -> --trust-all-tools",
+            Param.max_turns: "the CLI has no turn budget",
+            Param.streaming: "plain text only: each stdout line becomes a text event; no tool "
+            "or usage events",
+            Param.session_resume: "--resume-id <id>; headless prints no session id, so pass "
+            "one you know",
+            Param.cwd: "the process working directory",
+            Param.web_search: "not toggled by agentport",
+        },
+    ),
+    BackendCapability(
+        name="agy",
+        aliases=("antigravity", "antigravity_cli"),
+        kind=BackendKind.cli,
+        billing=(Billing.subscription,),
+        billing_note="a Google account login",
+        summary="Google Antigravity CLI (agy -p --output-format stream-json), completion and "
+        "runtime; built from the docs, not run here.",
+        module="agentport.backends.agy",
+        executable="agy",
+        install_hint="install the Antigravity CLI from https://antigravity.google "
+        "(stream-json needs agy >= 1.1.8; sign in once interactively)",
+        verified_against=None,
+        supports_runtime=True,
+        auto_priority=82,
+        params=params(
+            system_prompt=T, output_schema=N, temperature=I, max_tokens=I, model=N,
+            tool_restriction=T, sandbox=T, max_turns=I, streaming=N, session_resume=N,
+            cwd=N, web_search=I,
+        ),
+        notes={
+            Param.system_prompt: "folded into the prompt as a 'System instructions' block "
+            "(the prompt travels as the value of -p: about 100 kB at most)",
+            Param.output_schema: "--json-schema FILE (structured_output in the result); an "
+            "answer without it is validated and re-prompted",
+            Param.temperature: "the CLI has no sampling flags",
+            Param.max_tokens: "the CLI has no output-token flag",
+            Param.model: "--model",
+            Param.tool_restriction: "no allow-list flag: no tools -> print mode denies every tool "
+            "that needs approval (shell, writes, URLs; reads inside the working directory "
+            "remain); a non-empty list is refused (unsupported)",
+            Param.sandbox: "read_only -> no flag (tools needing approval are denied in print "
+            "mode), workspace_write -> --sandbox --dangerously-skip-permissions, full -> "
+            "--dangerously-skip-permissions",
+            Param.max_turns: "the CLI has no turn budget",
+            Param.streaming: "stream-json events (init, text and thinking deltas, tool_call, "
+            "tool_result, usage)",
+            Param.session_resume: "--conversation <conversation_id> (from init/result)",
+            Param.cwd: "the process working directory and --add-dir",
+            Param.web_search: "not toggled by agentport",
+        },
+    ),
+    BackendCapability(
+        name="acp",
+        aliases=("agent_client_protocol",),
+        kind=BackendKind.cli,
+        billing=(Billing.subscription, Billing.api_key),
+        billing_note=(
+            "whatever the ACP agent uses (gemini --acp: a Google login or an API key)"
+        ),
+        summary="Any Agent Client Protocol agent over stdio ([llm.acp] command), completion "
+        "and runtime (one live session).",
+        module="agentport.backends.acp",
+        install_hint="set [llm.acp] command to an ACP agent's command line, e.g. "
+        "[\"gemini\", \"--acp\"], [\"qwen\", \"--acp\"], [\"opencode\", \"acp\"], "
+        "[\"goose\", \"acp\"], [\"kiro-cli\", \"acp\"]",
+        verified_against="gemini-cli 0.61.0 (gemini --acp)",
+        supports_runtime=True,
+        auto_priority=None,
+        params=params(
+            system_prompt=T, output_schema=T, temperature=I, max_tokens=I, model=N,
+            tool_restriction=T, sandbox=T, max_turns=I, streaming=N, session_resume=N,
+            cwd=N, web_search=I,
+        ),
+        notes={
+            Param.system_prompt: "ACP has no system role: folded into the prompt as a "
+            "'System instructions' block",
+            Param.output_schema: "schema in the prompt, JSON extracted, validated, re-prompted "
+            "with the errors",
+            Param.temperature: "ACP has no sampling parameters",
+            Param.max_tokens: "ACP has no output-token parameter",
+            Param.model: "session/set_model when the agent lists models in its session/new "
+            "answer; otherwise the call fails (unsupported): put the model in the command",
+            Param.tool_restriction: "answers the agent's session/request_permission from "
+            "allowed_tools (ACP kind, tool id prefix or title); tools the agent runs without "
+            "asking are not restricted",
+            Param.sandbox: "permission answers, no OS sandbox: read_only allows read/search/"
+            "think, workspace_write also edits inside cwd, full everything; default: reads only",
+            Param.max_turns: "ACP has no turn budget",
+            Param.streaming: "session/update notifications (text and thought chunks, tool_call, "
+            "tool_result)",
+            Param.session_resume: "session/load when the agent's initialize answer has "
+            "loadSession (else unsupported); a runtime keeps one live session",
+            Param.cwd: "session/new cwd and the agent's working directory",
+            Param.web_search: "not toggled by agentport",
+        },
+    ),
+)  # fmt: skip

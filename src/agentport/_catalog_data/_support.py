@@ -1,0 +1,14 @@
+"""Shorthands shared by the catalog's data modules."""
+
+from __future__ import annotations
+
+from ..core import Param, ParamSupport
+
+__all__ = ["I", "N", "T", "params"]
+
+N, T, I = ParamSupport.NATIVE, ParamSupport.TRANSLATED, ParamSupport.IGNORED  # noqa: E741
+
+
+def params(**support: ParamSupport) -> dict[Param, ParamSupport]:
+    """A `Param` -> `ParamSupport` map from keyword arguments named after the params."""
+    return {Param(name): value for name, value in support.items()}

@@ -1,0 +1,333 @@
+"""Vendor agent CLIs (claude, codex, gemini, opencode, qwen, pi, copilot): catalog entries.
+
+Part of `agentport.catalog` (the single source of truth); import from there.
+"""
+
+from __future__ import annotations
+
+from ..core import BackendCapability, BackendKind, Billing, Param
+from ._support import I, N, T, params
+
+ENTRIES: tuple[BackendCapability, ...] = (
+    BackendCapability(
+        name="claude",
+        retries=(
+            "off per run: CLAUDE_CODE_MAX_RETRIES=0 in the run's environment (option "
+            "max_retries); agentport's retry policy retries"
+        ),
+        aliases=("claude_code",),
+        kind=BackendKind.cli,
+        billing=(Billing.subscription, Billing.api_key, Billing.cloud),
+        billing_note=(
+            "a Claude Pro/Max login spends its 5-hour and weekly windows; ANTHROPIC_API_KEY "
+            "is metered; Bedrock/Vertex bill the cloud account"
+        ),
+        summary="Claude Code CLI (claude -p --output-format stream-json), completion and runtime.",
+        module="agentport.backends.claude",
+        executable="claude",
+        install_hint="npm install -g @anthropic-ai/claude-code",
+        verified_against="2.1.197",
+        supports_runtime=True,
+        auto_priority=10,
+        params=params(
+            system_prompt=N, output_schema=N, temperature=I, max_tokens=I, model=N,
+            tool_restriction=N, sandbox=T, max_turns=N, streaming=N, session_resume=N,
+            cwd=N, web_search=I,
+        ),
+        notes={
+            Param.system_prompt: "--append-system-prompt ([llm.claude] system_prompt_mode = "
+            "\"replace\" uses --system-prompt)",
+            Param.output_schema: "--json-schema (a StructuredOutput tool); when the answer "
+            "comes without structured_output its text is validated and re-prompted; choices "
+            "are TRANSLATED",
+            Param.temperature: "the CLI has no sampling flags",
+            Param.max_tokens: "the CLI has no output-token flag",
+            Param.model: "--model",
+            Param.tool_restriction: "--tools=<list> and --allowedTools=<list>; no tools -> "
+            "--tools= (the --json-schema tool stays) --strict-mcp-config "
+            "--setting-sources=user; a shell "
+            "tool under read_only or workspace_write, a write tool under read_only: refused",
+            Param.sandbox: "no OS sandbox: read_only -> --permission-mode=plan, "
+            "workspace_write -> acceptEdits, full -> bypassPermissions (refused as root); with "
+            "no tools nothing runs",
+            Param.max_turns: "--max-turns",
+            Param.streaming: "stream-json events (init, text, tool_call, tool_result, usage)",
+            Param.session_resume: "--resume <session_id> (same working directory)",
+            Param.cwd: "the process working directory",
+            Param.web_search: "not toggled by agentport; the CLI's WebSearch tool follows "
+            "tool_restriction",
+        },
+    ),
+    BackendCapability(
+        name="codex",
+        retries=(
+            "off per run: request_max_retries = 0 and stream_max_retries = 0 on its "
+            "provider entry (with base_url; options of the same names); agentport's retry "
+            "policy retries"
+        ),
+        aliases=("codex_cli", "openai_codex"),
+        kind=BackendKind.cli,
+        billing=(Billing.subscription, Billing.api_key),
+        billing_note=(
+            "a ChatGPT plan login spends its 5-hour and weekly windows; an OpenAI API key "
+            "is metered"
+        ),
+        summary="OpenAI Codex CLI (codex exec --json), completion and runtime.",
+        module="agentport.backends.codex",
+        executable="codex",
+        install_hint="npm install -g @openai/codex",
+        verified_against="0.171.0",
+        supports_runtime=True,
+        auto_priority=20,
+        params=params(
+            system_prompt=T, output_schema=N, temperature=I, max_tokens=I, model=N,
+            tool_restriction=T, sandbox=N, max_turns=I, streaming=N, session_resume=N,
+            cwd=N, web_search=I,
+        ),
+        notes={
+            Param.system_prompt: "folded into the prompt as a 'System instructions' block",
+            Param.output_schema: "--output-schema FILE with the strict subset (every property "
+            "required, optional ones nullable), restored and validated afterwards; choices "
+            "are TRANSLATED",
+            Param.temperature: "the CLI has no sampling flags",
+            Param.max_tokens: "the CLI has no output-token flag",
+            Param.model: "-m",
+            Param.tool_restriction: "no allow-list: no tools -> shell tool, web search, "
+            "sub-agents, apps and goals off (-c features.shell_tool=false, "
+            "web_search=\"disabled\", features.multi_agent/apps/goals=false; view_image and "
+            "request_user_input stay); a "
+            "non-empty list is refused (unsupported)",
+            Param.sandbox: "--sandbox=read-only|workspace-write|danger-full-access "
+            "(default read-only); commands see only the core environment unless full",
+            Param.max_turns: "codex exec has no turn budget",
+            Param.streaming: "--json events (init, text, reasoning, tool_call, tool_result, usage)",
+            Param.session_resume: "codex exec resume <thread_id>",
+            Param.cwd: "-C and the process working directory",
+            Param.web_search: "not toggled by agentport",
+        },
+    ),
+    BackendCapability(
+        name="gemini",
+        retries=(
+            "no per-run setting (general.maxAttempts lives in your settings.json): the run "
+            "ends at the first stderr 'Attempt N failed ... Retrying with backoff' and that "
+            "failure is classified (status, else network)"
+        ),
+        aliases=("gemini_cli",),
+        kind=BackendKind.cli,
+        billing=(Billing.subscription, Billing.api_key, Billing.cloud),
+        billing_note=(
+            "a Google account login (free tier or Code Assist, daily quotas); GEMINI_API_KEY "
+            "is metered; Vertex AI bills the cloud account"
+        ),
+        summary="Google Gemini CLI (gemini --output-format stream-json), completion and runtime.",
+        module="agentport.backends.gemini",
+        executable="gemini",
+        install_hint="npm install -g @google/gemini-cli",
+        verified_against="0.61.0",
+        supports_runtime=True,
+        auto_priority=30,
+        params=params(
+            system_prompt=T, output_schema=T, temperature=I, max_tokens=I, model=N,
+            tool_restriction=T, sandbox=T, max_turns=I, streaming=N, session_resume=I,
+            cwd=N, web_search=I,
+        ),
+        notes={
+            Param.system_prompt: "folded into the prompt as a 'System instructions' block",
+            Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "
+            "validated, re-prompted with the errors",
+            Param.temperature: "the CLI has no sampling flags",
+            Param.max_tokens: "the CLI has no output-token flag",
+            Param.model: "-m (without it the CLI routes between models with an extra request)",
+            Param.tool_restriction: "a per-run policy file (--policy=FILE, the user tier): every "
+            "tool denied, each listed one allowed; no MCP server (--allowed-mcp-server-names); "
+            "the shell tool under read_only or workspace_write is refused",
+            Param.sandbox: "approval modes: read_only -> default (mutating tools are not "
+            "offered headless), workspace_write -> auto_edit, full -> yolo",
+            Param.max_turns: "not mapped (model.maxSessionTurns in settings.json)",
+            Param.streaming: "stream-json events (init, text deltas, tool_call, tool_result, "
+            "usage)",
+            Param.session_resume: "not verified headless; each call is a new session",
+            Param.cwd: "the process working directory (trusted with --skip-trust)",
+            Param.web_search: "not toggled by agentport",
+        },
+    ),
+    BackendCapability(
+        name="opencode",
+        retries=(
+            "no retry setting: run with --print-logs --log-level WARN, the run ends at the "
+            "first 'stream error' log line (classified from its text)"
+        ),
+        aliases=("open_code", "sst_opencode"),
+        kind=BackendKind.cli,
+        billing=(Billing.api_key, Billing.subscription),
+        billing_note="the configured provider's key, or a provider login",
+        summary="OpenCode CLI (opencode run --format json), completion and runtime.",
+        module="agentport.backends.opencode",
+        executable="opencode",
+        install_hint="npm install -g opencode-ai",
+        verified_against="1.18.33",
+        supports_runtime=True,
+        auto_priority=40,
+        params=params(
+            system_prompt=T, output_schema=T, temperature=I, max_tokens=I, model=N,
+            tool_restriction=T, sandbox=T, max_turns=I, streaming=N, session_resume=I,
+            cwd=N, web_search=I,
+        ),
+        notes={
+            Param.system_prompt: "folded into the prompt as a 'System instructions' block "
+            "(opencode run has no system-prompt flag)",
+            Param.output_schema: "no schema flag on run: schema in the prompt, JSON extracted, "
+            "validated, re-prompted with the errors",
+            Param.temperature: "not mapped (agent temperature lives in the opencode config)",
+            Param.max_tokens: "the CLI has no output-token flag",
+            Param.model: "-m provider/model; a bare model name gets the configured provider",
+            Param.tool_restriction: "permission rules in a per-run config "
+            "(OPENCODE_CONFIG_CONTENT, OPENCODE_PERMISSION; also for the built-in agents): "
+            "every tool deny, each listed "
+            "one allow",
+            Param.sandbox: "no OS sandbox: permission rules; read_only denies edit, write, bash, "
+            "task and external_directory, workspace_write denies bash, task and "
+            "external_directory; bash in the list (or a write tool under read_only) is refused",
+            Param.max_turns: "the CLI has no turn budget",
+            Param.streaming: "--format json events (step_start, whole text parts, tool_use, "
+            "step_finish with usage)",
+            Param.session_resume: "not verified headless; each call is a new session",
+            Param.cwd: "the process working directory",
+            Param.web_search: "not toggled by agentport",
+        },
+    ),
+    BackendCapability(
+        name="qwen",
+        retries=(
+            "model.generationConfig.maxRetries = 0 in the per-run settings layer; its "
+            "429/5xx backoff loop has no setting: the run ends at the first '[RETRY] Attempt "
+            "N failed' line of its debug log (a private QWEN_RUNTIME_DIR per run)"
+        ),
+        aliases=("qwen_code",),
+        kind=BackendKind.cli,
+        billing=(Billing.subscription, Billing.api_key),
+        billing_note="a Qwen OAuth login (daily quota), or an OpenAI-compatible API key",
+        summary="Qwen Code CLI (qwen --output-format stream-json), completion and runtime.",
+        module="agentport.backends.qwen",
+        executable="qwen",
+        install_hint="npm install -g @qwen-code/qwen-code",
+        verified_against="0.15.10",
+        supports_runtime=True,
+        auto_priority=50,
+        params=params(
+            system_prompt=N, output_schema=N, temperature=N, max_tokens=N, model=N,
+            tool_restriction=N, sandbox=T, max_turns=N, streaming=N, session_resume=I,
+            cwd=N, web_search=I,
+        ),
+        notes={
+            Param.system_prompt: "--append-system-prompt ([llm.qwen] system_prompt_mode = "
+            "\"replace\" uses --system-prompt)",
+            Param.output_schema: "--json-schema @FILE (a structured_output tool); the value "
+            "comes back in result.structured_result and is validated",
+            Param.temperature: "model.generationConfig.samplingParams.temperature in a per-run "
+            "settings-defaults file (sent in the request)",
+            Param.max_tokens: "model.generationConfig.samplingParams.max_tokens, same file",
+            Param.model: "-m",
+            Param.tool_restriction: "--core-tools=<list> (only these built-in tools offered), "
+            "--allowed-tools=<list> (no confirmation), no MCP server; the meta tools agent, "
+            "skill, tool_search, send_message and task_stop stay offered, except with no "
+            "tools: --exclude-tools then lists every built-in and meta tool",
+            Param.sandbox: "approval modes: read_only -> default (mutating tools are not "
+            "offered headless), workspace_write -> auto-edit, full -> yolo",
+            Param.max_turns: "--max-session-turns",
+            Param.streaming: "stream-json events (init, text, tool_call, tool_result, usage)",
+            Param.session_resume: "not verified headless; each call is a new session",
+            Param.cwd: "the process working directory",
+            Param.web_search: "not toggled by agentport",
+        },
+    ),
+    BackendCapability(
+        name="pi",
+        retries=(
+            "off per run: retry.maxRetries = 0 and retry.provider.maxRetries = 0 in the "
+            "private agent folder (with base_url); with your own folder the run ends at "
+            "pi's first auto_retry_start event"
+        ),
+        aliases=("pi_coding_agent", "pi_agent"),
+        kind=BackendKind.cli,
+        billing=(Billing.api_key, Billing.subscription),
+        billing_note="the configured provider's key, or a provider login (/login)",
+        summary="pi coding agent (pi -p --mode json), completion and runtime.",
+        module="agentport.backends.pi",
+        executable="pi",
+        install_hint="npm install -g @mariozechner/pi-coding-agent",
+        verified_against="0.73.1",
+        supports_runtime=True,
+        auto_priority=60,
+        params=params(
+            system_prompt=N, output_schema=T, temperature=I, max_tokens=I, model=N,
+            tool_restriction=N, sandbox=I, max_turns=I, streaming=N, session_resume=I,
+            cwd=N, web_search=I,
+        ),
+        notes={
+            Param.system_prompt: "--append-system-prompt ([llm.pi] system_prompt_mode = "
+            "\"replace\" uses --system-prompt)",
+            Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "
+            "validated, re-prompted with the errors",
+            Param.temperature: "the CLI has no sampling flags",
+            Param.max_tokens: "no per-call flag ([llm.pi] max_output_tokens sets the model's "
+            "maxTokens in the generated models.json)",
+            Param.model: "--provider P --model M (provider/model, or [llm.pi] provider)",
+            Param.tool_restriction: "--tools <list>; no tools -> --no-tools --no-extensions",
+            Param.sandbox: "no sandbox or permission modes in print mode: holds only with no "
+            "tools (the default); otherwise refused (unsupported)",
+            Param.max_turns: "the CLI has no turn budget",
+            Param.streaming: "--mode json events (init, text deltas, tool_call, tool_result, "
+            "usage)",
+            Param.session_resume: "runs with --no-session (ephemeral)",
+            Param.cwd: "the process working directory",
+            Param.web_search: "pi has no web tool",
+        },
+    ),
+    BackendCapability(
+        name="copilot",
+        retries=(
+            "no setting: the run ends at the first model.call_failure event (its "
+            "statusCode, or network for a transport failure)"
+        ),
+        aliases=("copilot_cli", "github_copilot"),
+        kind=BackendKind.cli,
+        billing=(Billing.subscription, Billing.api_key),
+        billing_note=(
+            "a GitHub Copilot plan (premium requests), or your own provider key (BYOK)"
+        ),
+        summary="GitHub Copilot CLI (copilot --output-format json), BYOK endpoints; completion "
+        "and runtime.",
+        module="agentport.backends.copilot",
+        executable="copilot",
+        install_hint="npm install -g @github/copilot",
+        verified_against="1.0.102",
+        supports_runtime=True,
+        auto_priority=70,
+        params=params(
+            system_prompt=T, output_schema=T, temperature=I, max_tokens=I, model=N,
+            tool_restriction=N, sandbox=T, max_turns=I, streaming=N, session_resume=I,
+            cwd=N, web_search=I,
+        ),
+        notes={
+            Param.system_prompt: "folded into the prompt as a 'System instructions' block",
+            Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "
+            "validated, re-prompted with the errors",
+            Param.temperature: "the CLI has no sampling flags",
+            Param.max_tokens: "the CLI has no output-token flag",
+            Param.model: "--model (and COPILOT_MODEL for a BYOK endpoint)",
+            Param.tool_restriction: "--available-tools=<list>; no tools -> a name no tool has, "
+            "plus --deny-tool=shell, write and url",
+            Param.sandbox: "no OS sandbox: read_only -> --deny-tool=shell, url, write; "
+            "workspace_write -> --allow-tool=write (paths limited to the working directory); "
+            "full -> --allow-all-tools; a shell tool under a narrower sandbox is refused",
+            Param.max_turns: "the CLI has no turn budget",
+            Param.streaming: "--output-format json events (text deltas, tool_call, "
+            "tool_result); no token counts",
+            Param.session_resume: "not verified headless; each call is a new session",
+            Param.cwd: "the process working directory",
+            Param.web_search: "not toggled by agentport",
+        },
+    ),
+)  # fmt: skip

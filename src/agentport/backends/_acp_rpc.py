@@ -1,0 +1,302 @@
+"""The ACP client's connection: one agent process speaking JSON-RPC 2.0 over stdio
+(`AgentConnection`), and the classification of JSON-RPC errors (`rpc_error`).
+
+The process is spawned under the runner's guardian (`agentport.transport.guard_argv`) in a
+new process group, so it dies with this process even on SIGKILL; its stderr is kept as a
+bounded tail and its group torn down shielded and bounded (`_teardown`), like every CLI run.
+Source: agentclientprotocol.com (protocol version 1); docs/backends/acp.md.
+
+Why our own client and not the `agent-client-protocol` package: that SDK (0.12.1 checked) is
+built on asyncio (`asyncio.create_subprocess_exec`, asyncio tasks and queues), and agentport
+runs on anyio with every async path tested on asyncio and trio; the protocol surface a client
+needs is small.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import Process, TaskGroup
+
+from ..core import ErrorKind, ProviderError, TimeoutWhich
+from ..transport import (
+    LineFramer,
+    LineTooLongError,
+    guard_argv,
+    missing_executable,
+    parse_line,
+)
+from ..transport._runner import _teardown
+from ._classify import kind_from_status, kind_from_text
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "AgentConnection",
+    "OnNotify",
+    "OnRequest",
+    "RpcFailure",
+    "rpc_error",
+]
+
+PROTOCOL_VERSION = 1
+_CHUNK = 256 * 1024
+
+
+def rpc_error(error: Mapping[str, Any], method: str) -> ProviderError:
+    """A JSON-RPC error object -> a classified `ProviderError`."""
+    code = error.get("code")
+    message = str(error.get("message") or f"{method} failed")
+    data = error.get("data")
+    text = message + (f" {json.dumps(data)}" if data is not None else "")
+    status = code if isinstance(code, int) and 400 <= code <= 599 else None
+    if status is not None:
+        kind = kind_from_status(status) or ErrorKind.server_error
+    elif code == -32000:
+        kind = ErrorKind.auth_required
+    elif code == -32601:
+        kind = ErrorKind.unsupported
+    elif code == -32602:
+        kind = ErrorKind.invalid_request
+    else:
+        kind = kind_from_text(text) or ErrorKind.process_failed
+    return ProviderError(
+        kind, f"{method}: {message}", status=status, details={"rpc_code": code, "data": data}
+    )
+
+
+# ---------------------------------------------------------------------- the connection
+
+
+@dataclass(slots=True)
+class _Waiter:
+    event: anyio.Event = field(default_factory=anyio.Event)
+    result: Any = None
+    rpc_error: dict[str, Any] | None = None
+    gone: ProviderError | None = None
+
+
+OnRequest = Callable[[str, Any], Awaitable[Any]]
+OnNotify = Callable[[str, Any], Awaitable[None]]
+
+
+class AgentConnection:
+    """One agent process and its JSON-RPC connection. `start(tg)` spawns it and runs the
+    reader and the stderr drain in *tg*; `aclose()` closes stdin, then tears the process group
+    down (shielded, bounded). Requests raise `ProviderError` (timeouts, agent gone, RPC errors).
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        cwd: Path,
+        *,
+        grace_s: float,
+        max_line_bytes: int,
+        on_request: OnRequest,
+    ) -> None:
+        self.argv = list(argv)
+        self.env = dict(env)
+        self.cwd = cwd
+        self.grace_s = grace_s
+        self.max_line_bytes = max_line_bytes
+        self.on_request = on_request
+        self.on_notify: OnNotify | None = None
+        self.process: Process | None = None
+        self.last_activity = time.monotonic()
+        self.noise = 0
+        self._ids = 0
+        self._pending: dict[int, _Waiter] = {}
+        self._gone: ProviderError | None = None
+        self._tail: deque[bytes] = deque()
+        self._lock = anyio.Lock()
+
+    @property
+    def stderr_tail(self) -> str:
+        return b"".join(self._tail)[-8000:].decode("utf-8", errors="replace")
+
+    async def start(self, tg: TaskGroup) -> None:
+        why = missing_executable(self.argv[0], self.env)
+        if why is not None:
+            kind = ErrorKind.process_failed if "Permission" in why else ErrorKind.not_installed
+            raise ProviderError(kind, f"cannot start {self.argv[0]!r}: {why}", retryable=False)
+        argv, pass_fds = guard_argv(self.argv)
+        try:
+            # shielded, as in the runner: a spawn cancelled half-way leaves an untracked group
+            with anyio.CancelScope(shield=True):
+                self.process = await anyio.open_process(
+                    argv,
+                    pass_fds=pass_fds,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    cwd=self.cwd,
+                    env=self.env,
+                    start_new_session=sys.platform != "win32",
+                )
+        except FileNotFoundError as exc:
+            raise ProviderError(
+                ErrorKind.not_installed, f"cannot start {self.argv[0]!r}: {exc.strerror}"
+            ) from None
+        except OSError as exc:
+            raise ProviderError(
+                ErrorKind.process_failed,
+                f"cannot start {self.argv[0]!r}: {exc.strerror or exc}",
+                retryable=False,
+            ) from None
+        tg.start_soon(self._read)
+        tg.start_soon(self._drain)
+
+    async def aclose(self) -> None:
+        process = self.process
+        if process is None:
+            return
+        with anyio.CancelScope(shield=True):
+            if process.stdin is not None:
+                with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    await process.stdin.aclose()
+            with anyio.move_on_after(min(self.grace_s, 1.0)):
+                await process.wait()  # a polite agent exits at stdin's EOF
+            await _teardown(process, self.grace_s)
+
+    def _fail_all(self, error: ProviderError) -> None:
+        self._gone = error
+        for waiter in self._pending.values():
+            waiter.gone = error
+            waiter.event.set()
+        self._pending.clear()
+
+    async def _drain(self) -> None:
+        assert self.process is not None
+        assert self.process.stderr is not None
+        size = 0
+        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            async for chunk in self.process.stderr:
+                self._tail.append(chunk)
+                size += len(chunk)
+                while size - len(self._tail[0]) >= 64 * 1024:
+                    size -= len(self._tail.popleft())
+
+    async def _read(self) -> None:
+        assert self.process is not None
+        assert self.process.stdout is not None
+        framer = LineFramer(self.max_line_bytes)
+        try:
+            while True:
+                try:
+                    chunk = await self.process.stdout.receive(_CHUNK)
+                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    break
+                self.last_activity = time.monotonic()
+                for line in framer.feed(chunk):
+                    await self._dispatch(line)
+        except LineTooLongError as exc:
+            self._fail_all(ProviderError(ErrorKind.bad_output, str(exc), retryable=False))
+            return
+        with anyio.move_on_after(self.grace_s):
+            await self.process.wait()
+        code = self.process.returncode
+        tail = self.stderr_tail
+        lines = [ln.strip() for ln in tail.strip().splitlines() if ln.strip()]
+        self._fail_all(
+            ProviderError(
+                ErrorKind.process_failed,
+                f"the ACP agent exited (code {code})" + (f": {lines[-1]}" if lines else ""),
+                exit_code=code,
+                stderr_tail=tail[-4000:],
+                retryable=False,
+            )
+        )
+
+    async def _dispatch(self, line: bytes | bytearray) -> None:
+        frame = parse_line(line)
+        if frame is None:
+            return
+        msg = frame.value
+        if not frame.is_json or not isinstance(msg, dict):
+            self.noise += 1  # an agent that logs to stdout; the protocol lines still count
+            return
+        method = msg.get("method")
+        if method is None and "id" in msg:
+            waiter = self._pending.pop(msg["id"], None) if isinstance(msg["id"], int) else None
+            if waiter is not None:
+                if isinstance(msg.get("error"), dict):
+                    waiter.rpc_error = msg["error"]
+                else:
+                    waiter.result = msg.get("result")
+                waiter.event.set()
+        elif "id" in msg:
+            await self._answer(msg["id"], str(method), msg.get("params"))
+        elif self.on_notify is not None:
+            await self.on_notify(str(method), msg.get("params"))
+
+    async def _answer(self, request_id: Any, method: str, params: Any) -> None:
+        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
+        try:
+            reply["result"] = await self.on_request(method, params)
+        except RpcFailure as exc:
+            reply["error"] = {"code": exc.code, "message": exc.message}
+        with suppress(ProviderError):
+            await self._send(reply)
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        assert self.process is not None
+        assert self.process.stdin is not None
+        data = (json.dumps(message, ensure_ascii=False) + "\n").encode("utf-8")
+        async with self._lock:
+            try:
+                await self.process.stdin.send(data)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                raise self._gone or ProviderError(
+                    ErrorKind.process_failed, "the ACP agent closed its stdin", retryable=False
+                ) from None
+
+    async def notify(self, method: str, params: Any) -> None:
+        await self._send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def request(
+        self, method: str, params: Any, *, limit_s: float, which: TimeoutWhich = "idle"
+    ) -> Any:
+        """Send a request and wait for its answer; *limit_s* is the longest silence (no line
+        from the agent) tolerated while waiting."""
+        if self._gone is not None:
+            raise self._gone
+        self._ids += 1
+        request_id = self._ids
+        waiter = _Waiter()
+        self._pending[request_id] = waiter
+        await self._send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        self.last_activity = time.monotonic()
+        while not waiter.event.is_set():
+            remaining = limit_s - (time.monotonic() - self.last_activity)
+            if remaining <= 0:
+                self._pending.pop(request_id, None)
+                raise ProviderError(
+                    ErrorKind.timeout,
+                    f"{method}: no message from the ACP agent for {limit_s:g}s",
+                    timeout=which,
+                )
+            with anyio.move_on_after(remaining):
+                await waiter.event.wait()
+        if waiter.gone is not None:
+            raise waiter.gone
+        if waiter.rpc_error is not None:
+            raise rpc_error(waiter.rpc_error, method)
+        return waiter.result
+
+
+class RpcFailure(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message

@@ -1,0 +1,96 @@
+"""A CLI's own retry notice ends the run: agentport owns retries (issue 10, deliverable 3).
+
+Each agent CLI retries a failed model request by itself, some for minutes; under agentport's
+retry policy those loops multiply (gemini's 10+5 attempts x 3). Where a CLI cannot be told to
+stop retrying through a per-run setting, its FIRST retry notice is classified as the failure:
+
+- on stderr, through `BackendSpec.retry_notice` (`stderr_notice` builds one from a pattern);
+- on stdout, through an event the decoder marks `retry_notice` (`notice_event` builds it;
+  `notice_error` turns it into the failure once the run has stopped).
+
+A retry notice is never a success. Pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from ..core import AgentEvent, ErrorKind, EventType, ProviderError
+from ._classify import kind_from_status, kind_from_text
+
+__all__ = ["notice_error", "notice_event", "status_in", "stderr_notice"]
+
+_STATUS = re.compile(r"(?<![\d.])([45]\d\d)(?![\d.])")
+
+
+def status_in(text: str) -> int | None:
+    """The first HTTP error status (4xx/5xx) written as a separate number in *text*."""
+    found = _STATUS.search(text)
+    return int(found.group(1)) if found else None
+
+
+def _kind(status: int | None, text: str) -> ErrorKind:
+    # no status and no known wording: the request never got an answer (connection dropped)
+    return kind_from_status(status) or kind_from_text(text) or ErrorKind.network
+
+
+def notice_event(
+    raw: Any,
+    message: str,
+    *,
+    status: int | None = None,
+    retry_after: float | None = None,
+    kind: ErrorKind | None = None,
+) -> AgentEvent:
+    """The event a decoder returns for a retry notice on stdout: an error, terminal, marked
+    `retry_notice`, with the status / Retry-After the CLI reported (when it did) and the kind
+    when the CLI says it outright (a transport failure is `network`)."""
+    meta: dict[str, Any] = {"terminal": True, "retry_notice": True, "fatal": True}
+    if kind is not None:
+        meta["kind"] = kind
+    if status is not None:
+        meta["status"] = status
+    if retry_after is not None:
+        meta["retry_after"] = retry_after
+    return AgentEvent(type=EventType.error, content=message, raw=raw, is_error=True, metadata=meta)
+
+
+def notice_error(event: AgentEvent, exit_code: int | None, stderr_tail: str) -> ProviderError:
+    """The failure a `notice_event` announces: the status first, the wording second, else a
+    network failure; `retry_after` as reported."""
+    raw = event.metadata.get("status")
+    status = raw if isinstance(raw, int) and not isinstance(raw, bool) else None
+    after = event.metadata.get("retry_after")
+    said = event.metadata.get("kind")
+    return ProviderError(
+        said if isinstance(said, ErrorKind) else _kind(status, event.content),
+        f"the CLI's own retry was stopped at its first notice: {event.content}"[:2000],
+        status=status,
+        retry_after=float(after) if isinstance(after, int | float) and after >= 0 else None,
+        exit_code=exit_code,
+        stderr_tail=stderr_tail[-4000:],
+    )
+
+
+def stderr_notice(pattern: re.Pattern[str]) -> Callable[[str], ProviderError | None]:
+    """A `BackendSpec.retry_notice` for stderr lines matching *pattern*: a named group
+    `status`, when matched, is the HTTP status; a group `text` the part of the line that
+    names the error (else the whole line, which is also searched for a status)."""
+
+    def notice(line: str) -> ProviderError | None:
+        found = pattern.search(line)
+        if found is None:
+            return None
+        groups = found.groupdict()
+        text = (groups.get("text") or line).strip()
+        status_text = groups.get("status")
+        status = int(status_text) if status_text and status_text.isdigit() else status_in(text)
+        return ProviderError(
+            _kind(status, text),
+            f"the CLI's own retry was stopped at its first notice: {text}"[:2000],
+            status=status,
+        )
+
+    return notice

@@ -1,0 +1,29 @@
+"""`agentport mcp`: agentport as a Model Context Protocol server (official MCP Python SDK).
+
+Tools: `complete`, `backends`; deep research as a job (`research_start`, `research_status`,
+`research_wait`, `research_result`, `research_cancel`); DeepRefine (`refine`, `review`,
+`apply`). Paths are limited to the roots given at start; tool errors are one line
+`<ErrorKind>: <message>`. Needs the `agentport[mcp]` extra. See docs/mcp.md.
+
+```python
+from agentport.mcp import build_server, serve_stdio
+
+serve_stdio(build_server(roots=["./docs", "./myproject"]))
+```
+"""
+
+from __future__ import annotations
+
+from ._errors import Roots, ToolFailure
+from ._server import build_server, check_bind, http_app, is_loopback, serve_http, serve_stdio
+
+__all__ = [
+    "Roots",
+    "ToolFailure",
+    "build_server",
+    "check_bind",
+    "http_app",
+    "is_loopback",
+    "serve_http",
+    "serve_stdio",
+]

@@ -1,0 +1,123 @@
+"""Tool errors and path roots for the MCP server.
+
+Every failure a tool reports is one line `<ErrorKind>: <message>` (agentport's `ErrorKind`
+values, docs/errors.md), delivered as an MCP tool error (`isError: true`), never a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import ParamSpec, TypeVar
+
+from mcp.server.mcpserver.exceptions import ToolError
+
+from ..core import ErrorKind, ProviderError, redact
+
+__all__ = ["Roots", "ToolFailure", "guarded", "one_line"]
+
+_log = logging.getLogger("agentport.mcp")
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def one_line(text: str, limit: int = 400) -> str:
+    """*text* on one line (newlines folded, pydantic's help links dropped), redacted, capped."""
+    parts = [
+        p.strip()
+        for p in text.splitlines()
+        if p.strip() and not p.strip().startswith("For further information")
+    ]
+    flat = redact("; ".join(parts))
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+class ToolFailure(Exception):
+    """An expected tool failure: `kind` is an `ErrorKind`, `message` one line."""
+
+    def __init__(self, kind: ErrorKind, message: str) -> None:
+        super().__init__(f"{kind.value}: {one_line(message)}")
+        self.kind = kind
+
+
+def guarded(fn: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+    """Wrap a tool: every exception becomes a one-line `ToolError` `<kind>: <message>`
+    (cancellation passes through; unexpected errors are logged with their traceback on the
+    server's stderr and reported as `server_error`)."""
+
+    @functools.wraps(fn)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return await fn(*args, **kwargs)
+        except ToolFailure as exc:
+            raise ToolError(str(exc)) from None
+        except ProviderError as exc:
+            text = one_line(str(exc))
+            if not text.startswith(f"{exc.kind.value}:"):
+                text = f"{exc.kind.value}: {text}"
+            raise ToolError(text) from None
+        except ToolError:
+            raise
+        except Exception as exc:
+            from ..workflows.deeprefine import InputError
+
+            if isinstance(exc, InputError | OSError):
+                raise ToolError(f"invalid_request: {one_line(str(exc))}") from None
+            _log.exception("agentport mcp: tool %s crashed", getattr(fn, "__name__", "?"))
+            message = one_line(f"{type(exc).__name__}: {exc}")
+            raise ToolError(f"server_error: internal error ({message})") from None
+
+    return wrapper
+
+
+class Roots:
+    """The folders the server may read and write (given with `--root`, resolved at start).
+
+    `check(path, what)` returns the resolved path when it lies inside a root and raises
+    `ToolFailure(invalid_request)` with one line otherwise. Symlinks are resolved before the
+    check, so a link out of a root is refused.
+    """
+
+    def __init__(self, roots: Sequence[str | Path]) -> None:
+        self.paths: tuple[Path, ...] = tuple(Path(r).expanduser().resolve() for r in roots)
+
+    def check(self, path: str, what: str) -> Path:
+        if not path or not path.strip():
+            raise ToolFailure(ErrorKind.invalid_request, f"{what}: the path is empty")
+        if not self.paths:
+            raise ToolFailure(
+                ErrorKind.invalid_request,
+                f"{what}: {path}: no roots: start the server with --root DIR to allow paths",
+            )
+        raw = Path(path).expanduser()
+        if not raw.is_absolute():
+            raw = self.paths[0] / raw  # relative paths are relative to the first root
+        resolved = raw.resolve()
+        if not any(resolved == r or resolved.is_relative_to(r) for r in self.paths):
+            allowed = ", ".join(str(r) for r in self.paths)
+            raise ToolFailure(
+                ErrorKind.invalid_request,
+                f"{what}: {path} is outside the allowed roots ({allowed})",
+            )
+        return resolved
+
+    def describe(self) -> list[str]:
+        return [str(r) for r in self.paths]
+
+
+def flatten_sdk_error(text: str) -> str:
+    """An SDK-made tool error (unknown tool, arguments that fail the schema) as one line
+    `invalid_request: ...`; our own `<kind>: ...` lines keep their kind."""
+    prefix = "Error executing tool "
+    body = text
+    if body.startswith(prefix) and ": " in body[len(prefix) :]:
+        body = body[len(prefix) :]
+        name, _, rest = body.partition(": ")
+        if rest.split(":", 1)[0] in {k.value for k in ErrorKind}:
+            return one_line(rest)
+        return one_line(f"invalid_request: {name}: {rest}")
+    if body.split(":", 1)[0] in {k.value for k in ErrorKind}:
+        return one_line(body)
+    return one_line(f"invalid_request: {body}")

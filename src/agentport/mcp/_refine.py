@@ -1,0 +1,235 @@
+"""The DeepRefine tools of `agentport mcp`: `refine` (run the loop, dry), `review` (the
+verdicts) and `apply` (write graph.json only for the exact reviewed action set, approved).
+
+Same files as `agentport refine` / `deeprefine`: the trace and actions under `.deeprefine/`,
+apply under the graph lock with an atomic write and an exact pre-image backup
+(`apply_refinement`), then `finish` marks the query refined.
+"""
+
+import hashlib
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
+from mcp.server.mcpserver import Context
+from pydantic import Field
+from returns.result import Failure
+
+from ..core import ErrorKind
+from ..workflows.deeprefine import (
+    Layout,
+    LoopSettings,
+    Review,
+    ReviewContext,
+    apply_refinement,
+    finish,
+    load_graph,
+    load_trace,
+    review,
+    run_loop,
+    save_loop,
+    validate_trace,
+)
+from ._errors import Roots, ToolFailure, guarded
+from ._tools import AdapterFactory, BackendArg
+
+__all__ = ["RefineTools"]
+
+GraphArg = Annotated[
+    str,
+    Field(
+        description="Path of a graphify graph.json (usually <project>/graphify-out/graph.json), "
+        "inside the server's --root folders."
+    ),
+]
+QueryArg = Annotated[
+    str, Field(description="The query_id returned by `refine` (names the trace and actions).")
+]
+
+
+def action_set_id(texts: list[str]) -> str:
+    """A short digest naming an exact, ordered action set (what `apply` must repeat)."""
+    return hashlib.sha256("\n".join(texts).encode("utf-8")).hexdigest()[:16]
+
+
+def _review_payload(reviewed: Review) -> dict[str, Any]:
+    texts = [item.text for item in reviewed.items]
+    counts = {
+        c: sum(1 for i in reviewed.items if i.confidence == c) for c in ("HIGH", "MEDIUM", "LOW")
+    }
+    return {
+        "actions": texts,
+        "action_set_id": action_set_id(texts),
+        "counts": counts,
+        "review": reviewed.as_json(),
+        "markdown": reviewed.markdown(),
+    }
+
+
+class RefineTools:
+    """refine / review / apply over graphs inside *roots*."""
+
+    def __init__(self, roots: Roots, adapter_for: AdapterFactory) -> None:
+        self.roots, self.adapter_for = roots, adapter_for
+
+    def register(self, server: Any) -> None:
+        for fn, title in (
+            (self.refine, "DeepRefine: run the loop (dry run)"),
+            (self.review, "DeepRefine: review proposed actions"),
+            (self.apply, "DeepRefine: apply reviewed actions"),
+        ):
+            server.add_tool(guarded(fn), name=fn.__name__, title=title, structured_output=True)
+
+    def _layout(self, graph: str) -> tuple[Path, Layout]:
+        path = self.roots.check(graph, "graph")
+        if not path.is_file():
+            raise ToolFailure(ErrorKind.invalid_request, f"graph: {graph}: no such file")
+        layout = Layout.for_graph(path)
+        self.roots.check(str(layout.state), "graph state folder")  # .deeprefine/ is written
+        return path, layout
+
+    def _files(self, layout: Layout, qid: str) -> tuple[Path, Path, dict[str, Any]]:
+        if not qid or not all(c.isalnum() or c in "-_" for c in qid):
+            raise ToolFailure(ErrorKind.invalid_request, f"query_id: {qid!r} is not a query id")
+        trace_path = layout.trace_path(qid)
+        if not trace_path.is_file():
+            raise ToolFailure(
+                ErrorKind.invalid_request, f"query_id: {qid}: no trace for it; run `refine` first"
+            )
+        trace = load_trace(trace_path)
+        actions_path = layout.actions_path(qid)
+        if not actions_path.is_file():
+            raise ToolFailure(
+                ErrorKind.invalid_request,
+                f"query_id: {qid}: early exit, no actions to review or apply",
+            )
+        return trace_path, actions_path, trace
+
+    async def refine(
+        self,
+        question: Annotated[str, Field(description="The question the graph should answer.")],
+        graph: GraphArg,
+        ctx: Context,
+        backend: BackendArg = None,
+    ) -> dict[str, Any]:
+        """Run the DeepRefine loop (judge -> k-hop retrieval -> abduction -> refinement) for
+        a question on a graphify graph. A dry run: writes the trace and proposed actions
+        under .deeprefine/ and never touches graph.json. Returns {query_id, early_exit,
+        trace, actions, action_set_id, review, trace_file, actions_file}; sends a progress
+        notification per hop. Next: show the review to the user, then `apply`."""
+        q = question.strip()
+        if not q:
+            raise ToolFailure(ErrorKind.invalid_request, "question: is empty")
+        path, layout = self._layout(graph)
+        loaded = load_graph(path)
+        adapter = self.adapter_for(backend)
+        send, receive = anyio.create_memory_object_stream[int](16)
+
+        async def forward() -> None:
+            async with receive:
+                async for step in receive:
+                    await ctx.report_progress(step, None, f"hop {step}")
+
+        settings = LoopSettings(on_step=lambda step: send.send_nowait(step))
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(forward)
+            async with send:
+                result = await run_loop(adapter, loaded, q, settings)
+        if isinstance(result, Failure):
+            raise result.failure()
+        loop = result.unwrap()
+        trace_path, actions_path = save_loop(layout, loop)
+        errors = validate_trace(loop.trace, trace_path, layout, actions_path)
+        if errors:
+            raise ToolFailure(ErrorKind.bad_output, f"trace invalid: {'; '.join(errors)}")
+        out: dict[str, Any] = {
+            "query_id": loop.query_id,
+            "early_exit": loop.early_exit,
+            "trace_file": str(trace_path),
+            "actions_file": str(actions_path) if actions_path else None,
+            "trace": loop.trace,
+        }
+        if loop.early_exit:
+            finish(layout, trace_path, None)
+            return out | {"actions": [], "action_set_id": None, "review": []}
+        assert actions_path is not None
+        text = actions_path.read_text(encoding="utf-8")
+        reviewed = review(text, loaded, ReviewContext.from_trace(loop.trace, loaded, layout.root))
+        return out | _review_payload(reviewed)
+
+    async def review(self, graph: GraphArg, query_id: QueryArg) -> dict[str, Any]:
+        """Review a refine run's proposed actions against the current graph.json and the
+        project's source files: each action gets HIGH / MEDIUM / LOW confidence, its
+        effect (change / skip / reject) and the evidence. Returns {actions, action_set_id,
+        counts, review, markdown}; pass `actions` (or `action_set_id`) back to `apply`."""
+        path, layout = self._layout(graph)
+        _, actions_path, trace = self._files(layout, query_id)
+        loaded = load_graph(path)
+        text = actions_path.read_text(encoding="utf-8")
+        return _review_payload(
+            review(text, loaded, ReviewContext.from_trace(trace, loaded, layout.root))
+        )
+
+    async def apply(
+        self,
+        graph: GraphArg,
+        query_id: QueryArg,
+        actions: Annotated[
+            list[str],
+            Field(
+                description="The exact action list `review` returned (same texts, same "
+                "order): apply refuses anything else."
+            ),
+        ],
+        approve: Annotated[
+            bool, Field(description="Must be true: the user approved these actions.")
+        ],
+        allow_low: Annotated[
+            bool,
+            Field(description="Also apply LOW-confidence actions (refused otherwise)."),
+        ] = False,
+    ) -> dict[str, Any]:
+        """Apply reviewed DeepRefine actions to graph.json: only when `approve` is true and
+        `actions` is exactly the reviewed set; LOW-confidence actions are refused unless
+        `allow_low`. Writes atomically under the graph lock after saving an exact
+        pre-image (.deeprefine/graph.json.bak), then marks the query refined. Returns
+        {applied, written, outcomes, backup_file}."""
+        if approve is not True:
+            raise ToolFailure(
+                ErrorKind.invalid_request,
+                "approve: must be true; apply only what the user approved after the review",
+            )
+        path, layout = self._layout(graph)
+        trace_path, actions_path, trace = self._files(layout, query_id)
+        text = actions_path.read_text(encoding="utf-8")
+        current = load_graph(path)
+        reviewed = review(text, current, ReviewContext.from_trace(trace, current, layout.root))
+        expected = [item.text for item in reviewed.items]
+        if list(actions) != expected:
+            raise ToolFailure(
+                ErrorKind.invalid_request,
+                f"actions: not the reviewed set ({len(actions)} given, {len(expected)} reviewed, "
+                f"action_set_id {action_set_id(expected)}); call review and pass its actions",
+            )
+        report = apply_refinement(
+            layout, text, graph_path=path, trace=trace, allow_low=allow_low,
+            refinement_file=actions_path,
+        )  # fmt: skip
+        if report.refused:
+            low = "; ".join(i.text for i in report.review.low)
+            raise ToolFailure(
+                ErrorKind.invalid_request,
+                f"refused: LOW-confidence action(s) ({low}); graph.json not modified; "
+                "pass allow_low=true only if the user accepts them",
+            )
+        finish(layout, trace_path, actions_path)
+        return {
+            "applied": report.applied,
+            "written": report.written,
+            "graph_file": str(path),
+            "backup_file": str(report.backup_path) if report.backup_path else None,
+            "outcomes": [
+                {"action": item.text, "outcome": outcome, "reason": reason}
+                for item, outcome, reason in report.outcomes
+            ],
+        }

@@ -1,0 +1,162 @@
+"""Build and run the agentport MCP server (official MCP Python SDK, `MCPServer`).
+
+Transports: stdio (default) and streamable HTTP on 127.0.0.1. A non-loopback HTTP bind needs
+a bearer token (`--token` or `AGENTPORT_MCP_TOKEN`); when a token is set, every HTTP request
+must carry `Authorization: Bearer <token>` (compared in constant time), loopback included.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import sys
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp_types import CallToolResult, TextContent
+
+from .. import __version__
+from ._errors import Roots, flatten_sdk_error
+from ._jobs import Jobs
+from ._refine import RefineTools
+from ._tools import AdapterFactory, CoreTools
+
+__all__ = ["build_server", "check_bind", "is_loopback", "serve_http", "serve_stdio"]
+
+INSTRUCTIONS = (
+    "agentport: call any configured LLM backend (`complete`), run verified deep research on a "
+    "local folder as a job (`research_start` -> `research_wait`/`research_status` -> "
+    "`research_result`, `research_cancel`), and refine a graphify knowledge graph with "
+    "DeepRefine (`refine` -> show `review` to the user -> `apply` with approve=true and the "
+    "exact reviewed actions). Paths must lie inside the server's roots: {roots}."
+)
+
+
+def _default_adapter(backend: str | None) -> Any:
+    from ..factory import create_llm_adapter
+
+    return create_llm_adapter(backend)
+
+
+class _OneLineErrors:
+    """Server middleware: every tool error leaves as one line `<ErrorKind>: <message>`,
+    including the SDK's own (unknown tool, arguments that fail the schema)."""
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        result = await call_next(ctx)
+        if ctx.method != "tools/call":
+            return result
+        if isinstance(result, CallToolResult) and result.is_error:
+            text = " ".join(c.text for c in result.content if isinstance(c, TextContent))
+            return result.model_copy(
+                update={"content": [TextContent(type="text", text=flatten_sdk_error(text))]}
+            )
+        if isinstance(result, dict) and result.get("isError"):
+            parts = result.get("content") or []
+            text = " ".join(str(p.get("text", "")) for p in parts if isinstance(p, dict))
+            return {**result, "content": [{"type": "text", "text": flatten_sdk_error(text)}]}
+        return result
+
+
+def build_server(
+    roots: Sequence[str | Path],
+    adapter_for: AdapterFactory | None = None,
+) -> MCPServer[Any]:
+    """The server with every tool registered. *roots*: folders paths may lie in;
+    *adapter_for*: backend name (None = configured default) -> `LLMAdapter` (default
+    `agentport.create_llm_adapter`; tests pass scripted adapters)."""
+    allowed = Roots(roots)
+    jobs = Jobs()
+    factory = adapter_for or _default_adapter
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
+        async with anyio.create_task_group() as tg:
+            jobs.attach(tg)
+            try:
+                yield {"jobs": jobs}
+            finally:
+                jobs.attach(None)  # the connection (stdio) or the server ended: stop its jobs
+                tg.cancel_scope.cancel()
+
+    server: MCPServer[Any] = MCPServer(
+        name="agentport",
+        version=__version__,
+        instructions=INSTRUCTIONS.format(roots=", ".join(allowed.describe()) or "none"),
+        lifespan=lifespan,
+        middleware=[_OneLineErrors()],
+        log_level="WARNING",
+    )
+    CoreTools(allowed, jobs, factory).register(server)
+    RefineTools(allowed, factory).register(server)
+    server.jobs = jobs  # type: ignore[attr-defined]  # for tests and the benchmark
+    return server
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, token: str | None) -> str | None:
+    """Why *host* may not be bound (one line), or None: a non-loopback bind needs a token."""
+    if not is_loopback(host) and not token:
+        return (
+            f"--http {host}: refusing a non-loopback bind without a token; "
+            "set --token or AGENTPORT_MCP_TOKEN (HTTP clients then send it as a bearer token)"
+        )
+    return None
+
+
+def serve_stdio(server: MCPServer[Any]) -> None:
+    anyio.run(server.run_stdio_async)
+
+
+class _BearerToken:
+    """ASGI middleware: 401 unless `Authorization: Bearer <token>` matches."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app, self.expected = app, f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                body = b'{"error": "config: missing or wrong bearer token"}'
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"www-authenticate", b"Bearer"),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def http_app(server: MCPServer[Any], host: str, token: str | None) -> Any:
+    """The streamable-HTTP ASGI app at `/mcp`, behind the token check when a token is set."""
+    app = server.streamable_http_app(host=host)
+    return _BearerToken(app, token) if token else app
+
+
+def serve_http(server: MCPServer[Any], host: str, port: int, token: str | None) -> None:
+    import uvicorn
+
+    config = uvicorn.Config(
+        http_app(server, host, token), host=host.strip("[]"), port=port, log_level="warning"
+    )
+    print(f"agentport mcp: streamable HTTP on http://{host}:{port}/mcp", file=sys.stderr)
+    anyio.run(uvicorn.Server(config).serve)

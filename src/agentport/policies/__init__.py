@@ -1,0 +1,45 @@
+"""agentport.policies: what to do about a failure, above every backend.
+
+Policies wrap any `LLMAdapter` and return the same `Result`; the factory composes them from
+configuration (`[llm] retry_*`, `total_timeout_s`, `attempt_timeout_s`), and no backend
+retries on its own. `RetryingAdapter` = the retry policy inside one whole-call deadline, with
+the settings merge, the attempt history on every failure and `duration_s` covering the whole
+call; `FailoverAdapter` = an ordered chain of backends (typed failover, optional hedging);
+`CooldownStore` = exhausted usage windows shared by every process of the user; `receipt` =
+how the backend treated each parameter of a call. Source: DESIGN.md ("Policies above the
+adapters"), issues 10 and 12.
+"""
+
+from ._budget import Budget, BudgetAdapter
+from ._chain import DEFAULT_FAILOVER_ON, failover_kinds
+from ._cooldown import (
+    Cooldown,
+    CooldownStore,
+    CooldownStoreWarning,
+    cooldown_error,
+    default_store,
+    state_dir,
+)
+from ._failover import ChainMember, FailoverAdapter
+from ._receipt import receipt
+from ._retry import DEADLINE_SLACK_S, RetryingAdapter, RetryPolicy, with_retry
+
+__all__ = [
+    "DEADLINE_SLACK_S",
+    "DEFAULT_FAILOVER_ON",
+    "Budget",
+    "BudgetAdapter",
+    "ChainMember",
+    "Cooldown",
+    "CooldownStore",
+    "CooldownStoreWarning",
+    "FailoverAdapter",
+    "RetryPolicy",
+    "RetryingAdapter",
+    "cooldown_error",
+    "default_store",
+    "failover_kinds",
+    "receipt",
+    "state_dir",
+    "with_retry",
+]

@@ -1,0 +1,241 @@
+"""The one retry policy, inside one whole-call deadline (`RetryingAdapter` wraps any adapter).
+
+Retries only failures whose `ProviderError.retryable` is true, waits
+`min(max_delay, base * 2**n)` with full jitter, or `retry_after` when the backend gave one
+(capped by `max_delay_s`). Cancellation is never caught, so never retried.
+
+An exhausted usage window (`quota_exhausted`) is retried only when its `retry_at` comes before
+the deadline, and then not before `retry_at` (issue 12).
+
+The deadline: `CompletionConfig.total_timeout_s` bounds the whole call. Each attempt is handed
+`total_timeout_s = min(attempt_timeout_s, time left)`, so a backend's own limit (the process
+runner's, the HTTP read loop's) fires first and classifies the failure; a backend that does
+not stop in time is cancelled `DEADLINE_SLACK_S` later. A back-off that would end past the
+deadline is not slept: the call ends at once in `Failure(timeout, timeout="total")`.
+Source: issue 10 ("one deadline per call"), DESIGN.md ("Policies above the adapters").
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TypeVar
+
+import anyio
+from returns.result import Failure, Result, Success
+
+from ..core import (
+    Attempt,
+    BackendCapability,
+    CompletionConfig,
+    CompletionResponse,
+    ErrorKind,
+    LLMAdapter,
+    Message,
+    ProviderError,
+    TimeoutWhich,
+    merge_config,
+)
+from ._cooldown import CooldownStore, cooling_error, note_exhausted
+from ._receipt import receipt
+
+__all__ = ["DEADLINE_SLACK_S", "RetryPolicy", "RetryingAdapter", "with_retry"]
+
+T = TypeVar("T")
+
+# How long past its bound an attempt may run before it is cancelled: room for the runner's
+# own timeout to fire, kill the process group and report what it saw.
+DEADLINE_SLACK_S = 1.0
+_CLOCK_SLOP_S = 0.01  # timers of the inner layers fire at their bound, give or take this
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """attempts: total tries (1 = no retry); delays in seconds."""
+
+    attempts: int = 3
+    base_delay_s: float = 1.0
+    max_delay_s: float = 30.0
+    jitter: bool = True
+
+    def delay(self, attempt: int, error: ProviderError, rng: random.Random | None = None) -> float:
+        """Seconds to wait after failed *attempt* (0-based)."""
+        if error.retry_after is not None:
+            return min(max(error.retry_after, 0.0), self.max_delay_s)
+        cap = min(self.max_delay_s, self.base_delay_s * (2**attempt))
+        return (rng or random).uniform(0, cap) if self.jitter else cap
+
+
+def _until_reset(error: ProviderError) -> float | None:
+    """Seconds until an exhausted window resets (`quota_exhausted` with `retry_at`), else
+    None: such a failure is never retried before its reset."""
+    if error.kind is not ErrorKind.quota_exhausted or error.retry_at is None:
+        return None
+    return max((error.retry_at - datetime.now(UTC)).total_seconds(), 0.0)
+
+
+async def with_retry(
+    call: Callable[[], Awaitable[Result[T, ProviderError]]],
+    policy: RetryPolicy,
+    *,
+    sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+) -> Result[T, ProviderError]:
+    """Run *call* until it succeeds, fails non-retryably, or attempts run out (no deadline:
+    bound it yourself; `RetryingAdapter` does for adapters)."""
+    result = await call()
+    for attempt in range(policy.attempts - 1):
+        if not isinstance(result, Failure):
+            return result
+        error = result.failure()
+        if not error.retryable:
+            return result
+        await sleep(policy.delay(attempt, error))
+        result = await call()
+    return result
+
+
+class RetryingAdapter:
+    """An `LLMAdapter` that applies a `RetryPolicy` around another adapter, within the call's
+    deadline.
+
+    Per call: the config is merged over *defaults* (the configured settings,
+    `merge_config`); `total_timeout_s` is the whole call's deadline and `attempt_timeout_s`
+    one attempt's bound (module docstring). A failure carries `attempts` (one `Attempt` per
+    try); a deadline reached ends in `ProviderError(timeout, timeout="total",
+    retryable=False)` naming the last failure; a success's `duration_s` covers the whole call.
+    """
+
+    def __init__(
+        self,
+        inner: LLMAdapter,
+        policy: RetryPolicy | None = None,
+        *,
+        defaults: CompletionConfig | None = None,
+        sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+        cooldown: CooldownStore | None = None,
+        capability: BackendCapability | None = None,
+    ) -> None:
+        self.inner = inner
+        self.policy = policy or RetryPolicy()
+        self.defaults = defaults or CompletionConfig()
+        self._sleep = sleep
+        self.cooldown = cooldown  # the shared cooldown store (issue 12), or None
+        self.capability = capability  # for the per-call receipt (issue 12), or None
+
+    @property
+    def backend(self) -> str:
+        return self.inner.backend
+
+    async def complete(
+        self, messages: Sequence[Message], config: CompletionConfig | None = None
+    ) -> Result[CompletionResponse, ProviderError]:
+        config = merge_config(config, self.defaults)
+        started = time.monotonic()
+        deadline = started + config.total_timeout_s
+        attempts: list[Attempt] = []
+        last: ProviderError | None = None  # the last failure that was not the deadline
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return Failure(self._expired(config, attempts, last))
+            per_attempt = config.attempt_timeout_s
+            by_total = per_attempt is None or per_attempt >= remaining
+            bound = remaining if per_attempt is None or by_total else per_attempt
+            which: TimeoutWhich = "total" if by_total else "attempt"
+            if self.cooldown is not None:  # a backend whose window is exhausted is not called
+                cooling = await cooling_error(self.cooldown, self.backend)
+                if cooling is not None:
+                    return Failure(cooling.replace(attempts=tuple(attempts)))
+            began = time.monotonic()
+            with anyio.move_on_after(bound + DEADLINE_SLACK_S) as backstop:
+                result = await self.inner.complete(
+                    messages, config.model_copy(update={"total_timeout_s": bound})
+                )
+            elapsed = time.monotonic() - began
+            if backstop.cancelled_caught:
+                result = Failure(
+                    ProviderError(
+                        ErrorKind.timeout,
+                        f"no answer within {bound:g}s and the backend did not stop itself",
+                        backend=self.backend,
+                        timeout=which,
+                    )
+                )
+            if isinstance(result, Success):
+                response = result.unwrap()
+                update: dict[str, object] = {"duration_s": time.monotonic() - started}
+                if self.capability is not None and not response.receipt:
+                    update["receipt"] = receipt(self.capability, messages, config)
+                return Success(response.model_copy(update=update))
+            error = result.failure()
+            if self.cooldown is not None:
+                await note_exhausted(self.cooldown, error, self.backend)
+            # the backend's own "whole call" limit is the bound it was handed; a "total"
+            # timeout well before that bound (an HTTP 408) stays as the backend said
+            if (
+                error.kind is ErrorKind.timeout
+                and error.timeout == "total"
+                and time.monotonic() >= began + bound - _CLOCK_SLOP_S
+            ):
+                error = error.replace(timeout=which)
+            attempts.append(
+                Attempt(
+                    error.kind, elapsed, error.exit_code, error.backend or self.backend,
+                    error.timeout,
+                )
+            )  # fmt: skip
+            cut = error.kind is ErrorKind.timeout and error.timeout == "total"
+            if (cut or error.retryable) and time.monotonic() >= deadline - _CLOCK_SLOP_S:
+                return Failure(self._expired(config, attempts, (last or error) if cut else error))
+            last = error
+            # an exhausted window is retried only when it resets before the deadline
+            until_reset = _until_reset(error)
+            retryable = error.retryable or (
+                until_reset is not None and time.monotonic() + until_reset < deadline
+            )
+            if not retryable or len(attempts) >= self.policy.attempts:
+                return Failure(error.replace(attempts=tuple(attempts)))
+            delay = self.policy.delay(len(attempts) - 1, error)
+            if until_reset is not None:
+                delay = until_reset
+            if time.monotonic() + delay >= deadline:
+                return Failure(self._expired(config, attempts, error, waiting_s=delay))
+            await self._sleep(delay)
+
+    def _expired(
+        self,
+        config: CompletionConfig,
+        attempts: list[Attempt],
+        last: ProviderError | None,
+        waiting_s: float | None = None,
+    ) -> ProviderError:
+        count = f"{len(attempts)} attempt{'s' if len(attempts) != 1 else ''}"
+        if waiting_s is None:
+            what = f"reached after {count}"
+        else:
+            what = f"would pass during the {waiting_s:.3g}s back-off after {count}"
+        message = f"the call's deadline (total_timeout_s={config.total_timeout_s:g}) {what}"
+        if last is None:
+            return ProviderError(
+                ErrorKind.timeout, message, backend=self.backend, retryable=False,
+                timeout="total", attempts=attempts,
+            )  # fmt: skip
+        if not (last.kind is ErrorKind.timeout and last.timeout == "total"):
+            message += f"; last failure: {last.kind.value}: {last.message}"
+        return ProviderError(
+            ErrorKind.timeout,
+            message,
+            backend=last.backend or self.backend,
+            retryable=False,
+            retry_after=last.retry_after,
+            timeout="total",
+            exit_code=last.exit_code,
+            status=last.status,
+            stderr_tail=last.stderr_tail,
+            raw_text=last.raw_text,
+            details={**last.details, "last_kind": last.kind.value},
+            attempts=attempts,
+        )

@@ -1,0 +1,319 @@
+"""One research run's call machinery: the single concurrency cap, the structured call with
+cache replay, counters, usage, failures and progress events. Shared by the seed path
+(`_pipeline`) and the small-model path (`_small`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Literal, TypeVar
+
+import anyio
+from pydantic import BaseModel, ValidationError
+from returns.result import Failure
+
+from ...catalog import get_capability
+from ...core import (
+    CompletionConfig,
+    ErrorKind,
+    LLMAdapter,
+    Message,
+    Param,
+    ParamSupport,
+    ProviderError,
+    ToolPolicy,
+    Usage,
+)
+from ...structured import match_choice
+from ._cache import CallCache
+from ._config import ResearchConfig
+from ._corpus import Corpus
+from ._limiter import PriorityLimiter
+from ._report import ResearchEvent
+
+__all__ = [
+    "EventCallback",
+    "Record",
+    "Run",
+    "cap",
+    "check_web_search",
+    "extra_stats",
+    "gather",
+    "warnings_of",
+]
+
+EventCallback = Callable[[ResearchEvent], None]
+EventKind = Literal["phase", "call_started", "call_finished", "note"]
+M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
+Record = dict[str, Any]
+
+_WEB_PHASES = frozenset({"search", "extract", "verify"})
+
+
+def check_web_search(backend: str) -> str | None:
+    """None when *backend*'s catalog entry says it can search the web, else the one-line
+    reason to refuse web mode (suggesting `--corpus`)."""
+    try:
+        support = get_capability(backend).support(Param.web_search)
+    except ProviderError:
+        return (
+            f"backend {backend!r} is not in the catalog, so its web tools are unknown; "
+            "research a local folder with --corpus DIR (corpus=...)"
+        )
+    if support is ParamSupport.IGNORED:
+        return (
+            f"backend {backend!r} cannot search the web (catalog: web_search IGNORED); "
+            "research a local folder with --corpus DIR (corpus=...)"
+        )
+    return None
+
+
+async def gather(fns: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
+    """Run *fns* concurrently; results in input order (anyio has no gather)."""
+    out: list[Any] = [None] * len(fns)
+
+    async def run(i: int, fn: Callable[[], Awaitable[T]]) -> None:
+        out[i] = await fn()
+
+    async with anyio.create_task_group() as tg:
+        for i, fn in enumerate(fns):
+            tg.start_soon(run, i, fn)
+    return out
+
+
+def cap(text: str, limit: int | None) -> str:
+    return text if limit is None or len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+class Run:
+    """State of one run: the one concurrency cap, counters, usage, failures, events."""
+
+    def __init__(
+        self,
+        adapter: LLMAdapter,
+        config: ResearchConfig,
+        corpus: Corpus | None,
+        on_event: EventCallback | None,
+        cache: CallCache | None,
+    ) -> None:
+        self.adapter = adapter
+        self.config = config
+        self.corpus = corpus
+        self.on_event = on_event
+        self.cache = cache
+        # Small-model mode decodes greedily where the backend takes a temperature: its
+        # answers are choices, so sampling only adds noise (and makes runs irreproducible).
+        self.greedy = config.small_model and _takes_temperature(adapter.backend)
+        # ONE cap over every agent call of every phase (seed Task 8: a single semaphore).
+        self.limiter = PriorityLimiter(config.CONCURRENCY)
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.calls_made = 0
+        self.calls_cached = 0
+        self.done = 0
+        self.finished: Counter[str] = Counter()
+        self.expected = 0
+        self.usage = Usage()
+        self.failures: list[tuple[str, ProviderError]] = []
+        self.warnings: dict[str, None] = {}
+
+    def emit(self, kind: EventKind, phase: str, **fields: Any) -> None:
+        if self.on_event is not None:
+            self.on_event(
+                ResearchEvent(kind, phase, done=self.done, expected=self.expected, **fields)
+            )
+
+    def warn(self, message: str) -> None:
+        self.warnings[message] = None
+
+    async def agent(
+        self,
+        phase: str,
+        prompt: str,
+        schema: type[M],
+        *,
+        priority: float = 0.0,
+        attempt: int = 0,
+    ) -> M | None:
+        """One structured call: a validated *schema* instance, or None when it failed (a
+        failure is recorded and reported; the caller treats None as the original's null)."""
+        value = await self.call(phase, prompt, schema=schema, priority=priority, attempt=attempt)
+        if value is None or isinstance(value, schema):
+            return value
+        try:
+            return schema.model_validate(value)
+        except ValidationError as exc:
+            mismatch = ProviderError(ErrorKind.schema_mismatch, str(exc).split("\n")[0])
+            self.failures.append((phase, mismatch))
+            return None
+
+    async def call(
+        self,
+        phase: str,
+        prompt: str,
+        *,
+        schema: type[BaseModel] | dict[str, Any] | None = None,
+        choices: tuple[str, ...] | None = None,
+        priority: float = 0.0,
+        attempt: int = 0,
+        max_tokens: int | None = None,
+    ) -> Any | None:
+        """One constrained call: the parsed answer (a model instance for a model class, a
+        dict for a JSON-schema dict, the chosen string for *choices*), or None when it failed
+        (recorded in `failures`; the event carries the raw answer for `--debug`).
+
+        *attempt* > 0 is a deliberate retry: it is cached under its own key, so a resumed
+        run does not replay the answer that was rejected."""
+        if isinstance(schema, dict):
+            name = (
+                "schema:"
+                + hashlib.sha256(json.dumps(schema, sort_keys=True).encode()).hexdigest()[:16]
+            )
+        elif schema is not None:
+            name = schema.__name__
+        else:
+            name = "choices:" + "|".join(choices or ())
+        key = CallCache.key(phase, name + (f"#{attempt}" if attempt else ""), prompt)
+        if self.cache is not None and (entry := self.cache.get(key)) is not None:
+            replayed = _replayed(entry.get("parsed"), schema, choices)
+            if replayed is not None:
+                self.calls_cached += 1
+                self.done += 1
+                self.finished[phase] += 1
+                self.usage += Usage.model_validate(entry.get("usage") or {})
+                self.emit("call_finished", phase, cached=True)
+                return replayed
+        cap = max_tokens or self.config.max_tokens
+        call_config = CompletionConfig(
+            output_schema=schema,
+            choices=choices,
+            label=phase,
+            schema_retries=self.config.schema_retries,
+            web_search=self.corpus is None and phase in _WEB_PHASES,
+            tools=ToolPolicy.none(),  # no shell, no writes, no network (issue 15)
+            # unset (not None) leaves the configured llm.max_tokens in force
+            **({"max_tokens": cap} if cap is not None else {}),
+            **({"temperature": 0.0} if self.greedy else {}),
+        )
+        async with self.limiter.slot(priority):
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            self.calls_made += 1
+            self.emit("call_started", phase)
+            try:
+                result = await self.adapter.complete([Message.user(prompt)], call_config)
+            finally:
+                self.in_flight -= 1
+        self.done += 1
+        self.finished[phase] += 1
+        if isinstance(result, Failure):
+            error = result.failure()
+            self.failures.append((phase, error))
+            self.emit(
+                "call_finished", phase, ok=False, message=str(error), raw=error.raw_text or ""
+            )
+            return None
+        response = result.unwrap()
+        self.usage += response.usage
+        for w in response.warnings:
+            self.warn(w)
+        detail = "no allowed answer"
+        value: Any
+        if choices is not None:
+            value = match_choice(response.content, choices)
+        else:
+            value = response.parsed
+            if isinstance(schema, type):
+                try:
+                    value = value if isinstance(value, schema) else schema.model_validate(value)
+                except ValidationError as exc:
+                    value = None
+                    detail = str(exc).split("\n")[0]
+        if value is None:
+            mismatch = ProviderError(
+                ErrorKind.schema_mismatch,
+                detail,
+                raw_text=response.content,
+            )
+            self.failures.append((phase, mismatch))
+            self.emit(
+                "call_finished",
+                phase,
+                ok=False,
+                message="answer does not match schema",
+                raw=response.content,
+            )
+            return None
+        if self.cache is not None:
+            dumped = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+            self.cache.put(
+                key,
+                {
+                    "label": phase,
+                    "schema": name,
+                    "parsed": dumped,
+                    "usage": response.usage.model_dump(mode="json"),
+                },
+            )
+        self.emit("call_finished", phase, raw=response.content)
+        return value
+
+    def last_error(self, phase: str) -> str:
+        for p, err in reversed(self.failures):
+            if p == phase:
+                return str(err)
+        return "no answer"
+
+
+def _takes_temperature(backend: str) -> bool:
+    try:
+        return get_capability(backend).support(Param.temperature) is not ParamSupport.IGNORED
+    except ProviderError:
+        return False
+
+
+def _replayed(
+    parsed: Any, schema: type[BaseModel] | dict[str, Any] | None, choices: tuple[str, ...] | None
+) -> Any | None:
+    """A cached answer, re-checked against what the call asks for (None = call again)."""
+    if choices is not None:
+        return parsed if parsed in choices else None
+    if isinstance(schema, type):
+        try:
+            return schema.model_validate(parsed)
+        except ValidationError:
+            return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def extra_stats(run: Run, base: Record, started: float) -> Record:
+    """agentport's additions: measured calls, usage and cost, failures by kind."""
+    kinds = Counter(err.kind.value for _, err in run.failures)
+    return base | {
+        "agentCallsMade": run.calls_made,
+        "agentCallsCached": run.calls_cached,
+        "agentCallsFailed": len(run.failures),
+        "failuresByKind": dict(sorted(kinds.items())),
+        "maxInFlight": run.max_in_flight,
+        "inputTokens": run.usage.input_tokens,
+        "outputTokens": run.usage.output_tokens,
+        "cachedTokens": run.usage.cached_tokens,
+        "costUsd": run.usage.cost_usd,
+        "durationS": round(time.monotonic() - started, 3),
+    }
+
+
+def warnings_of(run: Run) -> list[str]:
+    out = list(run.warnings)
+    if run.failures:
+        kinds = Counter(err.kind.value for _, err in run.failures)
+        detail = ", ".join(f"{k} x{n}" for k, n in sorted(kinds.items()))
+        out.append(
+            f"{len(run.failures)} agent call(s) failed ({detail}); last: {run.failures[-1][1]}"
+        )
+    return out
