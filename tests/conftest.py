@@ -7,11 +7,17 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from agentport.testing import ALLOW_ENV, BLOCK_ENV
 
 os.environ[BLOCK_ENV] = "1"
 os.environ.pop(ALLOW_ENV, None)
+
+# No per-example time limit: hypothesis' default 200 ms deadline is a timing assertion, and a
+# loaded 2-core CI runner trips it on the first example of a test (imports, regex compiles).
+settings.register_profile("agentport", deadline=None)
+settings.load_profile("agentport")
 
 
 @pytest.fixture(params=["asyncio", "trio"])

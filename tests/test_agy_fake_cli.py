@@ -113,7 +113,7 @@ async def test_agy_missing_structured_output_falls_back_to_validating_the_text(
 @pytest.mark.parametrize(
     ("scenario", "kind"),
     [
-        ("error", ErrorKind.rate_limited),
+        ("error", ErrorKind.quota_exhausted),  # "RESOURCE_EXHAUSTED: 429 quota exceeded"
         ("server", ErrorKind.server_error),
         ("old", ErrorKind.config),
         ("silent", ErrorKind.bad_output),

@@ -44,20 +44,20 @@ __all__ = [
 
 ENV_TRUSTED = "AGENTPORT_TRUSTED_PROJECTS"
 
+# The `[llm]` keys that are per-call defaults (`CompletionConfig` fields of the same name).
+CALL_FIELDS = (
+    "model",
+    "temperature",
+    "max_tokens",
+    "startup_timeout_s",
+    "idle_timeout_s",
+    "attempt_timeout_s",
+    "total_timeout_s",
+    "on_ignored",
+)
+# What an untrusted project file may set: the per-call values and the retry policy.
 PROJECT_SAFE_KEYS = frozenset(
-    {
-        "model",
-        "temperature",
-        "max_tokens",
-        "startup_timeout_s",
-        "idle_timeout_s",
-        "attempt_timeout_s",
-        "total_timeout_s",
-        "on_ignored",
-        "retry_attempts",
-        "retry_base_delay_s",
-        "retry_max_delay_s",
-    }
+    {*CALL_FIELDS, "retry_attempts", "retry_base_delay_s", "retry_max_delay_s"}
 )
 
 

@@ -44,6 +44,7 @@ from pydantic_settings import (
 )
 
 from ._trust import (
+    CALL_FIELDS,
     UntrustedConfigWarning,
     filter_untrusted,
     is_trusted,
@@ -60,18 +61,6 @@ __all__ = [
     "load_settings",
     "user_config_path",
 ]
-
-# The `[llm]` keys that are per-call defaults (`CompletionConfig` fields of the same name).
-_CALL_FIELDS = (
-    "model",
-    "temperature",
-    "max_tokens",
-    "startup_timeout_s",
-    "idle_timeout_s",
-    "attempt_timeout_s",
-    "total_timeout_s",
-    "on_ignored",
-)
 
 
 class LLMSettings(BaseModel):
@@ -153,7 +142,7 @@ class LLMSettings(BaseModel):
         """The configured defaults of every call as a `CompletionConfig` (model, temperature,
         max_tokens, timeouts, IGNORED policy); *fields* override. Adapters merge each call's
         config over it (`agentport.core.merge_config`)."""
-        base: dict[str, Any] = {name: getattr(self, name) for name in _CALL_FIELDS}
+        base: dict[str, Any] = {name: getattr(self, name) for name in CALL_FIELDS}
         return CompletionConfig(**(base | fields))
 
     def options(self, backend: str) -> dict[str, Any]:
