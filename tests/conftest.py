@@ -7,16 +7,16 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 from agentport.testing import ALLOW_ENV, BLOCK_ENV
 
 os.environ[BLOCK_ENV] = "1"
 os.environ.pop(ALLOW_ENV, None)
 
-# No per-example time limit: hypothesis' default 200 ms deadline is a timing assertion, and a
-# loaded 2-core CI runner trips it on the first example of a test (imports, regex compiles).
-settings.register_profile("agentport", deadline=None)
+# No timing checks: hypothesis' 200 ms deadline and its too-slow health check are timing
+# assertions, and a loaded 2-core CI runner trips them (imports, regex compiles, slow draws).
+settings.register_profile("agentport", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("agentport")
 
 
