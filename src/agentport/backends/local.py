@@ -25,17 +25,14 @@ cache_dir`, else `$AGENTPORT_CACHE_DIR/models`, else `$XDG_CACHE_HOME/agentport/
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import json
-import logging
 import os
 import re
 import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -67,18 +64,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "the local backend needs llama-cpp-python: pip install 'agentport[local]'"
     ) from exc
 
-
-_LLAMA_LOG = logging.getLogger("agentport.local.llama_cpp")
-
-
-def _llama_log(level: int, text: bytes, user_data: Any) -> None:
-    # llama.cpp's own log lines (even with verbose=False it prints errors and some notices
-    # to stderr) go to the `agentport.local.llama_cpp` logger, never to the terminal.
-    _LLAMA_LOG.debug("%s", text.decode("utf-8", "replace").rstrip())
-
-
-_LLAMA_LOG_CALLBACK = llama_cpp.llama_log_callback(_llama_log)  # kept: C holds a pointer
-llama_cpp.llama_log_set(_LLAMA_LOG_CALLBACK, ctypes.c_void_p(0))
+from ._local_models import _SHUTDOWN, _load, _Model
 
 __all__ = [
     "LocalAdapter",
@@ -306,59 +292,6 @@ _PLAIN_SAMPLING: dict[str, Any] = {
 _CONTEXT = re.compile(r"exceed context window|context (?:window|length)", re.IGNORECASE)
 
 
-# ---- one model per process ------------------------------------------------------------------
-
-
-@dataclass
-class _Model:
-    llama: Any  # llama_cpp.Llama (untyped)
-    lock: threading.Lock
-    path: Path
-    chat_format: str | None
-    plain: bool  # complete a Question/Answer transcript instead of applying a chat template
-    load_s: float
-
-
-_MODELS: dict[tuple[Any, ...], _Model] = {}
-_MODELS_LOCK = threading.Lock()
-
-
-def _load(path: Path, options: LocalOptions) -> _Model:
-    chat_format = options.chat_format
-    key = (str(path), options.n_ctx, options.n_threads, options.n_batch, options.seed, chat_format)
-    with _MODELS_LOCK:
-        model = _MODELS.get(key)
-        if model is not None:
-            return model
-        kwargs: dict[str, Any] = {
-            "model_path": str(path),
-            "n_ctx": options.n_ctx,
-            "n_batch": options.n_batch,
-            "verbose": False,
-            "chat_format": chat_format,
-        }
-        if options.n_threads is not None:
-            kwargs["n_threads"] = options.n_threads
-        if options.seed is not None:
-            kwargs["seed"] = options.seed
-        started = time.monotonic()
-        try:
-            llama = llama_cpp.Llama(**kwargs)
-        except (ValueError, RuntimeError, OSError) as exc:
-            raise ProviderError(
-                ErrorKind.config, f"cannot load GGUF model {path}: {exc}", backend="local"
-            ) from None
-        has_template = any("chat_template" in k for k in (llama.metadata or {}))
-        plain = options.prompt_style == "plain" or (
-            options.prompt_style == "auto" and not has_template and chat_format is None
-        )
-        model = _Model(
-            llama, threading.Lock(), path, llama.chat_format, plain, time.monotonic() - started
-        )
-        _MODELS[key] = model
-        return model
-
-
 class _Stop:
     """Set from the event loop when the caller goes away; read by the worker thread."""
 
@@ -541,7 +474,7 @@ class LocalAdapter:
                     parts.append(text)
                     tokens += 1
                 finish = choice.get("finish_reason") or finish
-                if stop.event.is_set() or time.monotonic() > deadline:
+                if stop.event.is_set() or _SHUTDOWN.is_set() or time.monotonic() > deadline:
                     stream.close()
                     return Failure(self._timeout(config, "generating"))
         except ValueError as exc:
