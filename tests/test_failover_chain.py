@@ -252,7 +252,10 @@ def _fake(tmp: Path, name: str, stdout: Path, **fake: str) -> dict[str, Any]:
     home.mkdir()
     exe = home / "fake-agent"
     exe.write_text(
-        f'#!/bin/sh\necho start >> "{home / "starts"}"\nexec "{sys.executable}" "{FAKE_CLI}" "$@"\n'
+        "#!/bin/sh\n"
+        # `codex debug models` (the catalog read before a run) is not a start
+        f'[ "$1" = debug ] || echo start >> "{home / "starts"}"\n'
+        f'exec "{sys.executable}" "{FAKE_CLI}" "$@"\n'
     )
     exe.chmod(0o755)
     env = {
@@ -305,7 +308,7 @@ async def test_a_hedged_loser_is_cancelled_and_its_process_group_killed(tmp_path
     codex = _fake(tmp_path, "codex", slow_out, hang="1", child="1")
     claude = _fake(tmp_path, "claude", FIXTURES / "claude" / "ok-stream-json.stdout")
     llm = create_llm_adapter(
-        ["codex", "claude"], hedge_after_s=0.5, **LIMITS, codex=codex, claude=claude
+        ["codex", "claude"], hedge_after_s=1.5, **LIMITS, codex=codex, claude=claude
     )
     result = await llm.complete([Message.user("Say hi")])
     assert isinstance(result, Success), result

@@ -134,7 +134,8 @@ async def test_bad_input_is_a_one_line_tool_error_and_the_server_keeps_serving(
         ("complete", {"prompt": "   "}, "invalid_request: prompt: is empty"),
         ("complete", {"prompt": "x", "schema": {"type": 5}}, "invalid_request: schema:"),
         ("research_start", {"question": "", "corpus": str(root)}, "question: is empty"),
-        ("research_start", {"question": "q", "corpus": ""}, "unsupported: corpus: required"),
+        ("research_start", {"question": "q", "corpus": ""},
+         "unsupported: backend 'scripted' cannot search the web"),  # web mode, no engine
         ("research_start", {"question": "q", "corpus": str(outside)}, "outside the allowed"),
         ("research_start", {"question": "q", "corpus": "../elsewhere"}, "outside the allowed"),
         ("research_start", {"question": "q", "corpus": str(root)}, "invalid_request: corpus:"),

@@ -34,6 +34,7 @@ from typing import Any
 __all__ = [
     "ENV_TRUSTED",
     "PROJECT_SAFE_KEYS",
+    "UnknownConfigWarning",
     "UntrustedConfigWarning",
     "filter_untrusted",
     "is_trusted",
@@ -63,6 +64,11 @@ PROJECT_SAFE_KEYS = frozenset(
 
 class UntrustedConfigWarning(UserWarning):
     """A project file set a key only a trusted project may set; the key was ignored."""
+
+
+class UnknownConfigWarning(UserWarning):
+    """A config file has a top-level table or key agentport does not know (a typo such as
+    `[lm]`); it was ignored."""
 
 
 def trusted_entries(user_file: Path) -> list[str]:
@@ -142,7 +148,8 @@ def warn_dropped(label: str, dropped: list[str]) -> None:
 
 
 def one_line_warnings() -> None:
-    """Console scripts: print `UntrustedConfigWarning`s as `agentport: warning: ...` lines."""
+    """Console scripts: print `UntrustedConfigWarning`s and `UnknownConfigWarning`s as
+    `agentport: warning: ...` lines."""
     previous = warnings.showwarning
 
     def show(
@@ -153,7 +160,7 @@ def one_line_warnings() -> None:
         file: Any = None,
         line: str | None = None,
     ) -> None:
-        if issubclass(category, UntrustedConfigWarning):
+        if issubclass(category, UntrustedConfigWarning | UnknownConfigWarning):
             print(f"agentport: warning: {message}", file=sys.stderr)
         else:
             previous(message, category, filename, lineno, file, line)

@@ -45,6 +45,7 @@ from pydantic_settings import (
 
 from ._trust import (
     CALL_FIELDS,
+    UnknownConfigWarning,
     UntrustedConfigWarning,
     filter_untrusted,
     is_trusted,
@@ -53,13 +54,19 @@ from ._trust import (
 )
 from .core import CompletionConfig, ErrorKind, IgnoredPolicy, ProviderError, register_secret
 from .core._errors import secret_values
+from .policies import Budget, BudgetSettings
+from .web import WebSettings
 
 __all__ = [
     "LLMSettings",
     "Settings",
+    "TemporalSettings",
+    "UnknownConfigWarning",
     "UntrustedConfigWarning",
     "load_settings",
+    "run_budget",
     "user_config_path",
+    "warn_unknown",
 ]
 
 
@@ -186,6 +193,7 @@ class _NamedToml(TomlConfigSettingsSource):
     ) -> None:
         self.label = label or str(path)
         self.path = path
+        self.known = frozenset(settings_cls.model_fields) | {"trusted_projects"}
         if path.exists() and not path.is_file():
             raise ProviderError(ErrorKind.config, f"{self.label}: is not a file")
         try:
@@ -204,6 +212,43 @@ class _NamedToml(TomlConfigSettingsSource):
             # pydantic-settings raises when the file lacks the table (a pyproject.toml without
             # [tool.agentport]); such a file simply sets nothing.
             super().__init__(settings_cls, toml_file=None)
+
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
+        data: dict[str, Any] = super()._read_file(file_path)
+        node: Any = data
+        for key in self.toml_table_header or ():
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            warn_unknown(self.label, tuple(self.toml_table_header or ()), node, self.known)
+        return data
+
+
+def warn_unknown(
+    label: str, header: tuple[str, ...], data: Mapping[str, Any], known: frozenset[str]
+) -> None:
+    """One `UnknownConfigWarning` line per top-level table or key of a config file that no
+    settings table reads (e.g. a typo `[lm]`), naming the file, the table and the closest
+    known name."""
+    import difflib
+    import json
+    import warnings
+
+    prefix = "".join(f"{part}." for part in header)
+    for key, value in data.items():
+        if key in known:
+            continue
+        bare = key if key.replace("_", "").replace("-", "").isalnum() and key.isascii() else None
+        shown = bare or json.dumps(key)  # a quoted TOML key stays on one line
+        what = f"table [{prefix}{shown}]" if isinstance(value, Mapping) else f"key {prefix}{shown}"
+        close = difflib.get_close_matches(str(key), sorted(known), n=1, cutoff=0.6)
+        if close:
+            name = close[0] if close[0] == "trusted_projects" else f"[{prefix}{close[0]}]"
+            hint = f"; did you mean {name}?"
+        elif key in LLMSettings.model_fields:
+            hint = f"; did you mean {key} in the [{prefix}llm] table?"
+        else:
+            hint = f" (tables: {', '.join(sorted(known - {'trusted_projects'}))})"
+        warnings.warn(f"{label}: unknown {what} ignored{hint}", UnknownConfigWarning, 3)
 
 
 class _ProjectToml(_NamedToml):
@@ -231,11 +276,55 @@ class _ProjectToml(_NamedToml):
             node = node.get(key) if isinstance(node, dict) else None
         if isinstance(node, dict) and isinstance(node.get("llm"), Mapping):
             node["llm"], self.dropped = filter_untrusted(node["llm"])
+        if isinstance(node, dict) and "temporal" in node:  # which cluster runs your calls
+            node.pop("temporal")
+            self.dropped.append("temporal")
+        if isinstance(node, dict) and "web" in node:  # engine URL sees every query (docs/web.md)
+            node.pop("web")
+            self.dropped.append("web")
         return data
 
 
+class TemporalSettings(BaseModel):
+    """The `[temporal]` table (issue 13; read by `agentport worker` and the batch commands).
+
+    Attributes:
+        address: the Temporal frontend, `HOST:PORT` (None: pass `--temporal`).
+        namespace: the Temporal namespace.
+        queue_prefix: task queues are `<prefix>.<backend>` and `<prefix>.workflows`.
+        concurrency: calls of a backend one worker runs at once, by backend name
+            (`{codex = 2}`); unnamed backends take their kind's default
+            (`agentport.temporal.DEFAULT_CONCURRENCY`).
+        cluster_concurrency: calls of a backend the whole cluster runs at once, by
+            backend name (`{codex = 2}`), whatever the number of workers; unnamed
+            backends have no cluster-wide cap (docs/deployment.md).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    address: str | None = None
+    namespace: str = "default"
+    queue_prefix: str = Field(default="agentport", min_length=1)
+    concurrency: dict[str, int] = Field(default_factory=dict)
+    cluster_concurrency: dict[str, int] = Field(default_factory=dict)
+
+    @field_validator("concurrency", "cluster_concurrency")
+    @classmethod
+    def _caps(cls, value: dict[str, int]) -> dict[str, int]:
+        from .catalog import resolve_backend
+
+        for name, cap in value.items():
+            if cap < 1:
+                raise ValueError(f"{name}: must be >= 1")
+            try:
+                resolve_backend(name)
+            except ProviderError as exc:
+                raise ValueError(exc.message) from None
+        return value
+
+
 class Settings(BaseSettings):
-    """All agentport settings; today only the `llm` table."""
+    """All agentport settings: the `llm` table and the `temporal` table."""
 
     model_config = SettingsConfigDict(
         env_prefix="AGENTPORT_",
@@ -246,9 +335,23 @@ class Settings(BaseSettings):
     )
 
     llm: LLMSettings = LLMSettings()
+    temporal: TemporalSettings = TemporalSettings()
+    budget: BudgetSettings = BudgetSettings()  # the workflows' ceilings (issue 12)
+    web: WebSettings = WebSettings()  # agentport's own search and fetch (issue 16)
 
     _cwd: ClassVar[Path | None] = None
     _sources: ClassVar[list[tuple[str, PydanticBaseSettingsSource]]] = []
+    # dotted key of the budget / web / temporal tables -> where it came from (`origin`)
+    _origins: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    def origin(self, dotted: str) -> str:
+        """Where a dotted key was set (`budget.calls`, `web.searxng_url`,
+        `temporal.concurrency.codex`, `llm.backend`): `argument`, `environment (VAR)`, a
+        file path, or `defaults`."""
+        table, _, key = dotted.partition(".")
+        if table == "llm":
+            return self.llm.origin(key)
+        return self._origins.get(dotted, "defaults")
 
     @classmethod
     def settings_customise_sources(
@@ -332,6 +435,32 @@ def _origins() -> dict[str, tuple[str, bool]]:
     return out
 
 
+#: the tables besides `[llm]` whose keys `Settings.origin` knows
+TABLES = ("budget", "web", "temporal")
+
+
+def _table_origins() -> dict[str, str]:
+    """Dotted `budget.` / `web.` / `temporal.` key -> the first source that set it (a
+    sub-table such as `[temporal.concurrency]` gives one key per entry)."""
+    out: dict[str, str] = {}
+    for label, source in Settings._sources:
+        try:
+            data = source()
+        except Exception:  # a source that fails to load set nothing
+            continue
+        where = getattr(source, "label", label)
+        for table in TABLES:
+            values = data.get(table) if isinstance(data, Mapping) else None
+            if not isinstance(values, Mapping):
+                continue
+            for key, value in values.items():
+                keys = [f"{key}.{sub}" for sub in value] if isinstance(value, Mapping) else [key]
+                for dotted in keys:
+                    env = f"environment (AGENTPORT_{table.upper()}_{str(key).upper()})"
+                    out.setdefault(f"{table}.{dotted}", env if label == "environment" else where)
+    return out
+
+
 def _register_secrets(llm: LLMSettings) -> None:
     """Configured keys (`api_key`, tokens, secret-named `env` and `headers` entries) are
     redacted from every error, warning, report and log from now on."""
@@ -360,6 +489,7 @@ def load_settings(cwd: Path | None = None, **llm: Any) -> Settings:
     try:
         settings = Settings(llm=explicit) if explicit else Settings()
         settings.llm._origins = _origins()
+        settings._origins = _table_origins()
         _register_secrets(settings.llm)
         return settings
     except ValidationError as exc:
@@ -376,3 +506,18 @@ def load_settings(cwd: Path | None = None, **llm: Any) -> Settings:
         ) from None
     finally:
         Settings._cwd = None
+
+
+def run_budget(spec: str | None, *, source: str = "--budget") -> Budget | None:
+    """The budget of one workflow run: *spec* (`agentport.policies.parse_budget` syntax, e.g.
+    `calls=40,wall=10m`; `agentport research --budget`, the MCP tools' `budget`) key by key
+    over the configured `[budget]` table; `none` drops the table; None = the table alone.
+    Raises `ValueError` (one line naming *source* and the key) or `ProviderError(config)`
+    (naming the file and field)."""
+    from .policies import merge_budgets, parse_budget
+
+    configured = load_settings().budget.to_budget()
+    if spec is None:
+        return configured
+    given = parse_budget(spec, source=source)
+    return None if given is None else merge_budgets(configured, given)

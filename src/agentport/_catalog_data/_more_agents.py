@@ -6,7 +6,7 @@ Part of `agentport.catalog` (the single source of truth); import from there.
 from __future__ import annotations
 
 from ..core import BackendCapability, BackendKind, Billing, Param
-from ._support import I, N, T, params
+from ._support import OWN_WEB, I, N, T, params
 
 ENTRIES: tuple[BackendCapability, ...] = (
     BackendCapability(
@@ -50,8 +50,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.session_resume: "0.19.0's -z ignores --resume (checked): each call is a new "
             "session; the session id is still reported",
             Param.cwd: "the process working directory",
-            Param.web_search: "not toggled by agentport (the web toolset follows "
-            "tool_restriction)",
+            Param.web_search: "not turned on (a `web` toolset listed in tool_restriction "
+            "loads it): web_search needs a configured provider (SearxNG works, self-hosted) but "
+            "web_extract needs Firecrawl, Tavily, Exa or Parallel, private and loopback URLs are "
+            "refused, and -z prints only the final reply, so agentport cannot see or count the "
+            "searches (hermes-agent 0.19.0)" + OWN_WEB,
         },
     ),
     BackendCapability(
@@ -90,7 +93,9 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.session_resume: "--name <session_id> --resume; stream-json prints no session "
             "id, so a runtime does not resume by itself",
             Param.cwd: "the process working directory",
-            Param.web_search: "not toggled by agentport",
+            Param.web_search: "not turned on: not run here (no binary); goose has no built-in "
+            "web search (the computercontroller extension only scrapes a URL; search comes from "
+            "an MCP extension, e.g. Firecrawl's hosted server, which needs a key)" + OWN_WEB,
         },
     ),
     BackendCapability(
@@ -130,7 +135,9 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.session_resume: "--resume-id <id>; headless prints no session id, so pass "
             "one you know",
             Param.cwd: "the process working directory",
-            Param.web_search: "not toggled by agentport",
+            Param.web_search: "not turned on: kiro-cli documents built-in web_search and "
+            "web_fetch tools, but it was not run here (no binary; headless needs KIRO_API_KEY) "
+            "and its plain-text output shows no tool events to count" + OWN_WEB,
         },
     ),
     BackendCapability(
@@ -172,7 +179,8 @@ ENTRIES: tuple[BackendCapability, ...] = (
             "tool_result, usage)",
             Param.session_resume: "--conversation <conversation_id> (from init/result)",
             Param.cwd: "the process working directory and --add-dir",
-            Param.web_search: "not toggled by agentport",
+            Param.web_search: "not turned on: agy's web tools were not run here (no binary; "
+            "it needs a Google login), so turning on only them is unproven" + OWN_WEB,
         },
     ),
     BackendCapability(
@@ -217,7 +225,8 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.session_resume: "session/load when the agent's initialize answer has "
             "loadSession (else unsupported); a runtime keeps one live session",
             Param.cwd: "session/new cwd and the agent's working directory",
-            Param.web_search: "not toggled by agentport",
+            Param.web_search: "not turned on: ACP has no switch for an agent's web tools (the "
+            "agent decides what it offers)" + OWN_WEB,
         },
     ),
 )  # fmt: skip

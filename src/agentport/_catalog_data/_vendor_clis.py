@@ -6,7 +6,7 @@ Part of `agentport.catalog` (the single source of truth); import from there.
 from __future__ import annotations
 
 from ..core import BackendCapability, BackendKind, Billing, Param
-from ._support import I, N, T, params
+from ._support import OWN_WEB, I, N, T, params
 
 ENTRIES: tuple[BackendCapability, ...] = (
     BackendCapability(
@@ -32,7 +32,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
         params=params(
             system_prompt=N, output_schema=N, temperature=I, max_tokens=I, model=N,
             tool_restriction=N, sandbox=T, max_turns=N, streaming=N, session_resume=N,
-            cwd=N, web_search=I,
+            cwd=N, web_search=N,
         ),
         notes={
             Param.system_prompt: "--append-system-prompt ([llm.claude] system_prompt_mode = "
@@ -54,8 +54,12 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.streaming: "stream-json events (init, text, tool_call, tool_result, usage)",
             Param.session_resume: "--resume <session_id> (same working directory)",
             Param.cwd: "the process working directory",
-            Param.web_search: "not toggled by agentport; the CLI's WebSearch tool follows "
-            "tool_restriction",
+            Param.web_search: "WebSearch and WebFetch added to --tools/--allowedTools, and no "
+            "other tool, only when the call asks: WebSearch is Anthropic's server-side search "
+            "(a second request with the web_search_20250305 tool), WebFetch fetches the page "
+            "itself (http upgraded to https; a claude.ai domain check first unless the user's "
+            "settings say skipWebFetchPreflight) and summarises it with a second request; "
+            "searches and fetches are tool events with metadata web=search|fetch",
         },
     ),
     BackendCapability(
@@ -82,7 +86,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
         params=params(
             system_prompt=T, output_schema=N, temperature=I, max_tokens=I, model=N,
             tool_restriction=T, sandbox=N, max_turns=I, streaming=N, session_resume=N,
-            cwd=N, web_search=I,
+            cwd=N, web_search=N,
         ),
         notes={
             Param.system_prompt: "folded into the prompt as a 'System instructions' block",
@@ -92,18 +96,29 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.temperature: "the CLI has no sampling flags",
             Param.max_tokens: "the CLI has no output-token flag",
             Param.model: "-m",
-            Param.tool_restriction: "no allow-list: no tools -> shell tool, web search, "
-            "sub-agents, apps and goals off (-c features.shell_tool=false, "
-            "web_search=\"disabled\", features.multi_agent/apps/goals=false; view_image and "
-            "request_user_input stay); a "
-            "non-empty list is refused (unsupported)",
+            Param.tool_restriction: "no allow-list: no tools -> shell tool, web search "
+            "(unless web_search is asked), sub-agents, apps and goals off "
+            "(-c features.shell_tool=false, web_search=\"disabled\", "
+            "features.multi_agent/apps/goals=false; view_image and request_user_input stay); "
+            "for catalog models (the default gpt-6.2-sol included: code mode, tools in an "
+            "additional_tools input item that no flag turns off) a rewritten copy of "
+            "`codex debug models` is passed with -c model_catalog_json (tool_mode, "
+            "multi_agent_version, apply_patch_tool_type null; use_responses_lite false), so "
+            "exec, apply_patch and spawn_agent are gone for every model; no catalog or "
+            "unknown tool metadata -> unsupported naming the model; a non-empty list is "
+            "refused (unsupported)",
             Param.sandbox: "--sandbox=read-only|workspace-write|danger-full-access "
             "(default read-only); commands see only the core environment unless full",
             Param.max_turns: "codex exec has no turn budget",
             Param.streaming: "--json events (init, text, reasoning, tool_call, tool_result, usage)",
             Param.session_resume: "codex exec resume <thread_id>",
             Param.cwd: "-C and the process working directory",
-            Param.web_search: "not toggled by agentport",
+            Param.web_search: "-c web_search=\"live\": the provider's Responses web_search "
+            "tool (search and open_page run server-side; codex fetches nothing itself), "
+            "with no shell or other tool, for the default model too (its catalog entry gets "
+            "use_responses_lite false: 'lite' requests never offer web_search); "
+            "off (web_search=\"disabled\") unless the call asks; "
+            "searches and opened pages are tool events with metadata web=search|fetch",
         },
     ),
     BackendCapability(
@@ -130,7 +145,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
         params=params(
             system_prompt=T, output_schema=T, temperature=I, max_tokens=I, model=N,
             tool_restriction=T, sandbox=T, max_turns=I, streaming=N, session_resume=I,
-            cwd=N, web_search=I,
+            cwd=N, web_search=N,
         ),
         notes={
             Param.system_prompt: "folded into the prompt as a 'System instructions' block",
@@ -149,7 +164,12 @@ ENTRIES: tuple[BackendCapability, ...] = (
             "usage)",
             Param.session_resume: "not verified headless; each call is a new session",
             Param.cwd: "the process working directory (trusted with --skip-trust)",
-            Param.web_search: "not toggled by agentport",
+            Param.web_search: "google_web_search and web_fetch allowed in the per-run policy "
+            "file, and no other tool, only when the call asks: google_web_search is a "
+            "grounded request (googleSearch tool, groundingMetadata sources); web_fetch asks "
+            "the provider to read the urls (urlContext tool) and fetches them itself only as "
+            "a fallback; it refuses private and loopback hosts; searches and fetches are "
+            "tool events with metadata web=search|fetch",
         },
     ),
     BackendCapability(
@@ -194,7 +214,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             "step_finish with usage)",
             Param.session_resume: "not verified headless; each call is a new session",
             Param.cwd: "the process working directory",
-            Param.web_search: "not toggled by agentport",
+            Param.web_search: "not turned on: 1.18.33 offers webfetch; its websearch tool "
+            "appears only on opencode's own providers or with OPENCODE_ENABLE_EXA or "
+            "OPENCODE_ENABLE_PARALLEL, and sends the queries to Exa's or Parallel's hosted MCP "
+            "service (URLs fixed in the binary): not self-hostable, not testable offline"
+            + OWN_WEB,
         },
     ),
     BackendCapability(
@@ -239,7 +263,8 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.streaming: "stream-json events (init, text, tool_call, tool_result, usage)",
             Param.session_resume: "not verified headless; each call is a new session",
             Param.cwd: "the process working directory",
-            Param.web_search: "not toggled by agentport",
+            Param.web_search: "not turned on: qwen-code 0.15.10 has no web search tool (only "
+            "web_fetch, whose page text a second model request summarises)" + OWN_WEB,
         },
     ),
     BackendCapability(
@@ -282,7 +307,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             "usage)",
             Param.session_resume: "runs with --no-session (ephemeral)",
             Param.cwd: "the process working directory",
-            Param.web_search: "pi has no web tool",
+            Param.web_search: "pi 0.73.1 has no web tool (bash, read, edit, write)" + OWN_WEB,
         },
     ),
     BackendCapability(
@@ -327,7 +352,8 @@ ENTRIES: tuple[BackendCapability, ...] = (
             "tool_result); no token counts",
             Param.session_resume: "not verified headless; each call is a new session",
             Param.cwd: "the process working directory",
-            Param.web_search: "not toggled by agentport",
+            Param.web_search: "not turned on: 1.0.102 with a BYOK endpoint offers web_fetch but "
+            "no web search tool" + OWN_WEB,
         },
     ),
 )  # fmt: skip

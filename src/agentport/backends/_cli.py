@@ -66,6 +66,7 @@ from ._endstate import DEFAULT_ERROR_GRACE_S, RunWatch, ToolLedger, settle
 from ._policy import inherit_env
 from ._retry_notice import notice_error
 from ._spec import BackendSpec, CliCall, RunOutcome
+from ._web_events import web_activity
 
 if TYPE_CHECKING:  # settings arrive from the factory; config sits above backends
     from ..config import LLMSettings
@@ -276,6 +277,11 @@ class CliAdapter:
                 )
             except ProviderError as exc:
                 return self._fail(exc)
+            if self.spec.prepare is not None:
+                try:  # files the argv names (codex's model catalog); may fail closed
+                    await self.spec.prepare(call, invocation, env)
+                except ProviderError as exc:
+                    return self._fail(exc)
             request = ProcessRequest(
                 argv=invocation.argv,
                 env=env,
@@ -350,7 +356,8 @@ class CliAdapter:
                 raw=RawInfo(
                     session_id=str(session) if session is not None else None,
                     exit_code=outcome.exit_code,
-                    extra={"noise_lines": outcome.noise_count, "pid": outcome.pid},
+                    extra={"noise_lines": outcome.noise_count, "pid": outcome.pid}
+                    | ({"web": web} if (web := web_activity(events)) else {}),
                 ),
             )
         )

@@ -7,7 +7,7 @@ inheritance between backends (DESIGN.md, "A backend is a spec").
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,6 +138,10 @@ class BackendSpec:
             run ends there with that failure, since agentport owns retries (issue 10). A
             decoder marks a retry notice on stdout with `metadata["retry_notice"] = True`
             (plus `terminal`; `status` and `retry_after` when known) instead.
+        prepare: an async step after `build` and before the spawn, given the call, the
+            invocation and the child's environment: it may write files into `run_dir` that
+            the argv names (codex: its rewritten model catalog) or raise `ProviderError`
+            (e.g. `unsupported` to fail closed). None = nothing to prepare.
     """
 
     name: str
@@ -150,3 +154,4 @@ class BackendSpec:
     extra_env: Mapping[str, str] = field(default_factory=dict)
     stdout_to_file: bool = False
     retry_notice: Callable[[str], ProviderError | None] | None = None
+    prepare: Callable[[CliCall, Invocation, Mapping[str, str]], Awaitable[None]] | None = None

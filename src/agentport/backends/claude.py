@@ -9,6 +9,11 @@ validated instead); usage and `total_cost_usd` come in `result`; bypassing permi
 refused as root; on a pipe it loses the end of a large output (an 8 MiB answer cut
 short, exit 0), so it writes to a file the runner follows.
 
+Web tools (issue 16): `config.web_search` adds WebSearch and WebFetch to the tool list and
+nothing else (`tool_flags`); WebSearch is Anthropic's server-side search run by a second
+request, WebFetch fetches the page itself (http upgraded to https) and summarises it with a
+second request; the decoder marks both with `web` metadata (`_web_meta`).
+
 Options (`[llm.claude]`): `base_url`, `api_key`, `max_retries` (claude's own retries, default
 0: agentport's retry policy retries), `bare` (true adds `--bare`:
 no hooks/CLAUDE.md, API-key auth only), `system_prompt_mode` (`append` (default) or `replace`),
@@ -34,6 +39,7 @@ from ._classify import kind_from_status, kind_from_text
 from ._policy import endpoint_passthrough, refuse
 from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, as_dict, as_int, last_text
 from ._stream_json import decode_message
+from ._web_events import web_meta
 
 __all__ = ["SPEC", "build", "classify", "decode"]
 
@@ -57,23 +63,29 @@ _PASSTHROUGH = (
 )  # fmt: skip
 _SHELL_TOOLS = frozenset({"Bash", "BashOutput", "KillShell"})
 _WRITE_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+WEB_TOOLS = ("WebSearch", "WebFetch")
 
 
-def tool_flags(tools: ToolPolicy) -> list[str]:
+def tool_flags(tools: ToolPolicy, *, web: bool = False) -> list[str]:
     """The tool policy as claude flags. No tools: `--tools=` (no built-in tool; the
     `--json-schema` StructuredOutput tool stays) and `--strict-mcp-config` (no MCP server from
     any settings file). A list: `--tools=L --allowedTools=L`. The sandbox (a permission mode;
     claude has no OS sandbox): read_only -> `plan`, workspace_write -> `acceptEdits`, full ->
     `bypassPermissions`. With no tools, or a sandbox narrower than full, only the user's own
-    settings are read (`--setting-sources=user`: no project hook runs). Raises
+    settings are read (`--setting-sources=user`: no project hook runs). *web*
+    (`config.web_search`) adds WebSearch and WebFetch to a list (the list stays otherwise
+    the caller's: no tools + web = only the two web tools, no MCP server, no other setting
+    source); with the CLI's default tools (`None`) they are already offered. Raises
     `ProviderError(unsupported)` for a shell tool under read_only or workspace_write and a
     write tool under read_only."""
     allowed, sandbox = tools.allowed_tools, tools.sandbox
     flags: list[str] = []
     if allowed is not None:
-        listed = ",".join(allowed)
+        offered = (*allowed, *(t for t in WEB_TOOLS if t not in allowed)) if web else allowed
+        listed = ",".join(offered)
         flags.append(f"--tools={listed}")
-        flags += [f"--allowedTools={listed}"] if allowed else ["--strict-mcp-config"]
+        flags += [f"--allowedTools={listed}"] if offered else []
+        flags += [] if allowed else ["--strict-mcp-config"]
         named = set(allowed)
         if sandbox in (Sandbox.read_only, Sandbox.workspace_write) and named & _SHELL_TOOLS:
             raise refuse("claude", tools, "a shell tool can write anywhere (no OS sandbox)")
@@ -104,7 +116,7 @@ def build(call: CliCall) -> Invocation:
         argv.append(f"--json-schema={json.dumps(call.schema, separators=(',', ':'))}")
     if config.max_turns is not None:
         argv.append(f"--max-turns={config.max_turns}")
-    argv += tool_flags(config.tools)
+    argv += tool_flags(config.tools, web=config.web_search)
     if call.session_id:
         argv.append(f"--resume={call.session_id}")
     argv += [str(a) for a in opts.get("extra_args", ())]
@@ -157,7 +169,10 @@ def decode(obj: Any) -> AgentEvent | None:
             )
         return None
     if kind in ("assistant", "user"):
-        return decode_message(obj)
+        event = decode_message(obj)
+        if event is not None and (web := _web_meta(obj, event)):
+            event.metadata.update(web)
+        return event
     if kind == "result":
         is_error = bool(obj.get("is_error"))
         meta: dict[str, Any] = {
@@ -178,6 +193,34 @@ def decode(obj: Any) -> AgentEvent | None:
             type=EventType.usage, content=text, raw=obj, is_error=is_error, metadata=meta
         )
     return None
+
+
+def _web_meta(obj: dict[str, Any], event: AgentEvent) -> dict[str, Any]:
+    """`web` metadata of a WebSearch / WebFetch call (its tool_use) or result (the `user`
+    line's `tool_use_result`: {query, results: [text | {content: [{title, url}]}]} for
+    WebSearch, {url, code, bytes, result} for WebFetch); {} for anything else."""
+    if event.type is EventType.tool_call:
+        tool, args = event.metadata.get("tool"), as_dict(event.metadata.get("input"))
+        if tool == "WebSearch":
+            return web_meta("search", query=str(args.get("query", "")))
+        if tool == "WebFetch":
+            return web_meta("fetch", url=str(args.get("url", "")))
+        return {}
+    if event.type is not EventType.tool_result:
+        return {}
+    done = as_dict(obj.get("tool_use_result"))
+    if isinstance(done.get("query"), str) and isinstance(done.get("results"), list):
+        urls: list[str] = []
+        for item in done["results"]:
+            hits = item.get("content") if isinstance(item, dict) else None
+            for hit in hits if isinstance(hits, list) else ():
+                if isinstance(hit, dict) and isinstance(hit.get("url"), str):
+                    urls.append(hit["url"])
+        meta = web_meta("search", query=done["query"], urls=urls)
+        return meta | {"tool": "WebSearch"}
+    if isinstance(done.get("url"), str) and "code" in done:
+        return web_meta("fetch", url=done["url"]) | {"tool": "WebFetch", "status": done["code"]}
+    return {}
 
 
 def classify(outcome: RunOutcome) -> ProviderError | None:

@@ -16,7 +16,11 @@ Options (`[llm.codex]`): `base_url` (Responses API base, e.g. `http://127.0.0.1:
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+
+import anyio
 
 from ..core import (
     AgentEvent,
@@ -29,11 +33,13 @@ from ..core import (
 )
 from ..structured import strict_schema
 from ._classify import kind_from_text
+from ._codex_catalog import catalog_flags, load_catalog, restrict
 from ._endstate import unrecovered
 from ._policy import not_a_flag, refuse
 from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, as_dict, as_int, last_text
+from ._web_events import web_meta
 
-__all__ = ["SPEC", "build", "classify", "decode"]
+__all__ = ["SPEC", "build", "classify", "decode", "prepare"]
 
 _SANDBOX = {
     Sandbox.read_only: "read-only",
@@ -41,7 +47,7 @@ _SANDBOX = {
     Sandbox.full: "danger-full-access",
 }
 _KEY_ENV = "CODEX_AGENTPORT_API_KEY"
-_TOOL_ITEMS = {"command_execution", "mcp_tool_call", "file_change", "web_search"}
+_TOOL_ITEMS = {"command_execution", "mcp_tool_call", "file_change"}
 
 
 def _toml(value: Any) -> str:
@@ -57,7 +63,7 @@ def _toml(value: Any) -> str:
 _PASSTHROUGH = ("OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME")
 
 
-def tool_flags(tools: ToolPolicy) -> list[str]:
+def tool_flags(tools: ToolPolicy, web_search: bool = False) -> list[str]:
     """The tool policy as codex flags: `--sandbox=read-only|workspace-write|
     danger-full-access` (default read-only); no tools -> the shell tool, web search, sub-agents
     apps and goals off (`-c features.shell_tool=false`, `-c web_search="disabled"`,
@@ -65,7 +71,18 @@ def tool_flags(tools: ToolPolicy) -> list[str]:
     0.171.0 still offers `view_image` and `request_user_input`, which run nothing). Commands
     codex does run see only the core environment
     (`-c shell_environment_policy.inherit="core"`) unless sandbox=full. Raises
-    `ProviderError(unsupported)` for a non-empty tool list (codex has no allow-list)."""
+    `ProviderError(unsupported)` for a non-empty tool list (codex has no allow-list).
+
+    *web_search* (`CompletionConfig.web_search`) turns on live web search and nothing else:
+    `-c web_search="live"` (the request then offers the Responses tool
+    `{"type": "web_search", "external_web_access": true}`, run by the provider; codex itself
+    fetches nothing). With no tools, shell, sub-agents, apps and goals stay off. Without it,
+    no tools means `web_search="disabled"`; `ToolPolicy.cli_defaults()` leaves codex's own
+    default (`cached`). Measured on codex-cli 0.171.0 against FakeModelServer.
+
+    These flags hold only for models codex has no metadata for. For its catalog models
+    (the default `gpt-6.2-sol` included) `build` also names a rewritten catalog
+    (`_codex_catalog`), written by `prepare` before the spawn."""
     if tools.allowed_tools:
         raise refuse("codex", tools, "codex has no tool allow-list (use () or None)")
     sandbox = tools.sandbox or Sandbox.read_only
@@ -73,19 +90,59 @@ def tool_flags(tools: ToolPolicy) -> list[str]:
     if sandbox is not Sandbox.full:
         flags += ["-c", 'shell_environment_policy.inherit="core"']
     if tools.no_tools:
-        flags += ["-c", "features.shell_tool=false", "-c", 'web_search="disabled"']
+        flags += ["-c", "features.shell_tool=false"]
         flags += ["-c", "features.multi_agent=false", "-c", "features.apps=false"]
         flags += ["-c", "features.goals=false"]
+    if web_search:
+        flags += ["-c", 'web_search="live"']
+    elif tools.no_tools:
+        flags += ["-c", 'web_search="disabled"']
     return flags
+
+
+def _catalog_path(call: CliCall) -> Path | None:
+    """Where `prepare` writes the rewritten model catalog, or None when the call needs none
+    (`ToolPolicy.cli_defaults()` without web search: codex's own catalog and tools)."""
+    if call.config.tools.no_tools or call.config.web_search:
+        return call.run_dir / "model-catalog.json"
+    return None
+
+
+def _provider_flags(opts: Mapping[str, Any]) -> list[str]:
+    """`-c model_provider=ID -c model_providers.ID={...}` for a configured `base_url`."""
+    if not opts.get("base_url"):
+        return []
+    provider = str(opts.get("provider", "agentport"))
+    fields = {
+        "name": provider,
+        "base_url": str(opts["base_url"]).rstrip("/"),
+        "env_key": str(opts.get("api_key_env", _KEY_ENV)),
+        "wire_api": "responses",
+    }
+    # agentport owns retries (issue 10): codex's own are off unless the options say
+    fields["request_max_retries"] = opts.get("request_max_retries", 0)
+    fields["stream_max_retries"] = opts.get("stream_max_retries", 0)
+    if "stream_idle_timeout_ms" in opts:
+        fields["stream_idle_timeout_ms"] = opts["stream_idle_timeout_ms"]
+    table = ", ".join(f"{k} = {_toml(v)}" for k, v in fields.items())
+    return [
+        "-c",
+        f"model_provider={_toml(provider)}",
+        "-c",
+        f"model_providers.{provider}={{{table}}}",
+    ]
 
 
 def build(call: CliCall) -> Invocation:
     """argv: `codex exec --json --skip-git-repo-check --color never --cd=CWD [tool flags]
-    [--model=M] [--output-schema=FILE] [-c provider...] [resume ID] -` (`tool_flags`; `=`
-    forms so no caller text becomes a flag); the prompt goes through stdin."""
+    [--model=M] [--output-schema=FILE] [-c provider...] [extra_args]
+    [-c model_catalog_json=RUN_DIR/model-catalog.json] [resume ID] -` (`tool_flags`; `=`
+    forms so no caller text becomes a flag); the prompt goes through stdin. The catalog flag
+    comes after `extra_args` so that no extra `-c` can bring the tools back; `prepare`
+    writes the file."""
     opts = call.options
     argv = [call.executable, "exec", "--json", "--skip-git-repo-check", "--color", "never"]
-    argv += [f"--cd={call.cwd}", *tool_flags(call.config.tools)]
+    argv += [f"--cd={call.cwd}", *tool_flags(call.config.tools, call.config.web_search)]
     env: dict[str, str] = {}
     passthrough: tuple[str, ...] = _PASSTHROUGH
     if call.config.model:
@@ -95,22 +152,8 @@ def build(call: CliCall) -> Invocation:
         path.write_text(json.dumps(call.schema), encoding="utf-8")
         argv.append(f"--output-schema={path}")
     if opts.get("base_url"):
-        provider = str(opts.get("provider", "agentport"))
         key_env = str(opts.get("api_key_env", _KEY_ENV))
-        fields = {
-            "name": provider,
-            "base_url": str(opts["base_url"]).rstrip("/"),
-            "env_key": key_env,
-            "wire_api": "responses",
-        }
-        # agentport owns retries (issue 10): codex's own are off unless the options say
-        fields["request_max_retries"] = opts.get("request_max_retries", 0)
-        fields["stream_max_retries"] = opts.get("stream_max_retries", 0)
-        if "stream_idle_timeout_ms" in opts:
-            fields["stream_idle_timeout_ms"] = opts["stream_idle_timeout_ms"]
-        table = ", ".join(f"{k} = {_toml(v)}" for k, v in fields.items())
-        argv += ["-c", f"model_provider={_toml(provider)}"]
-        argv += ["-c", f"model_providers.{provider}={{{table}}}"]
+        argv += _provider_flags(opts)
         # the endpoint's key: the configured one, or the variable the user named; no other
         passthrough = (key_env,) if "api_key_env" in opts else ()
         if "api_key" in opts:
@@ -118,10 +161,34 @@ def build(call: CliCall) -> Invocation:
     if opts.get("home"):
         env["CODEX_HOME"] = str(opts["home"])
     argv += [str(a) for a in opts.get("extra_args", ())]
+    catalog = _catalog_path(call)
+    if catalog is not None:
+        argv += catalog_flags(catalog)
     if call.session_id:
         argv += ["resume", not_a_flag("session id", call.session_id)]
     argv.append("-")
     return Invocation(tuple(argv), env, call.prompt.encode("utf-8"), passthrough)
+
+
+async def prepare(call: CliCall, invocation: Invocation, env: Mapping[str, str]) -> None:
+    """Write the rewritten model catalog `build` named (`_codex_catalog.restrict` of what
+    `codex debug models` prints with the run's provider flags and environment): no tools ->
+    no code mode, sub-agents or apply_patch for any model; web search -> the `web_search`
+    tool offered for catalog models too. Raises `ProviderError(unsupported)` naming the model
+    when codex cannot print its catalog or the model has tool metadata agentport does not
+    know (fail closed)."""
+    path = _catalog_path(call)
+    if path is None:
+        return
+    model = call.config.model
+    who = f"model {model!r}" if model else "codex's default model"
+    flags = _provider_flags(call.options)
+    catalog = await load_catalog(call.executable, flags, env, call.cwd, who)
+    tools = call.config.tools
+    safe = restrict(
+        catalog, no_tools=tools.no_tools, web_search=call.config.web_search, model=model
+    )
+    await anyio.Path(path).write_text(json.dumps(safe), encoding="utf-8")
 
 
 def _usage(raw: Any) -> Usage:
@@ -176,6 +243,8 @@ def decode(obj: Any) -> AgentEvent | None:
         return AgentEvent(
             type=EventType.error, content=message, raw=obj, metadata={"warning": message}
         )
+    if item_type == "web_search":
+        return _web_event(obj, item, done)
     if item_type in _TOOL_ITEMS:
         name = str(item.get("command") or item.get("tool") or item_type)
         meta = {"tool": item_type, "id": item.get("id")}
@@ -191,6 +260,26 @@ def decode(obj: Any) -> AgentEvent | None:
             type=EventType.tool_result, content=output, raw=obj, is_error=failed, metadata=meta
         )
     return None
+
+
+def _web_event(obj: Any, item: dict[str, Any], done: bool) -> AgentEvent:
+    """A `web_search` item (the provider's server-side search, codex-cli 0.171.0):
+    `{"type": "web_search", "id", "query", "action": {"type": "search", "query"} |
+    {"type": "open_page", "url"} | {"type": "find_in_page", "url", "pattern"}}`. A search
+    is `web="search"` with its query; opening a page or finding in it is `web="fetch"` with
+    its URL. codex does not pass the results on (only the action)."""
+    action = as_dict(item.get("action"))
+    query = str(action.get("query") or item.get("query") or "")
+    meta: dict[str, Any] = {"tool": "web_search", "id": item.get("id")}
+    if action.get("type") in ("open_page", "find_in_page") and action.get("url"):
+        meta |= web_meta("fetch", url=str(action["url"]))
+        content = str(action["url"])
+    else:
+        meta |= web_meta("search", query=query)
+        content = query
+    kind = EventType.tool_result if done else EventType.tool_call
+    failed = done and item.get("status") not in (None, "completed")
+    return AgentEvent(type=kind, content=content, raw=obj, is_error=failed, metadata=meta)
 
 
 def classify(outcome: RunOutcome) -> ProviderError | None:
@@ -225,4 +314,5 @@ SPEC = BackendSpec(
     final_text=last_text,
     native_schema=strict_schema,
     restore_schema=True,
+    prepare=prepare,
 )

@@ -10,6 +10,11 @@ feed the prompt there); an untrusted folder exits 55 before any request (we pass
 there is no schema flag (output_schema is TRANSLATED); like claude it loses the end of a
 large output on a pipe, so it writes to a file the runner follows.
 
+Web tools (issue 16): `config.web_search` allows google_web_search (a grounded request:
+`tools: [{googleSearch: {}}]`) and web_fetch (a `urlContext` request; the CLI fetches itself
+only as a fallback, and refuses private and loopback hosts) in the policy file, and nothing
+else; the decoder marks their tool_use events with `web` metadata.
+
 Options (`[llm.gemini]`): `base_url`, `api_key`, `approval_mode` (used only when a call
 leaves the sandbox to the CLI), `extra_args`, plus the generic `executable`, `env`,
 `grace_s`, `max_line_bytes`.
@@ -42,6 +47,7 @@ from ._spec import (
     as_int,
     text_after_last_tool,
 )
+from ._web_events import web_meta
 
 __all__ = ["SPEC", "build", "classify", "decode"]
 
@@ -76,18 +82,24 @@ _PASSTHROUGH = (
 _NO_SERVER = "agentport-no-mcp-server"
 _SHELL = "run_shell_command"
 _WRITES = frozenset({"write_file", "replace"})
+WEB_TOOLS = ("google_web_search", "web_fetch")
 
 
-def policy_toml(tools: ToolPolicy) -> str | None:
+def policy_toml(tools: ToolPolicy, *, web: bool = False) -> str | None:
     """A policy-engine file for *tools* (None: nothing to restrict), loaded with `--policy`
     (the user tier: above project and default policies). Every tool is denied at the top user
     priority; a listed tool is allowed just above it. Raises `ProviderError(unsupported)` for
     the shell tool under read_only or workspace_write and a write tool under read_only (an
     allow rule runs it without confirmation). Source: gemini-cli 0.61.0 policy engine
-    (`[[rule]]` toolName / decision / priority; a denied tool is not offered to the model)."""
+    (`[[rule]]` toolName / decision / priority; a denied tool is not offered to the model).
+    *web* (`config.web_search`) allows google_web_search and web_fetch too (an allow rule
+    offers web_fetch even in the default approval mode, which drops it headless); with the
+    CLI's default tools (`None`) they are already offered."""
     allowed = tools.allowed_tools
     if allowed is None:
         return None
+    if web:
+        allowed = (*allowed, *(t for t in WEB_TOOLS if t not in allowed))
     named = set(allowed)
     if tools.sandbox in (Sandbox.read_only, Sandbox.workspace_write) and _SHELL in named:
         raise refuse("gemini", tools, "the shell tool can write anywhere (no OS sandbox)")
@@ -116,7 +128,7 @@ def build(call: CliCall) -> Invocation:
     approval = _APPROVAL[sandbox] if sandbox else opts.get("approval_mode")
     if approval:
         argv.append(f"--approval-mode={approval}")
-    policy = policy_toml(config.tools)
+    policy = policy_toml(config.tools, web=config.web_search)
     if policy is not None:
         path = call.run_dir / "agentport-policy.toml"
         path.write_text(policy, encoding="utf-8")
@@ -156,7 +168,7 @@ def decode(obj: Any) -> AgentEvent | None:
             "tool": obj.get("tool_name"),
             "id": obj.get("tool_id"),
             "input": obj.get("parameters"),
-        }
+        } | _web_meta(obj.get("tool_name"), as_dict(obj.get("parameters")))
         return AgentEvent(
             type=EventType.tool_call, content=str(obj.get("tool_name")), raw=obj, metadata=meta
         )
@@ -182,6 +194,22 @@ def decode(obj: Any) -> AgentEvent | None:
             type=EventType.usage, content=message, raw=obj, is_error=failed, metadata=end
         )
     return None
+
+
+def _web_meta(tool: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """`web` metadata of a google_web_search / web_fetch tool_use (the stream-json result
+    line carries only a display text, so the call is marked where its query and urls are);
+    {} for any other tool. web_fetch names its urls in `prompt`, as whitespace-separated
+    tokens the way the CLI parses them (or in `url` when the user turned on direct
+    fetching)."""
+    if tool == "google_web_search":
+        return web_meta("search", query=str(params.get("query", "")))
+    if tool == "web_fetch":
+        urls = [str(params["url"])] if isinstance(params.get("url"), str) else []
+        tokens = str(params.get("prompt", "")).split()
+        urls += [t for t in tokens if t.startswith(("http://", "https://")) and t not in urls]
+        return web_meta("fetch", url=urls[0] if urls else "", urls=urls)
+    return {}
 
 
 def classify(outcome: RunOutcome) -> ProviderError | None:

@@ -52,6 +52,7 @@ from ..core import (
     merge_config,
 )
 from ..structured import complete_constrained, restore_answer, schema_dict, strict_schema
+from ..transport import tls_context
 from ._openai_wire import (  # re-exported: the public wire helpers
     ChatStreamAccumulator,
     EndpointOptions,
@@ -249,7 +250,9 @@ class OpenAICompatAdapter:
         with scope:
             try:
                 async with (
-                    httpx.AsyncClient(transport=self._transport, timeout=timeout) as client,
+                    httpx.AsyncClient(
+                        transport=self._transport, timeout=timeout, verify=tls_context()
+                    ) as client,
                     client.stream("POST", url, json=body, headers=endpoint.headers()) as resp,
                 ):
                     if resp.status_code >= 400:

@@ -15,9 +15,11 @@ __all__ = ["app", "main"]
 
 def _load_app() -> typer.Typer:
     from . import (
+        _batch,  # noqa: F401  (registers `agentport batch`)
         _mcp,  # noqa: F401  (registers `agentport mcp`)
         _refine,  # noqa: F401  (registers `agentport refine`)
         _research,  # noqa: F401  (registers `agentport research`)
+        _worker,  # noqa: F401  (registers `agentport worker`)
     )
     from ._app import app
 

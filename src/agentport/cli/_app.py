@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -203,29 +204,81 @@ def _grid_table(rows: list[dict[str, Any]]) -> Any:
     return table
 
 
+# a field whose value is (or names) a secret: api_key, api_key_env, token, password, ...
+# (not a count such as output_tokens)
+_SECRET_FIELD = re.compile(r"key|secret|password|credential|(?:^|_)token$")
+
+
+def _shown(field: str, value: Any) -> Any:
+    """*value* as `agentport config` shows it: `***` for a secret-named field (and an
+    `[llm.<backend>]` `env` or `headers` table), a URL's password masked, `redact`ed."""
+    name = field.rsplit(".", 1)[-1].lower()
+    if _SECRET_FIELD.search(name) or name in ("env", "headers"):
+        return "***" if value is not None else None
+    if hasattr(value, "get_secret_value"):
+        return "***"
+    if isinstance(value, str):
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(value)
+        except ValueError:
+            return redact(value)
+        if parts.password:
+            netloc = f"{parts.username}:***@{parts.netloc.rsplit('@', 1)[1]}"
+            value = parts._replace(netloc=netloc).geturl()
+        return redact(value)
+    return value
+
+
+def config_rows(settings: Any) -> list[tuple[str, str, Any, str]]:
+    """`(table, key, value, origin)` for `agentport config`: `[llm]`'s backend, model and
+    every key a source set, then every key of `[budget]`, `[web]` and `[temporal]`
+    (secrets shown as `***`)."""
+    from ..config import TABLES
+
+    llm = settings.llm
+    rows: list[tuple[str, str, Any, str]] = [
+        ("llm", "backend", llm.backend, llm.origin("backend")),
+        ("llm", "model", llm.model, llm.origin("model")),
+    ]
+    for key in sorted(k for k in llm._origins if "." not in k and k not in ("backend", "model")):
+        rows.append(("llm", key, _shown(key, getattr(llm, key, None)), llm.origin(key)))
+    for key in sorted(k for k in llm._origins if "." in k):
+        table, field = key.split(".", 1)
+        rows.append(("llm", key, _shown(field, llm.options(table).get(field)), llm.origin(key)))
+    for table in TABLES:
+        values = getattr(settings, table).model_dump(mode="json")
+        for field, value in values.items():
+            if isinstance(value, dict) and value:  # a sub-table: one row per entry
+                for sub, item in sorted(value.items()):
+                    dotted = f"{field}.{sub}"
+                    rows.append(
+                        (table, dotted, _shown(dotted, item), settings.origin(f"{table}.{dotted}"))
+                    )
+                continue
+            rows.append((table, field, _shown(field, value), settings.origin(f"{table}.{field}")))
+    return rows
+
+
 @app.command("config")
 def config_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Show the settings in effect and which file (or variable) chose each of them."""
+    """Show the settings in effect ([llm], [budget], [web], [temporal]) and which file (or
+    variable) chose each of them; secrets print as ***."""
     from ..config import load_settings
 
     try:
-        llm = load_settings().llm
+        rows = config_rows(load_settings())
     except ProviderError as exc:
         fail_error(exc)
-    rows = [("backend", llm.backend, llm.origin("backend"))]
-    rows.append(("model", str(llm.model), llm.origin("model")))
-    for key in sorted(k for k in llm._origins if "." in k):
-        table, field = key.split(".", 1)
-        value = llm.options(table).get(field)
-        shown = "***" if "key" in field.lower() or field in ("env", "headers") else str(value)
-        rows.append((key, shown, llm.origin(key)))
     if as_json:
-        typer.echo(json.dumps([{"key": k, "value": v, "from": o} for k, v, o in rows], indent=2))
+        listed = [{"table": t, "key": k, "value": v, "from": o} for t, k, v, o in rows]
+        typer.echo(json.dumps(listed, indent=2))
         return
-    for key, value, origin in rows:
-        typer.echo(f"llm.{key} = {value}  ({origin})")
+    for table, key, value, origin in rows:
+        typer.echo(f"{table}.{key} = {value}  ({origin})")
 
 
 def _load_schema(path: Path) -> dict[str, Any]:

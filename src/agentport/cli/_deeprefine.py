@@ -267,8 +267,15 @@ def _apply(args: argparse.Namespace) -> int:
 
 
 def _refine(args: argparse.Namespace) -> int:
+    from ..core import ProviderError
+    from ._budget import combined_exit, resolve_budget
     from ._refine import run_refine
 
+    try:
+        budget = resolve_budget(args.budget)
+    except (ValueError, ProviderError) as exc:  # one line naming --budget or the config field
+        _err(str(exc))
+        return 2
     layout = _layout(args)
     questions: list[str]
     if args.query:
@@ -279,10 +286,11 @@ def _refine(args: argparse.Namespace) -> int:
         if not questions:
             _err("no pending queries; pass --query QUESTION")
             return 1
-    code = 0
-    for question in questions:
-        code = max(code, run_refine(question, layout.graph, args.backend, args.apply, print, _err))
-    return code
+    codes = [
+        run_refine(question, layout.graph, args.backend, args.apply, print, _err, budget=budget)
+        for question in questions
+    ]
+    return combined_exit(codes)
 
 
 def _unsupported(args: argparse.Namespace) -> int:
@@ -356,6 +364,12 @@ def build_parser() -> argparse.ArgumentParser:
     ref.add_argument("--apply", action="store_true")
     ref.add_argument("--rebuild-index", action="store_true", help="Accepted; nothing to index.")
     ref.add_argument("--backend", help="agentport backend (default: llm.backend).")
+    ref.add_argument(
+        "--budget",
+        help="Ceilings per question, e.g. 'calls=12,wall=5m' (keys: calls, input_tokens, "
+        "output_tokens, usd, wall; over [budget]; 'none' drops it). At a ceiling the partial "
+        "trace is written, nothing applied, exit code 3.",
+    )
     root(ref)
     ref.set_defaults(handler=_refine)
 

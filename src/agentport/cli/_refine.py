@@ -9,6 +9,7 @@ and stops. `--apply --yes` is the only way to write graph.json (LOW actions stil
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
@@ -17,21 +18,26 @@ import typer
 from returns.result import Failure
 
 from ..core import LLMAdapter, ProviderError, redact
+from ..policies import Budget
 from ..workflows.deeprefine import (
     InputError,
     Layout,
+    LoopResult,
     LoopSettings,
     ReviewContext,
     apply_refinement,
     find_layout,
     finish,
     load_graph,
+    plan_refine,
     review,
     run_loop,
     save_loop,
+    save_partial,
     validate_trace,
 )
-from ._app import app, fail
+from ._app import app, fail, fail_error
+from ._budget import BUDGET_HELP, PARTIAL_EXIT, budget_lines, resolve_budget
 
 __all__ = ["refine", "run_refine"]
 
@@ -48,8 +54,10 @@ def run_refine(
     *,
     allow_low: bool = False,
     adapter: LLMAdapter | None = None,
+    budget: Budget | None = None,
 ) -> int:
-    """Run the loop for one question; returns the exit code. Never raises for bad input."""
+    """Run the loop for one question; returns the exit code (3 = a *budget* ceiling stopped
+    the loop: the partial trace is written, nothing applied). Never raises for bad input."""
     layout = Layout.for_graph(graph_path)
     try:
         graph = load_graph(graph_path)
@@ -65,7 +73,7 @@ def run_refine(
         return 2
     settings = LoopSettings(on_step=lambda step: out(f"[Step: {step}]"))
     try:
-        result = anyio.run(run_loop, adapter, graph, question, settings)
+        result = anyio.run(partial(run_loop, budget=budget), adapter, graph, question, settings)
     except KeyboardInterrupt:
         err("interrupted; graph.json was not modified")
         return 130
@@ -73,6 +81,8 @@ def run_refine(
         err(str(result.failure()))
         return 1
     loop = result.unwrap()
+    if loop.budget_reached is not None:
+        return _partial(layout, loop, out, err)
     try:
         trace_path, actions_path = save_loop(layout, loop)
         out(f"Trace: {trace_path}")
@@ -117,9 +127,25 @@ def run_refine(
     return 0
 
 
+def _partial(layout: Layout, loop: LoopResult, out: Echo, err: Echo) -> int:
+    """A loop its budget stopped: the trace so far is written, nothing is applied."""
+    try:
+        path = save_partial(layout, loop)
+    except InputError as exc:
+        err(str(exc))
+        return 1
+    steps = len(loop.trace["interaction_history"])
+    out(f"Partial trace ({steps} step(s)): {path}")
+    out("Budget reached: no action file, graph.json was not modified.")
+    err(f"budget reached ({loop.budget_reached}): the loop is partial; nothing applied")
+    return PARTIAL_EXIT
+
+
 @app.command()
 def refine(
-    question: Annotated[str, typer.Argument(help="The question to refine the graph for.")],
+    question: Annotated[
+        str | None, typer.Argument(help="The question to refine the graph for (not with --batch).")
+    ] = None,
     graph: Annotated[
         Path | None, typer.Option("--graph", help="graph.json (default: graphify-out/graph.json).")
     ] = None,
@@ -131,17 +157,91 @@ def refine(
     allow_low: Annotated[
         bool, typer.Option("--allow-low-confidence", help="Also apply LOW actions.")
     ] = False,
+    batch: Annotated[
+        Path | None,
+        typer.Option("--batch", help="Refine for every line of this file; --out is a folder."),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Batch: the folder of the reviews.")
+    ] = None,
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Batch: questions in flight (4).")] = 4,
+    temporal: Annotated[
+        str | None,
+        typer.Option("--temporal", help="Batch: run on this Temporal cluster (HOST:PORT)."),
+    ] = None,
+    namespace: Annotated[
+        str, typer.Option("--namespace", help="Batch: Temporal namespace.")
+    ] = "default",
+    batch_id: Annotated[
+        str | None, typer.Option("--batch-id", help="Batch: Temporal workflow id.")
+    ] = None,
+    detach: Annotated[
+        bool, typer.Option("--detach", help="Batch: submit to Temporal and exit.")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Batch: no progress.")] = False,
+    budget_spec: Annotated[str | None, typer.Option("--budget", help=BUDGET_HELP)] = None,
+    plan: Annotated[
+        bool, typer.Option("--plan", help="Print the worst case against the budget, then exit.")
+    ] = False,
 ) -> None:
-    """Run the DeepRefine loop on a graphify graph; dry run unless --apply --yes."""
+    """Run the DeepRefine loop on a graphify graph; dry run unless --apply --yes.
+
+    --budget stops the loop at a ceiling: the trace so far is written, nothing is applied.
+    Exit codes: 0 done, 1 failed, 2 bad input, 3 partial (a budget ceiling was reached),
+    130 interrupted.
+
+    --batch FILE --out DIR refines for one question per line, a review per question in DIR;
+    with --apply --yes the reviewed actions are applied one at a time (one writer); with
+    --batch, --budget bounds the whole batch (exit 3: questions partial or not run)."""
+    if batch is not None or question is None:
+        from ._batch import refine_batch_command, refuse_with_batch
+
+        refuse_with_batch(plan=plan)
+        if apply and not yes:
+            fail("--apply writes graph.json; add --yes to confirm (nothing was run)", 2)
+
+        refine_batch_command(
+            question,
+            batch,
+            out,
+            graph=graph,
+            backend=backend,
+            apply=apply,
+            allow_low=allow_low,
+            jobs=jobs,
+            quiet=quiet,
+            temporal=temporal,
+            namespace=namespace,
+            batch_id=batch_id,
+            detach=detach,
+            budget_spec=budget_spec,
+        )
+        return
     if not question.strip():
         fail("the question is empty", 2)
     if apply and not yes:
         fail("--apply writes graph.json; add --yes to confirm (nothing was run)", 2)
+    try:
+        budget = resolve_budget(budget_spec)
+    except ProviderError as exc:
+        fail_error(exc)
+    except ValueError as exc:  # a bad --budget spec
+        fail(str(exc), 2)
+    if plan:
+        worst = plan_refine()
+        fit = budget_lines(
+            budget, worst.upper_bound_calls, worst.typical_calls, worst.upper_bound_output_tokens
+        )
+        for line in worst.lines() + fit:
+            typer.echo(line)
+        return
     graph_path = graph or find_layout().graph
 
     def err(message: str) -> None:
         typer.echo(f"agentport: {redact(message)}", err=True)
 
-    code = run_refine(question, graph_path, backend, apply, typer.echo, err, allow_low=allow_low)
+    code = run_refine(
+        question, graph_path, backend, apply, typer.echo, err, allow_low=allow_low, budget=budget
+    )
     if code:
         raise typer.Exit(code)

@@ -25,6 +25,7 @@ from ..core import (
     ProviderError,
     redact,
 )
+from ..policies import Budget
 from ..workflows.deep_research import (
     CallCache,
     Corpus,
@@ -32,14 +33,17 @@ from ..workflows.deep_research import (
     ResearchEvent,
     ResearchReport,
     atomic_write_text,
-    check_web_search,
     load_corpus,
     plan_research,
     run_research,
     to_json,
     to_markdown,
+    uses_own_web,
+    web_mode_refusal,
 )
+from ..workflows.deep_research._budget import budget_plan
 from ._app import app, fail, fail_error
+from ._budget import BUDGET_HELP, PARTIAL_EXIT, budget_lines, resolve_budget
 
 __all__ = ["cache_folder", "research", "resolved_backend"]
 
@@ -95,6 +99,17 @@ def _config(
     return ResearchConfig(**overrides)
 
 
+def _web_refusal(backend: str) -> str | None:
+    """Why web mode cannot run on *backend* (no web tools and no search engine configured
+    for agentport's own, docs/web.md), or None."""
+    return web_mode_refusal(backend)
+
+
+def _own_web(backend: str | None) -> bool:
+    """True when agentport's own web tools will search for *backend* (small-model web)."""
+    return backend is not None and uses_own_web(backend)
+
+
 def _check_out(out: Path) -> None:
     """Fail (exit 2) before any model call when *out* cannot be written."""
     if out.is_dir():
@@ -119,6 +134,7 @@ def _run_with_progress(
     cache: CallCache,
     quiet: bool,
     debug: bool = False,
+    budget: Budget | None = None,
 ) -> ResearchReport:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -147,7 +163,13 @@ def _run_with_progress(
 
     async def go() -> ResearchReport:
         return await run_research(
-            question, adapter, config=config, corpus=corpus, on_event=on_event, cache=cache
+            question,
+            adapter,
+            config=config,
+            corpus=corpus,
+            on_event=on_event,
+            cache=cache,
+            budget=budget,
         )
 
     with progress:
@@ -182,7 +204,9 @@ def _emit(report: ResearchReport, as_json: bool, out: Path | None) -> None:
 
 @app.command()
 def research(
-    question: Annotated[str, typer.Argument(help="The research question.")],
+    question: Annotated[
+        str | None, typer.Argument(help="The research question (not with --batch).")
+    ] = None,
     backend: Annotated[
         str | None, typer.Option("--backend", "-b", help="Backend or alias (default: config).")
     ] = None,
@@ -223,23 +247,73 @@ def research(
     debug: Annotated[
         bool, typer.Option("--debug", help="Show every model call's raw answer on stderr.")
     ] = False,
+    budget_spec: Annotated[str | None, typer.Option("--budget", help=BUDGET_HELP)] = None,
+    batch: Annotated[
+        Path | None,
+        typer.Option("--batch", help="Research every line of this file; --out is a folder."),
+    ] = None,
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Batch: questions in flight (4).")] = 4,
+    temporal: Annotated[
+        str | None,
+        typer.Option("--temporal", help="Batch: run on this Temporal cluster (HOST:PORT)."),
+    ] = None,
+    namespace: Annotated[
+        str, typer.Option("--namespace", help="Batch: Temporal namespace.")
+    ] = "default",
+    batch_id: Annotated[
+        str | None, typer.Option("--batch-id", help="Batch: Temporal workflow id.")
+    ] = None,
+    detach: Annotated[
+        bool, typer.Option("--detach", help="Batch: submit to Temporal and exit.")
+    ] = False,
 ) -> None:
     """Research a question: scope, search, fetch, 3-vote adversarial verification, synthesis.
 
     Web mode uses the agent's own web tools; --corpus DIR searches a local folder instead
-    (works with any backend, including the embedded local model)."""
+    (works with any backend, including the embedded local model). --budget stops the run at
+    a ceiling with a partial report. Exit codes: 0 done, 1 failed, 2 bad input, 3 partial
+    (a budget ceiling was reached; the report holds what was finished), 130 interrupted.
+    --batch FILE --out DIR researches one question per line into DIR (see docs/deployment.md);
+    with --batch, --budget bounds the whole batch (exit 3: questions partial or not run)."""
+    if batch is not None or question is None:
+        from ._batch import refuse_with_batch, research_batch_command
+
+        refuse_with_batch(plan=plan, resume=resume, json=as_json, debug=debug)
+        research_batch_command(
+            question,
+            batch,
+            out,
+            backend=backend,
+            model=model,
+            corpus=corpus,
+            early_quorum=early_quorum,
+            concurrency=concurrency,
+            small_model=small_model,
+            jobs=jobs,
+            quiet=quiet,
+            temporal=temporal,
+            namespace=namespace,
+            batch_id=batch_id,
+            detach=detach,
+            budget_spec=budget_spec,
+        )
+        return
     q = question.strip()
     if not q:
         fail("the research question is empty", 2)
     try:
         target = resolved_backend(backend)
         config = _config(target, early_quorum, concurrency, small_model)
+        budget = resolve_budget(budget_spec)
     except ProviderError as exc:
         fail_error(exc)
-    if config.small_model and corpus is None and not plan:
+    except ValueError as exc:  # a bad --budget spec
+        fail(str(exc), 2)
+    if config.small_model and corpus is None and not plan and not _own_web(target):
         fail(
             "small-model mode researches a local folder: add --corpus DIR "
-            "(or --full-model for web research)",
+            "(or --full-model for web research), or configure a search engine for "
+            "agentport's own web tools: [web] searxng_url (docs/web.md)",
             2,
         )
     loaded: Corpus | None = None
@@ -249,11 +323,13 @@ def research(
             fail(result.failure().message, 2)
         loaded = result.unwrap()
     if plan:
-        for line in plan_research(config, corpus=loaded).lines():
+        the_plan = plan_research(config, corpus=loaded)
+        fit = budget_lines(budget, *budget_plan(the_plan, config.max_tokens))
+        for line in the_plan.lines() + fit:
             typer.echo(line)
         if loaded is not None:
             typer.echo(f"corpus: {loaded.documents} documents, {len(loaded.passages)} passages")
-        elif target is not None and (refusal := check_web_search(target)) is not None:
+        elif target is not None and (refusal := _web_refusal(target)) is not None:
             typer.echo(f"note: {refusal}")
         return
     from ..factory import create_llm_adapter
@@ -273,13 +349,13 @@ def research(
             loaded = reloaded.unwrap()
     if out is not None:
         _check_out(out)
-    if loaded is None and (refusal := check_web_search(adapter.backend)) is not None:
+    if loaded is None and (refusal := _web_refusal(adapter.backend)) is not None:
         fail(refusal, 2)
     cache = CallCache(cache_folder(q, adapter.backend, model, corpus), replay=resume)
     if not resume:
         cache.clear()
     try:
-        report = _run_with_progress(q, adapter, config, loaded, cache, quiet, debug)
+        report = _run_with_progress(q, adapter, config, loaded, cache, quiet, debug, budget)
     except KeyboardInterrupt:
         fail("interrupted; finished calls are kept: rerun with --resume to continue", 130)
     salvaged = bool(report.sources or report.claims)
@@ -292,5 +368,7 @@ def research(
             f"agentport: resumed {cache.hits} finished call(s) from {cache.folder}", err=True
         )
     _emit(report, as_json, out)
+    if report.budget_reached is not None:
+        fail(f"budget reached ({report.budget_reached}): the report is partial", PARTIAL_EXIT)
     if report.error:
         fail(report.error, 1)

@@ -1,9 +1,11 @@
 """`agentport mcp`: agentport as a Model Context Protocol server (official MCP Python SDK).
 
-Tools: `complete`, `backends`; deep research as a job (`research_start`, `research_status`,
-`research_wait`, `research_result`, `research_cancel`); DeepRefine (`refine`, `review`,
-`apply`). Paths are limited to the roots given at start; tool errors are one line
-`<ErrorKind>: <message>`. Needs the `agentport[mcp]` extra. See docs/mcp.md.
+Tools: `complete`, `backends`; deep research on a folder or the web as a job
+(`research_start`, `research_status`, `research_wait`, `research_result`,
+`research_cancel`); DeepRefine (`refine`, `review`, `apply`); research and refine take a
+`budget` (the `--budget` spec; a run at a ceiling ends partial, "budget reached"). Paths
+are limited to the roots given at start; tool errors are one line `<ErrorKind>: <message>`.
+Needs the `agentport[mcp]` extra. See docs/mcp.md.
 
 ```python
 from agentport.mcp import build_server, serve_stdio

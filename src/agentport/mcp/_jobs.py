@@ -35,7 +35,7 @@ class Job:
 
     id: str
     question: str
-    corpus: str
+    corpus: str | None  # None: web research
     state: JobState = "running"
     phase: str = "start"
     done: int = 0
@@ -45,6 +45,7 @@ class Job:
     ended: float | None = None
     report: ResearchReport | None = None
     error: str | None = None
+    budget_reached: str | None = None  # the ceiling that stopped the run: a partial report
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     finished: anyio.Event = field(default_factory=anyio.Event)
     changed: anyio.Event = field(default_factory=anyio.Event)
@@ -67,6 +68,7 @@ class Job:
             "job_id": self.id,
             "state": self.state,
             "question": self.question,
+            "mode": "web" if self.corpus is None else "corpus",
             "corpus": self.corpus,
             "phase": self.phase,
             "calls_done": self.done,
@@ -74,6 +76,8 @@ class Job:
             "message": self.message,
             "elapsed_s": round(end - self.started, 3),
             "error": self.error,
+            "partial": self.budget_reached is not None,
+            "budget_reached": self.budget_reached,
         }
 
 
@@ -92,7 +96,9 @@ class Jobs:
                     job.state, job.error = "cancelled", "the server stopped"
                     job.scope.cancel()
 
-    def start(self, question: str, corpus: str, run: Callable[[Job], Awaitable[None]]) -> Job:
+    def start(
+        self, question: str, corpus: str | None, run: Callable[[Job], Awaitable[None]]
+    ) -> Job:
         if self._tg is None:
             raise ToolFailure(ErrorKind.server_error, "the server is not accepting jobs")
         if len(self.running()) >= MAX_RUNNING:
@@ -112,6 +118,8 @@ class Jobs:
                     job.state, job.error = "failed", f"{type(exc).__name__}: {exc}"
             if job.scope.cancel_called and job.state == "running":
                 job.state = "cancelled"
+            if job.budget_reached is not None:
+                job.message = f"budget reached ({job.budget_reached}): the report is partial"
             job.ended = time.monotonic()
             job.finished.set()
             job._poke()

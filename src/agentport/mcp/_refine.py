@@ -18,6 +18,7 @@ from returns.result import Failure
 from ..core import ErrorKind
 from ..workflows.deeprefine import (
     Layout,
+    LoopResult,
     LoopSettings,
     Review,
     ReviewContext,
@@ -28,10 +29,12 @@ from ..workflows.deeprefine import (
     review,
     run_loop,
     save_loop,
+    save_partial,
     validate_trace,
 )
+from ..workflows.deeprefine._budget import partial_trace_path
 from ._errors import Roots, ToolFailure, guarded
-from ._tools import AdapterFactory, BackendArg
+from ._tools import AdapterFactory, BackendArg, BudgetArg, run_budget
 
 __all__ = ["RefineTools"]
 
@@ -66,6 +69,27 @@ def _review_payload(reviewed: Review) -> dict[str, Any]:
     }
 
 
+def _partial(layout: Layout, loop: LoopResult) -> dict[str, Any]:
+    """A loop its budget stopped: the trace so far is written, no actions (`agentport
+    refine` exits 3 for the same outcome)."""
+    trace_path = save_partial(layout, loop)
+    steps = len(loop.trace.get("interaction_history") or [])
+    return {
+        "query_id": loop.query_id,
+        "early_exit": False,
+        "partial": True,
+        "budget_reached": loop.budget_reached,
+        "message": f"budget reached ({loop.budget_reached}): the loop is partial "
+        f"({steps} step(s)); no actions, graph.json was not modified",
+        "trace_file": str(trace_path),
+        "actions_file": None,
+        "trace": loop.trace,
+        "actions": [],
+        "action_set_id": None,
+        "review": [],
+    }
+
+
 class RefineTools:
     """refine / review / apply over graphs inside *roots*."""
 
@@ -92,6 +116,12 @@ class RefineTools:
         if not qid or not all(c.isalnum() or c in "-_" for c in qid):
             raise ToolFailure(ErrorKind.invalid_request, f"query_id: {qid!r} is not a query id")
         trace_path = layout.trace_path(qid)
+        if not trace_path.is_file() and partial_trace_path(layout, qid).is_file():
+            raise ToolFailure(
+                ErrorKind.invalid_request,
+                f"query_id: {qid}: the loop was stopped by its budget (partial trace only): "
+                "nothing to review or apply; run `refine` again with a larger budget",
+            )
         if not trace_path.is_file():
             raise ToolFailure(
                 ErrorKind.invalid_request, f"query_id: {qid}: no trace for it; run `refine` first"
@@ -111,15 +141,20 @@ class RefineTools:
         graph: GraphArg,
         ctx: Context,
         backend: BackendArg = None,
+        budget: BudgetArg = None,
     ) -> dict[str, Any]:
         """Run the DeepRefine loop (judge -> k-hop retrieval -> abduction -> refinement) for
         a question on a graphify graph. A dry run: writes the trace and proposed actions
         under .deeprefine/ and never touches graph.json. Returns {query_id, early_exit,
-        trace, actions, action_set_id, review, trace_file, actions_file}; sends a progress
-        notification per hop. Next: show the review to the user, then `apply`."""
+        partial, trace, actions, action_set_id, review, trace_file, actions_file}; sends a
+        progress notification per hop. Next: show the review to the user, then `apply`.
+        With a `budget`, a loop that reaches a ceiling returns `partial: true`, a "budget
+        reached" message and the trace so far (written as loop_trace_<id>.partial.json),
+        with no actions: nothing can be applied."""
         q = question.strip()
         if not q:
             raise ToolFailure(ErrorKind.invalid_request, "question: is empty")
+        spent = run_budget(budget)
         path, layout = self._layout(graph)
         loaded = load_graph(path)
         adapter = self.adapter_for(backend)
@@ -134,10 +169,12 @@ class RefineTools:
         async with anyio.create_task_group() as tg:
             tg.start_soon(forward)
             async with send:
-                result = await run_loop(adapter, loaded, q, settings)
+                result = await run_loop(adapter, loaded, q, settings, budget=spent)
         if isinstance(result, Failure):
             raise result.failure()
         loop = result.unwrap()
+        if loop.budget_reached is not None:
+            return _partial(layout, loop)
         trace_path, actions_path = save_loop(layout, loop)
         errors = validate_trace(loop.trace, trace_path, layout, actions_path)
         if errors:
@@ -145,6 +182,7 @@ class RefineTools:
         out: dict[str, Any] = {
             "query_id": loop.query_id,
             "early_exit": loop.early_exit,
+            "partial": False,
             "trace_file": str(trace_path),
             "actions_file": str(actions_path) if actions_path else None,
             "trace": loop.trace,

@@ -29,10 +29,11 @@ __all__ = ["build_server", "check_bind", "is_loopback", "serve_http", "serve_std
 
 INSTRUCTIONS = (
     "agentport: call any configured LLM backend (`complete`), run verified deep research on a "
-    "local folder as a job (`research_start` -> `research_wait`/`research_status` -> "
-    "`research_result`, `research_cancel`), and refine a graphify knowledge graph with "
-    "DeepRefine (`refine` -> show `review` to the user -> `apply` with approve=true and the "
-    "exact reviewed actions). Paths must lie inside the server's roots: {roots}."
+    "local folder or the web as a job (`research_start` -> `research_wait`/`research_status` "
+    "-> `research_result`, `research_cancel`; `budget` caps a run), and refine a graphify "
+    "knowledge graph with DeepRefine (`refine` -> show `review` to the user -> `apply` with "
+    "approve=true and the exact reviewed actions). Paths must lie inside the server's roots: "
+    "{roots}."
 )
 
 

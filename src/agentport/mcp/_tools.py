@@ -20,17 +20,20 @@ from ..core import (
     json_schema_problem,
     redact,
 )
+from ..policies import Budget
 from ..workflows.deep_research import (
+    Corpus,
     ResearchConfig,
     load_corpus,
     run_research,
     to_json,
     to_markdown,
+    web_mode_refusal,
 )
 from ._errors import Roots, ToolFailure, guarded
 from ._jobs import Job, Jobs
 
-__all__ = ["AdapterFactory", "CoreTools"]
+__all__ = ["AdapterFactory", "BudgetArg", "CoreTools", "run_budget"]
 
 AdapterFactory = Callable[[str | None], LLMAdapter]
 
@@ -45,6 +48,26 @@ BackendArg = Annotated[
     ),
 ]
 JobArg = Annotated[str, Field(description="The job id returned by research_start.")]
+BudgetArg = Annotated[
+    str | None,
+    Field(
+        description="Ceilings for this run, like `agentport research --budget`: e.g. "
+        "'calls=40,output_tokens=20000,usd=0.50,wall=10m' (keys: calls, input_tokens, "
+        "output_tokens, usd, wall), key by key over the server's [budget] table; 'none' "
+        "drops the table. At a ceiling the run ends with a partial result (budget reached)."
+    ),
+]
+
+
+def run_budget(spec: str | None) -> Budget | None:
+    """The run's budget: *spec* over the configured `[budget]` table (`agentport.config.
+    run_budget`); a bad spec is an `invalid_request` naming `budget` and the key."""
+    from ..config import run_budget as resolve
+
+    try:
+        return resolve(spec, source="budget")
+    except ValueError as exc:
+        raise ToolFailure(ErrorKind.invalid_request, str(exc)) from None
 
 
 def _nonempty(value: str, field: str) -> str:
@@ -163,46 +186,65 @@ class CoreTools:
         self,
         question: Annotated[str, Field(description="The research question (not empty).")],
         corpus: Annotated[
-            str,
+            str | None,
             Field(
                 description="Folder of documents (md, txt, rst, html) to research, inside the "
-                "server's --root folders. Web research is not available over MCP yet."
+                "server's --root folders. Omit it to research the web: with the agent's own "
+                "web tools (codex, claude, gemini) or, on other backends, agentport's own "
+                "search and fetch when the server's [web] table names a search engine."
             ),
-        ],
+        ] = None,
         backend: BackendArg = None,
+        budget: BudgetArg = None,
     ) -> dict[str, Any]:
-        """Start deep research on a local folder and return {job_id} at once.
+        """Start deep research on a local folder or the web and return {job_id} at once.
 
-        The job scopes the question, searches the corpus, extracts claims with quotes,
-        verifies each claim by a 3-vote quorum and writes a report. Then call
+        The job scopes the question, searches (the corpus, or the web), extracts claims
+        with quotes, verifies each claim by a 3-vote quorum and writes a report. Then call
         `research_wait` (blocks, with progress notifications) or `research_status` (poll),
-        then `research_result`; `research_cancel` stops it. Refused: an empty question, a
-        corpus outside the roots or with no readable documents, web mode."""
+        then `research_result`; `research_cancel` stops it. With a `budget`, a run that
+        reaches a ceiling ends with a partial report (status `partial: true`, message
+        "budget reached ..."). Refused: an empty question, a bad budget, a corpus outside
+        the roots or with no readable documents, web research on a backend without web
+        tools when no search engine is configured (the line says how to configure one)."""
         q = _nonempty(question, "question")
-        if not corpus or not corpus.strip():
-            raise ToolFailure(
-                ErrorKind.unsupported,
-                "corpus: required; web research is not available over MCP yet (give a folder)",
-            )
-        folder = self.roots.check(corpus, "corpus")
+        spent = run_budget(budget)
         adapter = self.adapter_for(backend)
         config = _research_config(adapter.backend)
-        loaded = load_corpus(folder, max_passage_chars=config.max_passage_chars)
-        if isinstance(loaded, Failure):
-            raise ToolFailure(ErrorKind.invalid_request, f"corpus: {loaded.failure().message}")
-        docs = loaded.unwrap()
+        docs: Corpus | None = None
+        where: str | None = None
+        if corpus is None or not corpus.strip():
+            refusal = web_mode_refusal(adapter.backend, small_model=config.small_model)
+            if refusal is not None:
+                raise ToolFailure(ErrorKind.unsupported, refusal)
+        else:
+            folder = self.roots.check(corpus, "corpus")
+            loaded = load_corpus(folder, max_passage_chars=config.max_passage_chars)
+            if isinstance(loaded, Failure):
+                raise ToolFailure(ErrorKind.invalid_request, f"corpus: {loaded.failure().message}")
+            docs = loaded.unwrap()
+            where = str(folder)
 
         async def run(job: Job) -> None:
-            report = await run_research(
-                q, adapter, config=config, corpus=docs, on_event=job.on_event
-            )
-            job.report = report
+            try:
+                report = await run_research(
+                    q, adapter, config=config, corpus=docs, on_event=job.on_event, budget=spent
+                )
+            finally:
+                if docs is not None:
+                    docs.close()
+            job.report, job.budget_reached = report, report.budget_reached
             if report.error and not (report.sources or report.claims):
                 job.state, job.error = "failed", report.error
             else:
                 job.state = "done"
 
-        job = self.jobs.start(q, str(folder), run)
+        try:
+            job = self.jobs.start(q, where, run)
+        except ToolFailure:  # too many jobs: the loaded corpus is not used
+            if docs is not None:
+                docs.close()
+            raise
         return {"job_id": job.id, "state": job.state}
 
     async def research_status(self, job_id: JobArg) -> dict[str, Any]:
@@ -232,7 +274,8 @@ class CoreTools:
                 with anyio.move_on_after(5):
                     await changed.wait()
         if job.state != "running":
-            await ctx.report_progress(job.done, job.done or None, job.state)
+            ended = f"{job.state}: {job.message}" if job.budget_reached else job.state
+            await ctx.report_progress(job.done, job.done or None, ended)
         return job.status()
 
     async def research_result(self, job_id: JobArg) -> dict[str, Any]:

@@ -5,12 +5,24 @@ configuration (`[llm] retry_*`, `total_timeout_s`, `attempt_timeout_s`), and no 
 retries on its own. `RetryingAdapter` = the retry policy inside one whole-call deadline, with
 the settings merge, the attempt history on every failure and `duration_s` covering the whole
 call; `FailoverAdapter` = an ordered chain of backends (typed failover, optional hedging);
-`CooldownStore` = exhausted usage windows shared by every process of the user; `receipt` =
+`CooldownStore` = exhausted usage windows shared by every process of the user; `BudgetAdapter`
+= ceilings on calls, tokens, dollars and wall-clock time (`parse_budget` reads the `--budget`
+spec, `BudgetSettings` the `[budget]` table); `receipt` =
 how the backend treated each parameter of a call. Source: DESIGN.md ("Policies above the
 adapters"), issues 10 and 12.
 """
 
 from ._budget import Budget, BudgetAdapter
+from ._budget_spec import (
+    BUDGET_KEYS,
+    BudgetSettings,
+    PlanFit,
+    fit_plan,
+    format_budget,
+    merge_budgets,
+    parse_budget,
+    parse_duration,
+)
 from ._chain import DEFAULT_FAILOVER_ON, failover_kinds
 from ._cooldown import (
     Cooldown,
@@ -25,20 +37,28 @@ from ._receipt import receipt
 from ._retry import DEADLINE_SLACK_S, RetryingAdapter, RetryPolicy, with_retry
 
 __all__ = [
+    "BUDGET_KEYS",
     "DEADLINE_SLACK_S",
     "DEFAULT_FAILOVER_ON",
     "Budget",
     "BudgetAdapter",
+    "BudgetSettings",
     "ChainMember",
     "Cooldown",
     "CooldownStore",
     "CooldownStoreWarning",
     "FailoverAdapter",
+    "PlanFit",
     "RetryPolicy",
     "RetryingAdapter",
     "cooldown_error",
     "default_store",
     "failover_kinds",
+    "fit_plan",
+    "format_budget",
+    "merge_budgets",
+    "parse_budget",
+    "parse_duration",
     "receipt",
     "state_dir",
     "with_retry",

@@ -6,9 +6,11 @@ tokens and cost from each successful response's `usage`, cost only where the bac
 it) and refuses a new call once any ceiling is reached: `Failure(ErrorKind.budget_exhausted)`,
 not retryable, with `details["budget"]` (the ceilings) and `details["spent"]`. Calls already
 running finish; each is bounded by the time left of `deadline_s` (its `total_timeout_s` is
-lowered to it). Token and cost ceilings are checked before a call, so calls running together
-may pass them by what they spend; the call ceiling is never passed. A workflow that catches
-`budget_exhausted` ends with what it has finished (a partial result).
+lowered to it, and a call still running at the deadline is cancelled); a call ended by the
+deadline is `budget_exhausted` too (`details["cut"]`). Token and cost ceilings are checked
+before a call, so calls running together may pass them by what they spend; the call ceiling
+is never passed. A workflow that catches `budget_exhausted` ends with what it has finished
+(a partial result: `run_research(budget=...)`, `run_loop(budget=...)`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
+import anyio
 from returns.result import Failure, Result, Success
 
 from ..core import (
@@ -85,7 +88,8 @@ class BudgetAdapter:
             checks.append(("deadline_s", b.deadline_s, self._clock() - self._started))
         for name, ceiling, used in checks:
             if ceiling is not None and used >= ceiling:
-                return f"{name} {used:g}/{ceiling:g}"
+                shown = f"{used:.3g}" if name == "deadline_s" else f"{used:g}"
+                return f"{name} {shown}/{ceiling:g}"
         return None
 
     async def complete(
@@ -114,7 +118,31 @@ class BudgetAdapter:
             base = merge_config(config, getattr(self.inner, "defaults", CompletionConfig()))
             if left < base.total_timeout_s:
                 config = base.model_copy(update={"total_timeout_s": max(left, 0.001)})
-        result = await self.inner.complete(messages, config)
+        if self.budget.deadline_s is None:
+            result = await self.inner.complete(messages, config)
+        else:
+            # an adapter that overruns its total_timeout_s is cancelled at the deadline
+            left = self.budget.deadline_s - (self._clock() - self._started)
+            outcome: Result[CompletionResponse, ProviderError] | None = None
+            with anyio.move_on_after(max(left, 0.0)):
+                outcome = await self.inner.complete(messages, config)
+            result = outcome if outcome is not None else self._cut("cancelled")
+            late = self._clock() - self._started >= self.budget.deadline_s
+            if late and isinstance(result, Failure) and result.failure().kind is ErrorKind.timeout:
+                result = self._cut("timed out")
         if isinstance(result, Success):
             self.spent = self.spent + result.unwrap().usage
         return result
+
+    def _cut(self, how: str) -> Result[CompletionResponse, ProviderError]:
+        """A running call ended by the wall-clock ceiling."""
+        return Failure(
+            ProviderError(
+                ErrorKind.budget_exhausted,
+                f"budget reached (deadline_s {self.budget.deadline_s:g}): call {how} at the "
+                "deadline",
+                backend=self.backend,
+                retryable=False,
+                details={"budget": {"deadline_s": self.budget.deadline_s}, "cut": True},
+            )
+        )

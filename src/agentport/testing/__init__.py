@@ -9,6 +9,14 @@
   Anthropic Messages and Gemini, with scripted replies (`TextReply`, `JsonReply`,
   `ToolCallReply`, `LargeReply`) and faults (`HttpFault`, `DropConnection`, `CutStream`,
   `Hang`); it records every request (`RecordedRequest`). See docs/fake-model-server.md.
+- `LoopbackWeb` / `WebPage` / `SearchHit`: a small web site on 127.0.0.1 (articles, redirects,
+  404, slow/huge/binary/latin1 pages, a prompt-injection page, robots.txt, a SearxNG JSON API)
+  for web-research tests; `DEFAULT_QUESTION` is the question its default pages answer.
+- `WebSearchReply` / `WebCall`: a FakeModelServer turn in which the provider's server-side
+  web search runs (over a `LoopbackWeb`) before the model answers.
+- `claude_web_rules` / `gemini_web_rules` / `RebasedSearch`: side rules answering the web
+  utility requests Claude Code and Gemini CLI send (Anthropic web search results, Gemini
+  grounding and url context) from a `LoopbackWeb`; `LoopbackTls`: an https front for it.
 """
 
 from __future__ import annotations
@@ -35,13 +43,27 @@ from ._fake_replies import (
     ToolCallReply,
 )
 from ._fake_server import FakeModelServer
+from ._fake_web_rules import RebasedSearch, claude_web_rules, gemini_web_rules
+from ._fake_websearch import WebCall, WebSearchReply
 from ._fake_wire import ApiKind, TokenUsage
 from ._scripted import Call, FunctionAdapter, Rule, ScriptedAdapter, UnmatchedCallError
+from ._web_site import (
+    DEFAULT_PAGES,
+    DEFAULT_QUESTION,
+    INJECTED_PAGE,
+    LoopbackWeb,
+    SearchHit,
+    WebPage,
+)
+from ._web_tls import LoopbackTls
 
 __all__ = [
     "ALLOW_ENV",
     "BLOCK_ENV",
+    "DEFAULT_PAGES",
+    "DEFAULT_QUESTION",
     "DEFAULT_SIDE_RULES",
+    "INJECTED_PAGE",
     "ApiKind",
     "Call",
     "CutStream",
@@ -54,17 +76,26 @@ __all__ = [
     "HttpFault",
     "JsonReply",
     "LargeReply",
+    "LoopbackTls",
+    "LoopbackWeb",
+    "RebasedSearch",
     "RecordedRequest",
     "ReplyLike",
     "Rule",
     "ScriptedAdapter",
+    "SearchHit",
     "ServerReply",
     "SideRule",
     "TextReply",
     "TokenUsage",
     "ToolCallReply",
     "UnmatchedCallError",
+    "WebCall",
+    "WebPage",
+    "WebSearchReply",
     "block_real_backends",
+    "claude_web_rules",
+    "gemini_web_rules",
 ]
 
 

@@ -33,6 +33,7 @@ from ._fake_replies import (
     TextReply,
     ToolCallReply,
 )
+from ._fake_websearch import WebSearchReply
 from ._fake_wire import (
     ApiKind,
     Classified,
@@ -102,6 +103,8 @@ def _call_id(api: ApiKind) -> str:
 
 def _turn_for(reply: ServerReply, req: RecordedRequest) -> Turn:
     model = req.model or "fake-model"
+    if isinstance(reply, WebSearchReply):  # server-side web calls, then the answer
+        return reply.turn(req, lambda inner: _turn_for(inner, req))
     if isinstance(reply, JsonReply):
         text = reply.text
         offered = set(req.tool_names)

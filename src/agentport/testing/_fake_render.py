@@ -10,6 +10,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from ._fake_turn import Event, TokenUsage, Turn, _new_id, _sse
+from ._fake_web_render import (
+    anthropic_web_blocks,
+    anthropic_web_events,
+    anthropic_web_usage,
+    gemini_grounding,
+)
+from ._fake_webcall import responses_web_items
 
 __all__: list[str] = []
 
@@ -120,7 +127,7 @@ def _responses_usage(u: TokenUsage) -> dict[str, Any]:
 
 
 def _responses_items(turn: Turn, msg_id: str, fc_ids: list[str]) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
+    items: list[dict[str, Any]] = responses_web_items(turn.web)  # server-side tools first
     if turn.text is not None:
         items.append(
             {
@@ -197,6 +204,13 @@ def _responses_stream(turn: Turn) -> Iterator[Event]:
     )
     items = _responses_items(turn, msg_id, fc_ids)
     index = 0
+    for web_item in items[: len(turn.web)]:  # server-side web_search calls, then the answer
+        added = {**web_item, "status": "in_progress"}
+        yield ev("response.output_item.added", output_index=index, item=added)
+        for stage in ("in_progress", "searching", "completed"):
+            yield ev(f"response.web_search_call.{stage}", output_index=index, item_id=added["id"])
+        yield ev("response.output_item.done", output_index=index, item=web_item)
+        index += 1
     if turn.text is not None:
         yield ev(
             "response.output_item.added",
@@ -314,10 +328,11 @@ def _anthropic_json(turn: Turn) -> dict[str, Any]:
         "type": "message",
         "role": "assistant",
         "model": turn.model,
-        "content": _anthropic_blocks(turn, [c.call_id for c in turn.tool_calls]),
+        "content": anthropic_web_blocks(turn)  # server-side web calls first
+        + _anthropic_blocks(turn, [c.call_id for c in turn.tool_calls]),
         "stop_reason": _anthropic_stop(turn),
         "stop_sequence": None,
-        "usage": _anthropic_usage(turn.usage),
+        "usage": _anthropic_usage(turn.usage) | anthropic_web_usage(turn),
     }
 
 
@@ -339,7 +354,8 @@ def _anthropic_stream(turn: Turn) -> Iterator[Event]:
         },
     )
     yield ev("ping")
-    index = 0
+    yield from anthropic_web_events(turn)  # server-side web calls first
+    index = 2 * len(turn.web)
     if turn.text is not None:
         yield ev("content_block_start", index=index, content_block={"type": "text", "text": ""})
         for piece in turn.chunks():
@@ -367,7 +383,7 @@ def _anthropic_stream(turn: Turn) -> Iterator[Event]:
         index += 1
     closing: dict[str, Any] = {
         "delta": {"stop_reason": _anthropic_stop(turn), "stop_sequence": None},
-        "usage": {"output_tokens": turn.usage.output_tokens},
+        "usage": {"output_tokens": turn.usage.output_tokens} | anthropic_web_usage(turn),
     }
     yield ev("message_delta", **closing)
     yield ev("message_stop")
@@ -404,6 +420,7 @@ def _gemini_chunk(turn: Turn, parts: list[Any], *, final: bool) -> dict[str, Any
     cand: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
     if final:
         cand["finishReason"] = "STOP"
+        cand.update(gemini_grounding(turn))  # server-side web calls (googleSearch, urlContext)
     out: dict[str, Any] = {"candidates": [cand], "modelVersion": turn.model}
     if final:
         out["usageMetadata"] = _gemini_usage(turn.usage)

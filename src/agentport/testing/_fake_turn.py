@@ -9,6 +9,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._fake_webcall import WebCall
+
 __all__ = ["Event", "TokenUsage", "ToolCallSpec", "Turn"]
 
 
@@ -52,6 +54,7 @@ class Turn:
     usage: TokenUsage = field(default_factory=TokenUsage)
     model: str = "fake-model"
     chunk_size: int | None = None  # None: short texts in 3 pieces, long ones in 64 KiB
+    web: tuple[WebCall, ...] = ()  # server-side web tool calls made before the answer
 
     def chunks(self) -> list[str]:
         text = self.text or ""

@@ -8,6 +8,8 @@
   the argv-length guard.
 - `group_members(pgid)`: live processes of a group (tests assert it is empty after a run).
 - `guard_argv`, `missing_executable`: the guardian for processes spawned elsewhere (ACP).
+- `tls_context()`: the one TLS client context every HTTP client shares (reading the CA bundle
+  blocks the event loop).
 
 docs/runner.md describes the behaviour, timeouts and teardown.
 """
@@ -35,6 +37,7 @@ from ._runner import (
     missing_executable,
     run_process,
 )
+from ._tls import tls_context
 
 __all__ = [
     "DEFAULT_MAX_EVENTS",
@@ -58,4 +61,5 @@ __all__ = [
     "missing_executable",
     "parse_line",
     "run_process",
+    "tls_context",
 ]

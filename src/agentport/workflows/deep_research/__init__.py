@@ -71,6 +71,7 @@ from ._report import (
 )
 from ._run import EventCallback, check_web_search
 from ._schemas import Angle, Claim, Extract, Finding, Report, Scope, Search, SearchResult, Verdict
+from ._web_mode import uses_own_web, web_mode_refusal
 
 __all__ = [
     "CONCURRENCY",
@@ -129,6 +130,8 @@ __all__ = [
     "tally",
     "to_json",
     "to_markdown",
+    "uses_own_web",
     "verify_prompt",
     "vote_str",
+    "web_mode_refusal",
 ]

@@ -30,6 +30,7 @@ __all__ = [
     "claim_entry",
     "claim_lists",
     "nothing_confirmed_summary",
+    "salvage",
     "set_aside",
     "synthesize",
 ]
@@ -113,7 +114,7 @@ def budget_block(cut: Sequence[Record], max_field_chars: int | None) -> str:
     )
 
 
-def _salvage(confirmed: Sequence[Record]) -> list[ConfirmedEntry]:
+def salvage(confirmed: Sequence[Record]) -> list[ConfirmedEntry]:
     return [
         ConfirmedEntry(
             claim=c["claim"],
@@ -210,6 +211,6 @@ async def synthesize(
         status = "replaced by the confirmed claims"
     return {
         "summary": summary,
-        "confirmed": _salvage(confirmed),
+        "confirmed": salvage(confirmed),
         "stats": {"afterSynthesis": 0, "synthesis": status},
     }

@@ -18,8 +18,11 @@ import anyio.abc
 from returns.result import Failure
 
 from ...core import LLMAdapter
+from ...policies import Budget
+from ...web import FetchRefused, WebSettings
 from . import _prompts as prompts
 from . import _small as small
+from ._budget import finish_partial, over_budget, split_voted, with_budget
 from ._cache import CallCache
 from ._config import ResearchConfig
 from ._core import (
@@ -35,7 +38,7 @@ from ._core import (
     next_wave_size as _next_wave_size,
 )
 from ._corpus import Corpus, load_corpus
-from ._finish import claim_lists, nothing_confirmed_summary, set_aside, synthesize
+from ._finish import claim_lists, nothing_confirmed_summary, salvage, set_aside, synthesize
 from ._honesty import split_mirrors, work_key
 from ._report import ResearchReport, SourceEntry
 from ._run import (
@@ -49,6 +52,13 @@ from ._run import (
     warnings_of,
 )
 from ._schemas import Angle, Extract, Scope, Search, Verdict
+from ._web_own import (
+    OwnWeb,
+    open_own_web,
+    web_extract_prompt,
+    web_search_prompt,
+    web_verify_appendix,
+)
 
 __all__ = ["run_research"]
 
@@ -63,6 +73,9 @@ async def run_research(
     corpus: Corpus | Path | str | None = None,
     on_event: EventCallback | None = None,
     cache: CallCache | None = None,
+    budget: Budget | None = None,
+    web: WebSettings | None = None,
+    web_tools: OwnWeb | None = None,
 ) -> ResearchReport:
     """Research *question* with *adapter* and return a `ResearchReport`.
 
@@ -75,12 +88,24 @@ async def run_research(
     `config.small_model` (corpus mode only) asks the model for checkable choices instead
     of prose in every phase (see `_small`).
 
+    When the catalog refuses web mode and a search engine is configured (`web`, else the
+    `[web]` table of the settings), agentport's own tools search and fetch instead
+    (`_web_own`, docs/web.md): the model picks sources among the results and extracts
+    claims from the fetched text; an unfetchable page is skipped and named in the warnings.
+    `web_tools` injects those tools (an `OwnWeb` whose search and fetch run elsewhere, e.g.
+    as Temporal activities): when the catalog refuses, used (and closed at the end) instead
+    of opening them from `web`.
+
     Every agent call is `adapter.complete(..., CompletionConfig(output_schema=<schema>,
     label=<phase>))` with phase labels scope / search / extract / verify / synthesis, at
     most `config.CONCURRENCY` in flight. A failed call is a null answer (a vote abstains, a
     source is recorded as failed). Never raises for expected failures: `report.error` holds
     one line; cancellation propagates. `on_event` receives `ResearchEvent`s; `cache` replays
     finished calls (resume) and records new ones.
+
+    `budget` (`agentport.policies.Budget`: calls, tokens, dollars, wall-clock; or an
+    *adapter* that is a `BudgetAdapter`): at the first ceiling no new call starts and the run
+    ends in a partial report (`report.budget_reached`, see `_budget`), never an exception.
     """
     cfg = config or ResearchConfig()
     q = (question or "").strip()
@@ -89,6 +114,7 @@ async def run_research(
     if not q:
         return ResearchReport(question="", mode=mode, error="No research question provided.")
     loaded: Corpus | None = None
+    own: OwnWeb | None = None  # agentport's own web tools (_web_own)
     if isinstance(corpus, Corpus):
         loaded = corpus
     elif corpus is not None:
@@ -99,7 +125,21 @@ async def run_research(
     else:
         refusal = None if cfg.assume_web_tools else check_web_search(adapter.backend)
         if refusal is not None:
-            return ResearchReport(question=q, mode=mode, error=refusal)
+            opened = web_tools if web_tools is not None else open_own_web(refusal, web)
+            if isinstance(opened, str):
+                return ResearchReport(question=q, mode=mode, error=opened)
+            own = opened
+            if cfg.small_model:  # small-model phases need every text first: a web corpus
+                loaded = await own.gather_corpus(q, [q], cfg)
+                if loaded is None:
+                    await own.aclose()
+                    return ResearchReport(
+                        question=q,
+                        mode=mode,
+                        summary="No claims extracted. 0 sources fetched, all empty/failed.",
+                        warnings=own.warnings(),
+                        stats=own.stats(),
+                    )
     if cfg.small_model and loaded is None:
         return ResearchReport(
             question=q,
@@ -107,12 +147,15 @@ async def run_research(
             error="small-model mode researches a local folder (--corpus DIR, corpus=...): "
             "the model chooses sentences the code has read",
         )
-    run = Run(adapter, cfg, loaded, on_event, cache)
+    run = Run(with_budget(adapter, budget), cfg, loaded, on_event, cache)
+    run.native_web = run.native_web and own is None  # agentport searches, not the model
     if loaded is not None and loaded.skipped:
         run.warn(f"corpus: skipped {len(loaded.skipped)} unreadable file(s): {loaded.skipped[0]}")
     try:
-        return await _pipeline(q, run, mode, started)
+        return finish_partial(await _pipeline(q, run, mode, started, own), run)
     finally:
+        if own is not None:
+            await own.aclose()
         if loaded is not None and not isinstance(corpus, Corpus):
             loaded.close()
 
@@ -170,9 +213,14 @@ def _corpus_results(
     ]
 
 
-async def _pipeline(q: str, run: Run, mode: Mode, started: float) -> ResearchReport:
+async def _pipeline(
+    q: str, run: Run, mode: Mode, started: float, own: OwnWeb | None = None
+) -> ResearchReport:
     cfg = run.config
     corpus = run.corpus
+    web = own if corpus is None else None  # agentport searches and fetches (_web_own)
+    if own is not None:
+        own.bind(run)
     votes, required = cfg.VOTES_PER_CLAIM, cfg.REFUTATIONS_REQUIRED
     run.expected = 1 + 5 + cfg.MAX_FETCH + cfg.MAX_VERIFY_CLAIMS * votes + 1
 
@@ -223,6 +271,12 @@ async def _pipeline(q: str, run: Run, mode: Mode, started: float) -> ResearchRep
             passage = corpus.passage(source["url"])
             text = cap(passage.text if passage else "", cfg.max_passage_chars)
             prompt = prompts.corpus_extract_prompt(q, source, angle.label, text)
+        elif web is not None:
+            page = await web.read(source["url"])
+            if isinstance(page, FetchRefused):
+                return {"skipped": str(page)}
+            text = cap(page.text, web.page_chars(cfg))
+            prompt = web_extract_prompt(q, source, angle.label, text)
         else:
             prompt = prompts.fetch_prompt(q, source, angle.label)
         ext = await run.agent("extract", prompt, Extract, priority=priority)
@@ -237,6 +291,10 @@ async def _pipeline(q: str, run: Run, mode: Mode, started: float) -> ResearchRep
 
     async def fetch_one(ai: int, slot: int, angle: Angle, source: Record, priority: float) -> None:
         got = await extract(angle, source, priority)
+        if "skipped" in got:  # agentport could not fetch it: not a source, no call spent
+            pending_fetches.discard((ai, slot))
+            speculate()
+            return
         entry: Record = {"url": source["url"], "title": source["title"], "angle": angle.label}
         entry |= got
         entry["claims"] = [
@@ -246,7 +304,11 @@ async def _pipeline(q: str, run: Run, mode: Mode, started: float) -> ResearchRep
                 "sourceUrl": source["url"],
                 "sourceQuality": got["sourceQuality"],
                 "grounded": (
-                    corpus.grounded(c["quote"], source["url"]) if corpus is not None else None
+                    corpus.grounded(c["quote"], source["url"])
+                    if corpus is not None
+                    else web.grounded(c["quote"], source["url"])
+                    if web is not None
+                    else None
                 ),
             }
             for ci, c in enumerate(got["claims"])
@@ -264,6 +326,14 @@ async def _pipeline(q: str, run: Run, mode: Mode, started: float) -> ResearchRep
     async def search_and_fetch(ai: int, angle: Angle) -> None:
         if corpus is not None and cfg.small_model:
             results = small.ranked_candidates(run, angle)
+        elif web is not None:
+            found = await web.candidates(angle.query, cfg.snippet_chars)
+            if not found:
+                pending_searches.discard(ai)
+                speculate()
+                return
+            sr = await run.agent("search", web_search_prompt(q, angle, found), Search)
+            results = _corpus_results(run, angle, sr, found)
         elif corpus is not None:
             hits = corpus.search(angle.query, cfg.corpus_candidates) or corpus.search(
                 q, cfg.corpus_candidates
@@ -313,6 +383,8 @@ async def _pipeline(q: str, run: Run, mode: Mode, started: float) -> ResearchRep
             appendix = prompts.corpus_verify_appendix(
                 [{"url": p.url, "text": cap(p.text, cfg.counter_chars)} for p in counter]
             )
+        elif web is not None:
+            appendix = web_verify_appendix(web.verify_passages(claim, cfg))
 
         def one_vote(v: int) -> Callable[[], Awaitable[Record | None]]:
             async def vote() -> Record | None:
@@ -361,6 +433,8 @@ async def _pipeline(q: str, run: Run, mode: Mode, started: float) -> ResearchRep
                 tg.start_soon(search_and_fetch, ai, angle)
 
         # ── Barrier, then rank ──
+        for warning in own.warnings() if own is not None else ():
+            run.warn(warning)
         all_sources = [s for sub in per_angle for s in sub if s is not None]
         all_claims = [c for s in all_sources for c in s["claims"]]
         eligible = [c for c in all_claims if c["grounded"] is not False]
@@ -401,6 +475,7 @@ async def _pipeline(q: str, run: Run, mode: Mode, started: float) -> ResearchRep
             base["mirrorsMerged"] = sum(len(m) for m in mirrors.values())
             base["verifyCallsSkipped"] = sum(c["skipped"] for c in voted)
             base["researchMode"] = "small-model" if cfg.small_model else "full"
+            base |= own.stats() if own is not None else {}
             return extra_stats(run, base | extra, started)
 
         common: dict[str, Any] = {
@@ -429,13 +504,22 @@ async def _pipeline(q: str, run: Run, mode: Mode, started: float) -> ResearchRep
         for claim in ranked:
             launch(claim)
 
-    voted = [verdicts[c["_pos"]] for c in ranked]
+    voted, budget_cut = split_voted(run, [verdicts[c["_pos"]] for c in ranked])
     common |= claim_lists(voted)
+    common["not_verified"] = common["not_verified"] + set_aside(budget_cut)
     if not any(c["outcome"] == "confirmed" for c in voted):
         return ResearchReport(
             **common,
             summary=nothing_confirmed_summary(voted),
             stats=stats(voted, {}),
+            warnings=warnings_of(run),
+        )
+
+    if over_budget(run):  # no new call: the confirmed claims, unmerged
+        return ResearchReport(
+            **common,
+            confirmed=salvage([c for c in voted if c["outcome"] == "confirmed"]),
+            stats=stats(voted, {"synthesis": "skipped (budget reached)"}),
             warnings=warnings_of(run),
         )
 

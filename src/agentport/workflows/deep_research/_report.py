@@ -77,7 +77,8 @@ class ClaimEntry(_Wire):
     """A verified claim: text, supporting quote, source, votes and three-state outcome.
 
     `grounded` is True/False when the quote was checked against the source text (corpus
-    mode) and None when it could not be (web mode).
+    mode, and web mode on agentport's own web tools) and None when it could not be (web
+    mode on the backend's own web tools).
     """
 
     claim: str
@@ -128,7 +129,8 @@ class SetAsideEntry(_Wire):
 class ResearchReport(_Wire):
     """The result of `run_research`. `error` is set (one line) when the run could not
     produce findings at all (empty question, scope failure, bad corpus, no web tools); the
-    other fields then hold whatever was salvaged."""
+    other fields then hold whatever was salvaged. `budget_reached` is set when the run's
+    budget stopped it: a partial report (verified claims, the rest "not verified (budget)")."""
 
     question: str
     mode: Literal["web", "corpus"] = "web"
@@ -146,10 +148,17 @@ class ResearchReport(_Wire):
     stats: dict[str, Any] = Field(default_factory=dict)
     error: str | None = None
     warnings: list[str] = Field(default_factory=list)
+    budget_reached: str | None = Field(default=None, alias="budgetReached")
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def partial(self) -> bool:
+        """True when the run's budget stopped it (`budget_reached` names the ceiling, e.g.
+        "calls 40/40"): the report holds what was finished before (issue 12)."""
+        return self.budget_reached is not None
 
 
 def to_json(report: ResearchReport) -> str:
@@ -202,6 +211,8 @@ def to_markdown(report: ResearchReport) -> str:
     lines = ["# Deep Research", "", "**Question:** " + _md(report.question), ""]
     if report.error:
         lines += ["**Error:** " + report.error, ""]
+    if report.budget_reached:
+        lines += [f"**Budget reached ({report.budget_reached}):** partial report", ""]
     if report.claims or report.not_verified or report.ungrounded:
         lines += ["**Status:** " + status_line(report), ""]
     if report.summary:
@@ -250,7 +261,7 @@ def to_markdown(report: ResearchReport) -> str:
         ]
         lines.append("")
     if report.not_verified:
-        lines.append("## Not verified (budget) — never voted on")
+        lines.append("## Not verified (budget) — no vote settled them")
         lines += [f'- "{_md(c.claim)}" ({c.source})' for c in report.not_verified]
         lines.append("")
     if report.ungrounded:

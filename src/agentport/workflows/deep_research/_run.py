@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -28,6 +29,7 @@ from ...core import (
     ToolPolicy,
     Usage,
 )
+from ...policies import BudgetAdapter
 from ...structured import match_choice
 from ._cache import CallCache
 from ._config import ResearchConfig
@@ -52,6 +54,9 @@ M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
 Record = dict[str, Any]
 
+# The phases whose agent gets its own web tools in native web mode: the seed's search and
+# fetch prompts, and the verify prompt ("Search for contradicting evidence"); never scope or
+# synthesis (least privilege, issue 16).
 _WEB_PHASES = frozenset({"search", "extract", "verify"})
 
 
@@ -121,6 +126,16 @@ class Run:
         self.usage = Usage()
         self.failures: list[tuple[str, ProviderError]] = []
         self.warnings: dict[str, None] = {}
+        # native web mode: the backend's own web tools, in _WEB_PHASES only (issue 16);
+        # agentport's own web tools (or a corpus) set it False: the model gets no web tools
+        self.native_web = corpus is None
+        self.web_searches = 0
+        self.web_fetches = 0
+        self.web_calls_answered = 0  # answered calls that were given web tools
+        # issue 12: once a ceiling is reached no new call starts (`_budget`)
+        self.budget = adapter if isinstance(adapter, BudgetAdapter) else None
+        self.budget_reached: str | None = None
+        self.budget_refused = 0
 
     def emit(self, kind: EventKind, phase: str, **fields: Any) -> None:
         if self.on_event is not None:
@@ -194,13 +209,18 @@ class Run:
             choices=choices,
             label=phase,
             schema_retries=self.config.schema_retries,
-            web_search=self.corpus is None and phase in _WEB_PHASES,
+            web_search=self.native_web and phase in _WEB_PHASES,
             tools=ToolPolicy.none(),  # no shell, no writes, no network (issue 15)
             # unset (not None) leaves the configured llm.max_tokens in force
             **({"max_tokens": cap} if cap is not None else {}),
             **({"temperature": 0.0} if self.greedy else {}),
         )
         async with self.limiter.slot(priority):
+            if self.budget is not None and (why := self.budget.reached()) is not None:
+                self.budget_reached = self.budget_reached or why
+                self.budget_refused += 1
+                self.emit("note", phase, ok=False, message=f"budget reached ({why}): not called")
+                return None
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             self.calls_made += 1
@@ -214,12 +234,19 @@ class Run:
         if isinstance(result, Failure):
             error = result.failure()
             self.failures.append((phase, error))
+            if error.kind is ErrorKind.budget_exhausted and self.budget_reached is None:
+                found = re.search(r"\(([^)]*)\)", error.message)
+                self.budget_reached = found.group(1) if found else error.message
             self.emit(
                 "call_finished", phase, ok=False, message=str(error), raw=error.raw_text or ""
             )
             return None
         response = result.unwrap()
         self.usage += response.usage
+        web = response.raw.extra.get("web") or {}
+        self.web_searches += len(web.get("searches", ()))
+        self.web_fetches += len(web.get("fetches", ()))
+        self.web_calls_answered += call_config.web_search
         for w in response.warnings:
             self.warn(w)
         detail = "no allowed answer"
@@ -300,6 +327,8 @@ def extra_stats(run: Run, base: Record, started: float) -> Record:
         "agentCallsFailed": len(run.failures),
         "failuresByKind": dict(sorted(kinds.items())),
         "maxInFlight": run.max_in_flight,
+        "webSearches": run.web_searches,
+        "webFetches": run.web_fetches,
         "inputTokens": run.usage.input_tokens,
         "outputTokens": run.usage.output_tokens,
         "cachedTokens": run.usage.cached_tokens,
@@ -310,6 +339,15 @@ def extra_stats(run: Run, base: Record, started: float) -> Record:
 
 def warnings_of(run: Run) -> list[str]:
     out = list(run.warnings)
+    # the seed's acceptance asks that web search really ran; a test double scripting web
+    # results (assume_web_tools) reports none
+    silent = run.web_calls_answered and not (run.web_searches or run.web_fetches)
+    if silent and not run.config.assume_web_tools:
+        out.append(
+            f"web mode: none of the {run.web_calls_answered} answers given web tools "
+            "reported a web search or page fetch; the sources may not come from the web "
+            "(check the backend's model and web tools)"
+        )
     if run.failures:
         kinds = Counter(err.kind.value for _, err in run.failures)
         detail = ", ".join(f"{k} x{n}" for k, n in sorted(kinds.items()))

@@ -12,10 +12,13 @@ defects (reference/deeprefine-cli.md section 5) are fixed, see docs/deeprefine.m
   choices among what was retrieved (`LoopSettings.small_model`, see `_small`).
 - `parse_refinement` / `render_action` / `Action`: the action grammar.
 - `validate_trace`, `review`, `apply_refinement`, `sync_memory`, `pending`, `finish`.
+- `run_loop(..., budget=Budget(...))`: a ceiling ends the loop with the trace so far
+  (`LoopResult.budget_reached`, `save_partial`), never applied; `plan_refine`: the worst case.
 """
 
 from ._actions import Action, Parsed, Rejected, parse_refinement, render_action, render_refinement
 from ._apply import ApplyReport, apply_refinement, apply_reviewed
+from ._budget import RefinePlan, plan_refine, save_partial
 from ._constants import (
     BASE_TOP_K,
     HISTORY_HORIZON,
@@ -48,6 +51,7 @@ __all__ = [
     "LoopResult",
     "LoopSettings",
     "Parsed",
+    "RefinePlan",
     "Rejected",
     "Resolution",
     "Review",
@@ -71,6 +75,7 @@ __all__ = [
     "parse_judge",
     "parse_refinement",
     "pending",
+    "plan_refine",
     "query_id",
     "read_history",
     "render_action",
@@ -79,6 +84,7 @@ __all__ = [
     "review",
     "run_loop",
     "save_loop",
+    "save_partial",
     "sync_memory",
     "trace_template",
     "validate_trace",

@@ -30,6 +30,7 @@ from ...core import (
     ProviderError,
     ToolPolicy,
 )
+from ...policies import Budget, BudgetAdapter
 from ._actions import Parsed, extract_block, parse_refinement
 from ._constants import (
     ABDUCTION_RETRY,
@@ -195,13 +196,16 @@ def _capability_kind(backend: str) -> tuple[bool, bool]:
 class LoopResult:
     """Outcome of one question: the reference-format `trace` (refinement_action_file still
     unset), `early_exit`, the raw `<refinement>` answer and its parse (None on early exit),
-    and the triples of every step with node ids."""
+    and the triples of every step with node ids. `budget_reached` (e.g. "calls 3/3") marks a
+    loop its budget stopped: the trace holds the steps finished so far and nothing may be
+    applied."""
 
     trace: dict[str, Any]
     early_exit: bool
     refinement_raw: str | None = None
     refinement: Parsed | None = None
     steps: list[list[Triple]] = field(default_factory=list)
+    budget_reached: str | None = None
 
     @property
     def query_id(self) -> str:
@@ -255,15 +259,24 @@ async def _ask(
 
 
 async def run_loop(
-    adapter: LLMAdapter, graph: Graph, question: str, settings: LoopSettings | None = None
+    adapter: LLMAdapter,
+    graph: Graph,
+    question: str,
+    settings: LoopSettings | None = None,
+    *,
+    budget: Budget | None = None,
 ) -> Result[LoopResult, ProviderError]:
     """Run the whole loop for one question (no files written).
 
     Returns `Failure(ProviderError)` for backend failures, unparsable answers after the
     re-prompts (`bad_output`), or a question that matches nothing in the graph
-    (`invalid_request`). Cancellation propagates.
+    (`invalid_request`). Cancellation propagates. With a `budget` (calls, tokens, dollars,
+    wall-clock; or an *adapter* that is a `BudgetAdapter`) a ceiling ends the loop in
+    `Success(LoopResult(budget_reached=...))` holding the trace so far (issue 12).
     """
     settings = settings or LoopSettings()
+    if budget is not None:
+        adapter = BudgetAdapter(adapter, budget)
     constrainable, embedded = _capability_kind(adapter.backend)
     constrain = constrainable if settings.constrain_judge is None else settings.constrain_judge
     small = embedded if settings.small_model is None else settings.small_model
@@ -303,7 +316,7 @@ async def run_loop(
             settings.retries,
         )
         if isinstance(judged, Failure):
-            return judged
+            return _stopped(judged, trace, steps)
         raw, answerable = judged.unwrap()
         record: dict[str, Any] = {
             "step": step,
@@ -346,7 +359,7 @@ async def run_loop(
         settings.retries,
     )
     if isinstance(abduced, Failure):
-        return abduced
+        return _stopped(abduced, trace, steps)
     raw_abduction, reason = abduced.unwrap()
     trace["error_abduction_raw"] = (
         raw_abduction if _ABDUCTION.search(raw_abduction) else f"<abduction>{reason}</abduction>"
@@ -368,13 +381,28 @@ async def run_loop(
         settings.retries,
     )
     if isinstance(refined, Failure):
-        return refined
+        return _stopped(refined, trace, steps)
     raw_refinement, parsed = refined.unwrap()
     if extract_block(raw_refinement)[0] is None:
         # bare calls without a block: store them as a block so the file format holds
         raw_refinement = "<refinement>" + "|".join(str(i) for i in parsed.items) + "</refinement>"
     assert query_id(question) == trace["query_id"]
     return Success(LoopResult(trace, False, raw_refinement, parsed, steps))
+
+
+def _stopped(
+    failed: Failure[ProviderError], trace: dict[str, Any], steps: list[list[Triple]]
+) -> Result[LoopResult, ProviderError]:
+    """A budget stop is a partial loop (the trace so far, `budget_reached` set), not a
+    failure; any other failure stays one."""
+    error = failed.failure()
+    if error.kind is not ErrorKind.budget_exhausted:
+        return failed
+    found = re.search(r"\(([^)]*)\)", error.message)
+    why = found.group(1) if found else error.message
+    trace["early_exit"] = False
+    trace["budget_reached"] = why
+    return Success(LoopResult(trace, False, steps=steps, budget_reached=why))
 
 
 def _refinement_user(graph: Graph, question: str, last: list[Triple], reason: str) -> str:
@@ -420,7 +448,7 @@ async def _small_tail(
         hint=ABDUCTION_HINT,
     )
     if isinstance(abduced, Failure):
-        return abduced
+        return _stopped(abduced, trace, steps)
     model_abduction, reason = abduced.unwrap()
     trace["error_abduction_raw"] = f"<abduction>{reason}</abduction>"
     trace["error_abduction_reason"] = reason
@@ -444,7 +472,7 @@ async def _small_tail(
         hint=REFINEMENT_HINT.format(n=SMALL_MAX_ACTIONS),
     )
     if isinstance(refined, Failure):
-        return refined
+        return _stopped(refined, trace, steps)
     model_refinement, text = refined.unwrap()
     trace["refinement_model_output"] = model_refinement
     return Success(LoopResult(trace, False, text, parse_refinement(text), steps))

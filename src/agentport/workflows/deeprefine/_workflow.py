@@ -33,7 +33,12 @@ def dump_trace(trace: dict[str, Any]) -> bytes:
 
 def save_loop(layout: Layout, result: LoopResult) -> tuple[Path, Path | None]:
     """Write `loop_trace_<id>.json` and, on the refinement path,
-    `refinement_actions_<id>.txt` (named in the trace, root-relative). Atomic writes."""
+    `refinement_actions_<id>.txt` (named in the trace, root-relative). Atomic writes. A loop
+    its budget stopped writes only its partial trace (`_budget.save_partial`), no actions."""
+    if result.budget_reached is not None:
+        from ._budget import save_partial
+
+        return save_partial(layout, result), None
     qid = check_query_id(result.query_id, "trace")
     trace_path = layout.trace_path(qid)
     actions: Path | None = None

@@ -1,0 +1,139 @@
+"""`agentport worker --temporal HOST:PORT`: run a Temporal worker on this machine.
+
+It serves the `complete` activity on one task queue per `--backend` (default: the configured
+`llm.backend`), the workflows on `<prefix>.workflows` and agentport's own web search and
+fetch on `<prefix>.web` (`--web/--no-web`). Refuses (one line, exit 1) a backend
+whose CLI is not installed here; an unreachable server is one line within seconds. Needs
+`agentport[temporal]`. Source: issue 13, docs/deployment.md.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated
+
+import anyio
+import typer
+
+from ..core import ProviderError
+from ._app import app, fail, fail_error
+
+__all__ = ["parse_caps", "worker"]
+
+
+def parse_caps(values: list[str] | None) -> dict[str, int]:
+    """`--concurrency NAME=N` options as a dict; exits 2 on a malformed one."""
+    caps: dict[str, int] = {}
+    for value in values or []:
+        name, sep, count = value.partition("=")
+        if not sep or not name.strip() or not count.strip().isdigit() or int(count) < 1:
+            fail(f"--concurrency {value!r}: expected BACKEND=N with N >= 1", 2)
+        caps[name.strip()] = int(count)
+    return caps
+
+
+def _fixed_hash_seed() -> None:
+    """Re-run this command with `PYTHONHASHSEED=0` when it is unset: a workflow replayed on
+    another worker must iterate sets of strings in the same order as where it ran first.
+    Only when this process IS `agentport worker` (not a test runner invoking the app)."""
+    if os.environ.get("PYTHONHASHSEED") is not None or sys.argv[1:2] != ["worker"]:
+        return
+    argv = [sys.executable, *sys.orig_argv[1:]]
+    os.execve(sys.executable, argv, {**os.environ, "PYTHONHASHSEED": "0"})
+
+
+@app.command()
+def worker(
+    temporal: Annotated[
+        str | None,
+        typer.Option(
+            "--temporal",
+            metavar="HOST:PORT",
+            help="The Temporal server (default: \\[temporal] address).",
+        ),
+    ] = None,
+    backend: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--backend",
+            "-b",
+            help="Serve this backend's queue; repeat it (default: llm.backend).",
+        ),
+    ] = None,
+    namespace: Annotated[
+        str | None, typer.Option("--namespace", help="Temporal namespace (default: default).")
+    ] = None,
+    queue_prefix: Annotated[
+        str | None,
+        typer.Option(
+            "--queue-prefix", help="Task queues are PREFIX.<backend> (default: agentport)."
+        ),
+    ] = None,
+    concurrency: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--concurrency",
+            metavar="BACKEND=N",
+            help="Calls of BACKEND this worker runs at once; repeat it "
+            "(default: \\[temporal] concurrency, else 2 per agent CLI).",
+        ),
+    ] = None,
+    workflows: Annotated[
+        bool,
+        typer.Option("--workflows/--no-workflows", help="Also run the workflows (default: yes)."),
+    ] = True,
+    web: Annotated[
+        bool | None,
+        typer.Option(
+            "--web/--no-web",
+            help="Serve agentport's own web search and page fetches (PREFIX.web) "
+            "(default: with the workflows, when the web extra is installed).",
+        ),
+    ] = None,
+) -> None:
+    """Run a Temporal worker: model calls of the given backends, and the workflows."""
+    _fixed_hash_seed()
+    from ..config import load_settings
+
+    try:
+        from ..temporal import run_worker
+        from ..temporal._worker import WorkerPlan
+    except ImportError as exc:
+        hint = "" if "agentport[temporal]" in str(exc) else " (pip install 'agentport[temporal]')"
+        fail(f"{exc}{hint}", 2)
+    try:
+        settings = load_settings()
+    except ProviderError as exc:
+        fail_error(exc)
+    address = temporal or settings.temporal.address
+    if not address:
+        fail("no Temporal server: pass --temporal HOST:PORT or set [temporal] address", 2)
+    names = list(backend or [])
+    if not names and settings.llm.backend.strip().lower() != "auto":
+        names = [settings.llm.backend]  # else a workflows-only worker (or nothing: refused)
+    caps = {**settings.temporal.concurrency, **parse_caps(concurrency)}
+
+    def ready(plan: WorkerPlan) -> None:
+        for line in plan.describe():
+            typer.echo(f"agentport worker: {line}", err=True)
+        typer.echo(f"agentport worker: ready ({address}, namespace {ns})", err=True)
+
+    ns = namespace or settings.temporal.namespace
+    try:
+        anyio.run(
+            lambda: run_worker(
+                address,
+                names,
+                namespace=ns,
+                prefix=queue_prefix or settings.temporal.queue_prefix,
+                concurrency=caps,
+                workflows=workflows,
+                on_ready=ready,
+                web=web,
+            )
+        )
+    except ProviderError as exc:
+        fail_error(exc)
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None

@@ -1,0 +1,125 @@
+"""agentport.temporal: agentport calls and workflows as durable Temporal executions.
+
+The only package of agentport that imports `temporalio` (the `agentport[temporal]` extra).
+
+- `complete`: the activity that runs one `complete()` call on a worker; `CompleteInput` /
+  `CompleteOutput` carry the call and its `Result` as data; `retry_decision` is the retry
+  rule per `ErrorKind`; `execute_complete` runs it from workflow code.
+- `queue_for` / `workflow_queue` / `concurrency_for`: a task queue per backend and how many
+  calls of it one worker runs at once (see `_queues` for why per worker).
+- `SemaphoreWorkflow` / `cluster_permit` / `cluster_cap_for`: a cluster-wide cap per backend
+  (`[temporal] cluster_concurrency`), a semaphore workflow per queue (see `_semaphore`).
+- `web_search` / `web_fetch` (`WEB_ACTIVITIES`, on `web_queue`): agentport's own web tools
+  as activities for a backend without web tools; `activity_web` injects them into a
+  research workflow, `web_input` is the client's `[web]` table as workflow input.
+- `run_worker` / `connect`: a worker process (`agentport worker --temporal HOST:PORT`).
+- `ResearchWorkflow` / `RefineWorkflow` / `BatchWorkflow` (`WORKFLOWS`, `workflow_runner`):
+  deep research and DeepRefine as durable workflows, one question or a batch;
+  `start_batch` / `status` / `follow` submit and follow a batch (`BatchJob`).
+
+Source: issue 13; docs/deployment.md.
+"""
+
+from __future__ import annotations
+
+try:
+    import temporalio  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised without the extra
+    raise ImportError(
+        "agentport.temporal needs the Temporal SDK: pip install 'agentport[temporal]'"
+    ) from exc
+
+from ._activities import (
+    COMPLETE_ACTIVITY,
+    DEFAULT_HEARTBEAT_TIMEOUT,
+    DEFAULT_RETRY_POLICY,
+    complete,
+    execute_complete,
+)
+from ._batch import BatchJob, BatchResult, ItemResult, RefineJob, ResearchJob
+from ._client import BatchStatus, follow, start_batch, status
+from ._data import (
+    CompleteInput,
+    CompleteOutput,
+    config_from_dict,
+    config_to_dict,
+    error_from_dict,
+    error_to_dict,
+    messages_to_dicts,
+    retry_decision,
+)
+from ._queues import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_PREFIX,
+    concurrency_for,
+    queue_for,
+    workflow_queue,
+)
+from ._semaphore import (
+    SEMAPHORE_ACTIVITIES,
+    SemaphoreWorkflow,
+    cluster_cap_for,
+    cluster_permit,
+    semaphore_id,
+)
+from ._web import WEB_ACTIVITIES, activity_web, web_fetch, web_input, web_queue, web_search
+from ._worker import WorkerPlan, connect, plan_worker, run_worker
+from ._workflows import (
+    WORKFLOWS,
+    ActivityAdapter,
+    BatchWorkflow,
+    RefineWorkflow,
+    ResearchWorkflow,
+    workflow_runner,
+)
+
+__all__ = [
+    "COMPLETE_ACTIVITY",
+    "DEFAULT_CONCURRENCY",
+    "DEFAULT_HEARTBEAT_TIMEOUT",
+    "DEFAULT_PREFIX",
+    "DEFAULT_RETRY_POLICY",
+    "SEMAPHORE_ACTIVITIES",
+    "WEB_ACTIVITIES",
+    "WORKFLOWS",
+    "ActivityAdapter",
+    "BatchJob",
+    "BatchResult",
+    "BatchStatus",
+    "BatchWorkflow",
+    "CompleteInput",
+    "CompleteOutput",
+    "ItemResult",
+    "RefineJob",
+    "RefineWorkflow",
+    "ResearchJob",
+    "ResearchWorkflow",
+    "SemaphoreWorkflow",
+    "WorkerPlan",
+    "activity_web",
+    "cluster_cap_for",
+    "cluster_permit",
+    "complete",
+    "concurrency_for",
+    "config_from_dict",
+    "config_to_dict",
+    "connect",
+    "error_from_dict",
+    "error_to_dict",
+    "execute_complete",
+    "follow",
+    "messages_to_dicts",
+    "plan_worker",
+    "queue_for",
+    "retry_decision",
+    "run_worker",
+    "semaphore_id",
+    "start_batch",
+    "status",
+    "web_fetch",
+    "web_input",
+    "web_queue",
+    "web_search",
+    "workflow_queue",
+    "workflow_runner",
+]

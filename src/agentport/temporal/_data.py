@@ -1,0 +1,219 @@
+"""What crosses Temporal's wire for one `complete()` call, and the retry rule per ErrorKind.
+
+Pure (no temporalio, no I/O): usable from workflow code inside the sandbox and testable
+without a server. Every value is JSON data (Temporal's default converter): messages as
+`{"role", "content"}` dicts, the `CompletionConfig` as the fields the caller set (so the
+worker's settings merge exactly as in-process: `CompletionConfig.with_defaults`), the
+`Result` as either a `CompletionResponse` dump or a `ProviderError` dict.
+"""
+
+# No `from __future__ import annotations`: Temporal's converter resolves these dataclasses'
+# hints inside the workflow sandbox, whose module table cannot evaluate string annotations.
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import BaseModel
+from returns.result import Failure, Result, Success
+
+from ..core import (
+    Attempt,
+    CompletionConfig,
+    CompletionResponse,
+    ErrorKind,
+    Message,
+    ProviderError,
+)
+
+__all__ = [
+    "CompleteInput",
+    "CompleteOutput",
+    "config_from_dict",
+    "config_to_dict",
+    "error_from_dict",
+    "error_to_dict",
+    "messages_to_dicts",
+    "retry_decision",
+]
+
+
+@dataclass(frozen=True)
+class CompleteInput:
+    """The `complete` activity's input.
+
+    Attributes:
+        backend: backend name or alias (one backend; a chain runs as one call on the
+            chain's queue, see `queue_for`).
+        messages: `Message.to_dict()` of each message, in order.
+        config: `config_to_dict(CompletionConfig)`: only the fields the caller set.
+        settings: `[llm]` overrides for the worker's adapter (`model`, `openai_compat`
+            table, ...), as for `create_llm_adapter(**overrides)`; the worker's own
+            configuration files apply below them.
+        call_id: the caller's deterministic id of the call (diagnostics, heartbeats).
+    """
+
+    backend: str
+    messages: list[dict[str, str]]
+    config: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+    call_id: str = ""
+
+
+@dataclass(frozen=True)
+class CompleteOutput:
+    """The `complete` activity's output: the `Result` as data. Exactly one of `ok`
+    (`CompletionResponse.model_dump(mode="json")`) and `error` (`error_to_dict`) is set."""
+
+    ok: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, result: Result[CompletionResponse, ProviderError]) -> "CompleteOutput":
+        if isinstance(result, Success):
+            return cls(ok=result.unwrap().model_dump(mode="json"))
+        return cls(error=error_to_dict(result.failure()))
+
+    def to_result(self, output_schema: Any = None) -> Result[CompletionResponse, ProviderError]:
+        """The `Result` again. With a pydantic *output_schema* class (the one the caller
+        put in its config), `parsed` is validated back into an instance of it; a dict that
+        no longer validates is `Failure(schema_mismatch)`."""
+        if self.error is not None or self.ok is None:
+            return Failure(error_from_dict(self.error or {"kind": "bad_output"}))
+        response = CompletionResponse.model_validate(self.ok)
+        if (
+            isinstance(output_schema, type)
+            and issubclass(output_schema, BaseModel)
+            and response.parsed is not None
+        ):
+            try:
+                parsed = output_schema.model_validate(response.parsed)
+            except ValueError as exc:
+                return Failure(
+                    ProviderError(
+                        ErrorKind.schema_mismatch,
+                        f"answer does not match {output_schema.__name__}: {exc}",
+                        backend=response.backend,
+                        raw_text=response.content,
+                    )
+                )
+            response = response.model_copy(update={"parsed": parsed})
+        return Success(response)
+
+
+def messages_to_dicts(
+    messages: Sequence[Message] | Sequence[dict[str, str]],
+) -> list[dict[str, str]]:
+    """`{"role", "content"}` dicts of *messages* (`Message`s or such dicts, validated)."""
+    return [
+        (m if isinstance(m, Message) else Message.model_validate(m)).to_dict() for m in messages
+    ]
+
+
+def config_to_dict(config: CompletionConfig | None) -> dict[str, Any]:
+    """The fields of *config* the caller set, as JSON data. A pydantic `output_schema` class
+    travels as its JSON schema (`CompleteOutput.to_result` validates `parsed` back into it)."""
+    if config is None:
+        return {}
+    data = config.model_dump(mode="json", exclude_unset=True, exclude={"output_schema"})
+    schema = config.output_schema
+    if "output_schema" in config.model_fields_set:
+        if isinstance(schema, type) and issubclass(schema, BaseModel):
+            data["output_schema"] = schema.model_json_schema()
+        else:
+            data["output_schema"] = schema
+    return data
+
+
+def config_from_dict(data: dict[str, Any]) -> CompletionConfig:
+    """`config_to_dict`'s inverse (the same fields set)."""
+    return CompletionConfig.model_validate(data)
+
+
+def error_to_dict(error: ProviderError) -> dict[str, Any]:
+    """Every attribute of *error* as JSON data (already redacted by `ProviderError`)."""
+    return {
+        "kind": error.kind.value,
+        "message": error.message,
+        "backend": error.backend,
+        "retryable": error.retryable,
+        "retry_after": error.retry_after,
+        "timeout": error.timeout,
+        "exit_code": error.exit_code,
+        "status": error.status,
+        "stderr_tail": error.stderr_tail,
+        "raw_text": error.raw_text,
+        "details": dict(error.details),
+        "attempts": [
+            {
+                "kind": a.kind.value,
+                "duration_s": a.duration_s,
+                "exit_code": a.exit_code,
+                "backend": a.backend,
+                "timeout": a.timeout,
+            }
+            for a in error.attempts
+        ],
+        "retry_at": error.retry_at.isoformat() if error.retry_at is not None else None,
+        "window": error.window,
+    }
+
+
+def error_from_dict(data: dict[str, Any]) -> ProviderError:
+    """`error_to_dict`'s inverse; unknown keys are ignored, a missing kind is `bad_output`."""
+    retry_at = data.get("retry_at")
+    return ProviderError(
+        ErrorKind(data.get("kind") or "bad_output"),
+        str(data.get("message") or "no message"),
+        backend=str(data.get("backend") or ""),
+        retryable=data.get("retryable"),
+        retry_after=data.get("retry_after"),
+        timeout=data.get("timeout"),
+        exit_code=data.get("exit_code"),
+        status=data.get("status"),
+        stderr_tail=str(data.get("stderr_tail") or ""),
+        raw_text=data.get("raw_text"),
+        details=data.get("details") or {},
+        attempts=[
+            Attempt(
+                kind=ErrorKind(a["kind"]),
+                duration_s=float(a.get("duration_s", 0.0)),
+                exit_code=a.get("exit_code"),
+                backend=str(a.get("backend") or ""),
+                timeout=a.get("timeout"),
+            )
+            for a in data.get("attempts") or ()
+        ],
+        retry_at=datetime.fromisoformat(retry_at) if retry_at else None,
+        window=data.get("window"),
+    )
+
+
+def retry_decision(error: ProviderError, now: datetime) -> tuple[bool, timedelta | None]:
+    """`(retry, delay)`: how Temporal treats *error* (the rule of the `complete` activity):
+
+    - `(False, None)`: a value, never retried: every kind whose `retryable` is False
+      (not_installed, auth_required, budget_exhausted, context_length, invalid_request,
+      bad_output, schema_mismatch, process_failed, unsupported, config, and a timeout of
+      the whole call's deadline), and `quota_exhausted` without a known reset time (a
+      failover chain decides, not a blind wait);
+    - `(True, timedelta)`: retried no sooner than that: `retry_after` seconds of a rate limit,
+      or until `retry_at` of an exhausted usage window (`quota_exhausted`), rounded up to
+      whole seconds;
+    - `(True, None)`: retried after the retry policy's own back-off (a retryable error that gave
+      no time: server_error, network, an attempt timeout, a rate limit without
+      retry_after).
+
+    *now* is an aware datetime (the activity's clock; `retry_at` is aware).
+    """
+    if error.kind is ErrorKind.quota_exhausted:
+        if error.retry_at is None:
+            return False, None
+        wait = (error.retry_at - now).total_seconds()
+        return True, timedelta(seconds=max(1, math.ceil(wait)))
+    if not error.retryable:
+        return False, None
+    if error.retry_after is not None:
+        return True, timedelta(seconds=max(0.0, float(error.retry_after)))
+    return True, None

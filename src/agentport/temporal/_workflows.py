@@ -1,0 +1,387 @@
+"""Durable workflows: deep research (one question), DeepRefine (one question against one
+graph) and a batch over many questions, on Temporal.
+
+How the pipelines stay inside Temporal's rules (deterministic workflow code):
+
+- Every model call is an activity. `ActivityAdapter` is an `LLMAdapter` whose `complete()`
+  runs the `complete` activity (`execute_complete`) on the backend's task queue, so the
+  research pipeline (`run_research`) and the DeepRefine loop (`run_loop`) run unchanged in
+  the workflow; their web search and fetch are the agent's own tools inside those calls,
+  or, for a backend without web tools, agentport's own: each search and each page fetch
+  is an activity on `<prefix>.web` (`_web`), injected into `run_research`.
+  Every file the jobs touch (graph.json, the reports, the trace, the actions, apply) is an
+  activity too (`_batch`); workflow code does no I/O.
+- Concurrency: the pipeline's task groups, its single `PriorityLimiter` and its events are
+  anyio on asyncio, and a Temporal workflow runs on Temporal's own deterministic asyncio
+  event loop: tasks start in program order, and activity results are delivered in history
+  order, so a replay schedules the same calls in the same order. The seed's phases (scope,
+  search -> fetch+extract with no barrier, verify waves, synthesis) are unchanged.
+- Deterministic ids: a call's activity id is `<workflow id>.<n>` where n counts the calls
+  in the order the workflow code makes them; a question's child workflow id is
+  `<batch id>.<question id>` (the question id is a hash of its text).
+- No wall clock in decisions: the pipeline reads `time.monotonic()` only for the report's
+  `durationS` statistic (data, never a branch); timers are not used.
+- Sandbox: the workflow sandbox re-imports workflow modules per run; agentport and its pure
+  dependencies (pydantic, anyio, returns) are passed through (`workflow_runner()`), which is
+  safe because the workflow code paths above do no I/O. Workers should run with a fixed
+  `PYTHONHASHSEED` so any set iteration is the same in every worker process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ChildWorkflowError
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+with workflow.unsafe.imports_passed_through():
+    from returns.result import Failure, Result
+
+    from ..core import CompletionConfig, CompletionResponse, Message, ProviderError
+    from ..workflows.batch import loop_to_data, research_outcome
+    from ..workflows.deep_research import ResearchConfig, check_web_search, run_research
+    from ..workflows.deeprefine import InputError, parse_graph, run_loop
+    from ._activities import execute_complete
+    from ._batch import (
+        ApplyItem,
+        BatchJob,
+        BatchResult,
+        FinishBatch,
+        ItemResult,
+        RefineJob,
+        ResearchJob,
+        SaveReview,
+        WriteReport,
+        apply_item,
+        finish_batch,
+        item_status,
+        read_graph,
+        report_suffix,
+        save_review,
+        write_report,
+    )
+    from ._budget import BudgetPool, budget_error, metered, spent_if_metered  # batch budget
+    from ._queues import workflow_queue
+    from ._semaphore import SEMAPHORE_ACTIVITIES, SemaphoreWorkflow  # the cluster-wide caps
+    from ._web import activity_web  # agentport's own search and fetch as activities
+
+__all__ = [
+    "ACTIVITIES",
+    "WORKFLOWS",
+    "ActivityAdapter",
+    "BatchWorkflow",
+    "RefineWorkflow",
+    "ResearchWorkflow",
+    "workflow_runner",
+]
+
+_FILE_STEP = timedelta(minutes=5)  # a file activity: read, write, review or apply
+# a file step that fails three times (a folder that cannot be written) fails its question
+_FILE_RETRY = RetryPolicy(maximum_attempts=3)
+# file steps heartbeat every second: a dead worker's step moves on after this much silence
+_FILE_HEARTBEAT = timedelta(seconds=10)
+
+
+class ActivityAdapter:
+    """An `LLMAdapter` for workflow code: each `complete()` is one `complete` activity on
+    *backend*'s queue, with the deterministic activity id `<id_prefix>.<n>`."""
+
+    def __init__(
+        self,
+        backend: str,
+        settings: dict[str, Any],
+        prefix: str,
+        id_prefix: str,
+        heartbeat_s: float = 30.0,
+        cluster_concurrency: dict[str, int] | None = None,
+    ) -> None:
+        self._heartbeat = timedelta(seconds=heartbeat_s)
+        self._cluster_caps = cluster_concurrency or {}  # [temporal] cluster_concurrency
+        self._backend = backend
+        self._settings = settings
+        self._prefix = prefix
+        self._id_prefix = id_prefix
+        self.calls = 0
+
+    @property
+    def backend(self) -> str:
+        return self._backend
+
+    async def complete(
+        self, messages: Sequence[Message], config: CompletionConfig | None = None
+    ) -> Result[CompletionResponse, ProviderError]:
+        self.calls += 1
+        out = await execute_complete(
+            self._backend,
+            list(messages),
+            config,
+            call_id=f"{self._id_prefix}.{self.calls}",
+            settings=self._settings,
+            prefix=self._prefix,
+            heartbeat_timeout=self._heartbeat,
+            cluster_concurrency=self._cluster_caps,
+        )
+        return out.to_result(config.output_schema if config is not None else None)
+
+
+@workflow.defn(name="agentport.research", failure_exception_types=[Exception])
+class ResearchWorkflow:
+    """One research question: `run_research` with every model call an activity; the
+    report (the same Markdown as the local batch) is written by an activity."""
+
+    @workflow.run
+    async def run(self, job: ResearchJob) -> ItemResult:
+        adapter = ActivityAdapter(
+            job.backend, job.settings, job.prefix, workflow.info().workflow_id, job.heartbeat_s,
+            cluster_concurrency=job.cluster_concurrency,
+        )  # fmt: skip
+        config = ResearchConfig.model_validate(job.config)
+        refusal = None if config.assume_web_tools else check_web_search(job.backend)
+        # a backend without web tools: agentport's own search and fetch, as activities (_web)
+        tools = (
+            None
+            if refusal is None
+            else activity_web(
+                job.web, refusal, job.prefix, workflow.info().workflow_id, job.heartbeat_s
+            )
+        )
+        if isinstance(tools, str):  # no search engine in the job's [web] table
+            failed = ItemResult(job.item_id, 0, job.question, "failed")
+            failed.error = tools
+            return failed
+        share = metered(adapter, job.allowance)  # a share of the batch budget (_budget)
+        report = await run_research(job.question, share, config=config, web_tools=tools)
+        outcome = research_outcome(report)
+        result = ItemResult(job.item_id, 0, job.question, item_status(outcome))
+        result.error = budget_error(result.status, outcome.error, outcome.budget)
+        result.spent = spent_if_metered(share)
+        if outcome.text is not None:
+            name = f"{job.item_id}{report_suffix(outcome)}"
+            await workflow.execute_activity(
+                write_report,
+                WriteReport(job.out, name, outcome.text),
+                task_queue=workflow_queue(job.prefix),
+                start_to_close_timeout=_FILE_STEP,
+                retry_policy=_FILE_RETRY,
+                heartbeat_timeout=_FILE_HEARTBEAT,
+            )
+            result.report = name
+        return result
+
+
+@workflow.defn(name="agentport.refine", failure_exception_types=[Exception])
+class RefineWorkflow:
+    """One DeepRefine question: read graph.json (activity), the loop (model calls are
+    activities), then save the trace and actions and review them (activity). Nothing is
+    applied here: the batch applies, one question at a time."""
+
+    @workflow.run
+    async def run(self, job: RefineJob) -> ItemResult:
+        result = ItemResult(job.item_id, 0, job.question, "failed")
+        text = await workflow.execute_activity(
+            read_graph,
+            job.graph,
+            task_queue=workflow_queue(job.prefix),
+            start_to_close_timeout=_FILE_STEP,
+            retry_policy=_FILE_RETRY,
+            heartbeat_timeout=_FILE_HEARTBEAT,
+        )
+        try:
+            graph = parse_graph(text.encode("utf-8"), Path(job.graph))
+        except InputError as exc:
+            result.error = str(exc)
+            return result
+        adapter = ActivityAdapter(
+            job.backend, job.settings, job.prefix, workflow.info().workflow_id, job.heartbeat_s,
+            cluster_concurrency=job.cluster_concurrency,
+        )  # fmt: skip
+        share = metered(adapter, job.allowance)  # a share of the batch budget (_budget)
+        loop = await run_loop(share, graph, job.question)
+        result.spent = spent_if_metered(share)
+        if isinstance(loop, Failure):
+            result.error = str(loop.failure()).split("\n")[0]
+            return result
+        saved: ItemResult = await workflow.execute_activity(
+            save_review,
+            SaveReview(job.graph, job.out, job.item_id, loop_to_data(loop.unwrap())),
+            task_queue=workflow_queue(job.prefix),
+            start_to_close_timeout=_FILE_STEP,
+            retry_policy=_FILE_RETRY,
+            heartbeat_timeout=_FILE_HEARTBEAT,
+        )
+        saved.question, saved.spent = job.question, result.spent
+        return saved
+
+
+@workflow.defn(name="agentport.batch")
+class BatchWorkflow:
+    """Many questions: one child workflow per question (`<batch id>.<question id>`), at
+    most `jobs` at once; a refine batch with `apply` applies each reviewed question in
+    turn (one writer per graph). `progress` (query) reports every item's status while it
+    runs; at the end `batch.json` and `summary.md` are written (activity)."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, ItemResult] = {}
+
+    @workflow.query
+    def progress(self) -> BatchResult:
+        items = list(self._items.values())
+        done = sum(1 for i in items if i.status == "done")
+        failed = sum(1 for i in items if i.status == "failed")
+        partial = sum(1 for i in items if i.status == "partial")
+        not_run = sum(1 for i in items if i.status == "not_run")
+        return BatchResult(done, failed, items, partial, not_run)
+
+    @workflow.run
+    async def run(self, job: BatchJob) -> BatchResult:
+        reviewed: dict[str, ItemResult] = {}
+        for item_id, line, question, *saved in job.items:
+            self._items[str(item_id)] = ItemResult(str(item_id), int(line), str(question))
+            if len(saved) == 2 and saved[0] and saved[1]:  # reviewed by an earlier batch
+                done = ItemResult(str(item_id), int(line), str(question), "done")
+                done.trace, done.actions, done.report = saved[0], saved[1], f"{item_id}.md"
+                reviewed[str(item_id)] = done
+        slots = asyncio.Semaphore(max(1, job.jobs))
+        writer = asyncio.Lock()
+        base = workflow.info().workflow_id
+        queue = workflow_queue(job.prefix)
+
+        # the batch budget: a child starts with an allowance from the pool (_budget)
+        pool = BudgetPool(job.budget, lambda: workflow.now().timestamp(), workflow.wait_condition)
+
+        async def one(item: ItemResult) -> None:
+            async with slots:
+                allowance = None
+                if job.budget and item.id not in reviewed:
+                    allowance = await pool.acquire()
+                    if allowance is None:  # a ceiling is reached: no new question starts
+                        item.status = "not_run"
+                        item.error = budget_error("not_run", None, pool.reached)
+                        return
+                item.status = "running"
+                try:
+                    got = reviewed.get(item.id) or await self._child(
+                        job, item, f"{base}.{item.id}", queue, allowance
+                    )
+                except ChildWorkflowError as exc:
+                    got = ItemResult(item.id, item.line, item.question, "failed")
+                    got.error = str(exc.cause or exc).split("\n")[0]
+                    got.spent = None  # unknown: the pool counts the child's whole share
+                else:
+                    got.spent = got.spent or {}
+                if allowance is not None:
+                    pool.release(allowance, got.spent)
+            if job.apply and got.status == "done" and got.actions and got.trace:
+                async with writer:
+                    got = await self._apply(job, item, got, queue)
+            item.status, item.error, item.report = got.status, got.error, got.report
+            item.trace, item.actions, item.applied = got.trace, got.actions, got.applied
+
+        await asyncio.gather(*(one(item) for item in self._items.values()))
+        await workflow.execute_activity(
+            finish_batch,
+            FinishBatch(
+                job.out, job.kind, list(self._items.values()), pool.data() if job.budget else {}
+            ),
+            task_queue=queue,
+            start_to_close_timeout=_FILE_STEP,
+            retry_policy=_FILE_RETRY,
+            heartbeat_timeout=_FILE_HEARTBEAT,
+        )
+        return self.progress()
+
+    @staticmethod
+    async def _apply(job: BatchJob, item: ItemResult, got: ItemResult, queue: str) -> ItemResult:
+        assert got.trace is not None
+        assert got.actions is not None
+        try:
+            applied: ItemResult = await workflow.execute_activity(
+                apply_item,
+                ApplyItem(job.graph, job.out, item.id, got.trace, got.actions, job.allow_low),
+                task_queue=queue,
+                start_to_close_timeout=_FILE_STEP,
+                retry_policy=_FILE_RETRY,
+                heartbeat_timeout=_FILE_HEARTBEAT,
+            )
+        except ActivityError as exc:
+            got.status, got.error = "failed", f"apply: {exc.cause or exc}".split("\n")[0]
+            return got
+        return applied
+
+    @staticmethod
+    async def _child(
+        job: BatchJob,
+        item: ItemResult,
+        child_id: str,
+        queue: str,
+        allowance: dict[str, Any] | None = None,  # a share of the batch budget (_budget)
+    ) -> ItemResult:
+        if job.kind == "research":
+            return await workflow.execute_child_workflow(
+                ResearchWorkflow.run,
+                ResearchJob(
+                    item.question,
+                    item.id,
+                    job.backend,
+                    job.out,
+                    job.config,
+                    job.settings,
+                    job.prefix,
+                    job.heartbeat_s,
+                    cluster_concurrency=job.cluster_concurrency,
+                    web=job.web,
+                    allowance=allowance,
+                ),
+                id=child_id,
+                task_queue=queue,
+            )
+        return await workflow.execute_child_workflow(
+            RefineWorkflow.run,
+            RefineJob(
+                item.question,
+                item.id,
+                job.backend,
+                job.out,
+                job.graph,
+                job.settings,
+                job.prefix,
+                job.heartbeat_s,
+                cluster_concurrency=job.cluster_concurrency,
+                allowance=allowance,
+            ),
+            id=child_id,
+            task_queue=queue,
+        )
+
+
+#: the workflows a worker on the workflow queue registers
+WORKFLOWS: list[type] = [ResearchWorkflow, RefineWorkflow, BatchWorkflow, SemaphoreWorkflow]
+#: the batch's file activities, registered on the workflow queue next to `WORKFLOWS`
+ACTIVITIES: list[Any] = [write_report, read_graph, save_review, apply_item, finish_batch,
+                         *SEMAPHORE_ACTIVITIES]  # fmt: skip
+
+
+def workflow_runner() -> SandboxedWorkflowRunner:
+    """The sandbox for agentport's workflows: Temporal's default restrictions, with agentport
+    and the pure libraries its workflow code paths use passed through (not re-imported
+    per run; they do no I/O on those paths), and reading `os.environ` allowed: secret
+    redaction (`agentport.core.redact`) masks the values of secret-named variables in every
+    text it builds, which changes no decision of the workflow."""
+    restrictions = SandboxRestrictions.default.with_passthrough_modules(
+        "agentport", "pydantic", "pydantic_core", "anyio", "sniffio", "returns", "rich",
+        "typing_extensions", "annotated_types",
+    )  # fmt: skip
+    members = restrictions.invalid_module_members
+    os_rule = members.children["os"]
+    os_rule = dataclasses.replace(os_rule, exclude=os_rule.exclude | {"environ"})
+    members = dataclasses.replace(members, children={**members.children, "os": os_rule})
+    return SandboxedWorkflowRunner(
+        restrictions=dataclasses.replace(restrictions, invalid_module_members=members)
+    )

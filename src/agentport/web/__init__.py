@@ -1,0 +1,40 @@
+"""agentport.web: search providers and a guarded fetcher for backends without web tools.
+
+- `SearchProvider` (protocol), `SearxngProvider` (a SearxNG instance's JSON API),
+  `provider_from_settings(WebSettings)`; failures raise `SearchError`.
+- `Fetcher`: httpx fetching with robots.txt, per-host concurrency and delay, size, time and
+  content-type limits, bounded and re-checked redirects, no credentials in URLs, no private
+  addresses unless allowed, each connection going only to the addresses checked (no DNS
+  rebinding), an optional explicit proxy; HTML to text by trafilatura (the `web` extra).
+  `fetch(url)` returns `FetchedPage` or `FetchRefused(url, kind, reason)`, never raises for
+  those.
+- `WebSettings`: the `[web]` configuration table.
+
+Layer: beside `agentport.transport` (no backend or workflow imports). See docs/web.md.
+"""
+
+from __future__ import annotations
+
+from ._fetch import Fetcher, html_to_text
+from ._guard import check_url, is_public_address
+from ._search import SearchProvider, SearxngProvider, provider_from_settings
+from ._settings import DEFAULT_USER_AGENT, WebSettings
+from ._types import FetchedPage, FetchRefused, FetchResult, RefusalKind, SearchError, SearchHit
+
+__all__ = [
+    "DEFAULT_USER_AGENT",
+    "FetchRefused",
+    "FetchResult",
+    "FetchedPage",
+    "Fetcher",
+    "RefusalKind",
+    "SearchError",
+    "SearchHit",
+    "SearchProvider",
+    "SearxngProvider",
+    "WebSettings",
+    "check_url",
+    "html_to_text",
+    "is_public_address",
+    "provider_from_settings",
+]

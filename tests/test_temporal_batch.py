@@ -1,0 +1,218 @@
+"""Batches on a real Temporal server (`temporal server start-dev`, see _temporal_server):
+a research batch survives a SIGKILLed worker without redoing finished model calls and
+writes the same reports as the local batch; a refine batch applies one question at a time
+(no lost update); an existing batch id and an unreachable server are one-line errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from typer.testing import CliRunner
+
+from _batch_model import CONFIG, options, refine_questions, serve, serve_refine
+from _deeprefine_util import write_tiny
+from _temporal_server import WorkerProcess, temporal_server  # noqa: F401
+from agentport.testing import FakeModelServer
+
+pytest.importorskip("temporalio")
+
+from agentport.cli import app
+from agentport.factory import create_llm_adapter
+from agentport.temporal._batch import BatchJob
+from agentport.temporal._client import connect, follow, start_batch
+from agentport.workflows.batch import BatchInputError, question_id, read_questions, research_batch
+
+pytestmark = pytest.mark.slow
+
+LATENCY_S = 0.2  # per model call: long enough to kill a worker mid-batch
+HEARTBEAT_S = 3.0  # a dead worker's calls move on after this much silence
+GUARD_S = 240  # a hang of the suite, not a timing assertion
+WORKER_CAP = 8  # openai_compat calls one worker runs at once (an HTTP backend's default)
+
+
+@pytest.fixture
+def workers(temporal_server: str, tmp_path: Path) -> Iterator[list[WorkerProcess]]:  # noqa: F811
+    started: list[WorkerProcess] = []
+    try:
+        for i in range(2):
+            folder = tmp_path / f"worker{i}"
+            folder.mkdir()
+            started.append(WorkerProcess(temporal_server, folder))
+        yield started
+    finally:
+        for w in started:
+            w.stop()
+
+
+def _strip_duration(text: str) -> str:
+    """A report without its wall-time statistic (the only measured value in it)."""
+    return "\n".join(line for line in text.splitlines() if '"durationS"' not in line)
+
+
+async def _run_batch(address: str, job: BatchJob, batch_id: str, on_progress: Any) -> Any:
+    client = await connect(address)
+    await start_batch(client, job, batch_id)
+    return await asyncio.wait_for(follow(client, batch_id, on_progress, poll_s=0.3), GUARD_S)
+
+
+def test_research_batch_survives_a_killed_worker_without_redoing_finished_calls(
+    temporal_server: str,  # noqa: F811
+    workers: list[WorkerProcess],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AGENTPORT_ALLOW_REAL_BACKENDS", "1")
+    questions = [f"What changed in release {i}?" for i in range(20)]
+    qfile = tmp_path / "q.txt"
+    qfile.write_text("\n".join(questions) + "\n", encoding="utf-8")
+    parsed = read_questions(qfile)
+    with FakeModelServer() as server:
+        serve(server, LATENCY_S)
+        # the single-process reference: the local batch on the same model
+        local = tmp_path / "local"
+        adapter = create_llm_adapter("openai_compat", openai_compat=options(server))
+        summary = anyio.run(lambda: research_batch(parsed, local, adapter, CONFIG, jobs=20))
+        assert summary.done == 20
+        per_question = len(server.requests) // 20
+        reference = len(server.requests)
+
+        out = tmp_path / "temporal"
+        job = BatchJob(
+            "research",
+            [[q.id, q.line, q.text] for q in parsed.questions],
+            "openai_compat",
+            str(out),
+            jobs=20,
+            config=CONFIG.model_dump(mode="json"),
+            settings={"openai_compat": options(server)},
+            heartbeat_s=HEARTBEAT_S,
+        )
+        killed: list[int] = []
+        stop = threading.Event()
+
+        def kill_mid_batch() -> None:
+            # kill one worker once a third of the calls are done (calls finished on both)
+            while not stop.wait(0.05):
+                if len(server.requests) - reference >= 20 * per_question // 3:
+                    killed.append(len(server.requests) - reference)
+                    workers[0].kill()
+                    return
+
+        watcher = threading.Thread(target=kill_mid_batch, daemon=True)
+        watcher.start()
+        try:
+            final = asyncio.run(_run_batch(temporal_server, job, "test-research-kill", None))
+        finally:
+            stop.set()
+            watcher.join(10)
+        assert killed, "the batch ended before a worker could be killed"
+        assert final.state == "completed"
+        assert final.progress is not None
+        assert (final.progress.done, final.progress.failed) == (20, 0)
+
+        prompts = Counter(
+            (r.system_text, r.user_text) for r in server.requests[reference:] if not r.is_side
+        )
+        repeated = sum(n - 1 for n in prompts.values())
+        # only calls in flight on the killed worker may be made again, never a finished one
+        assert repeated <= WORKER_CAP
+        assert len(prompts) == 20 * per_question
+    for q in questions:
+        name = f"{question_id(q)}.md"
+        assert _strip_duration((out / name).read_text(encoding="utf-8")) == _strip_duration(
+            (local / name).read_text(encoding="utf-8")
+        )
+    state = json.loads((out / "batch.json").read_text(encoding="utf-8"))
+    assert state["counts"]["done"] == 20
+
+    result = CliRunner().invoke(
+        app, ["batch", "status", "test-research-kill", "--temporal", temporal_server]
+    )
+    assert result.exit_code == 0, result.output
+    assert "completed: 20 done, 0 failed" in result.stdout
+
+
+def test_refine_batch_applies_each_question_once_with_no_lost_update(
+    temporal_server: str,  # noqa: F811
+    workers: list[WorkerProcess],
+    tmp_path: Path,
+) -> None:
+    graph = write_tiny(tmp_path)
+    qfile = tmp_path / "q.txt"
+    qfile.write_text("\n".join(refine_questions(10)) + "\n", encoding="utf-8")
+    parsed = read_questions(qfile)
+    with FakeModelServer() as server:
+        serve_refine(server)
+        job = BatchJob(
+            "refine",
+            [[q.id, q.line, q.text] for q in parsed.questions],
+            "openai_compat",
+            str(tmp_path / "reviews"),
+            jobs=10,
+            settings={"openai_compat": options(server)},
+            graph=str(graph),
+            apply=True,
+            allow_low=True,
+            heartbeat_s=HEARTBEAT_S,
+        )
+        final = asyncio.run(_run_batch(temporal_server, job, "test-refine-apply", None))
+    assert final.state == "completed"
+    assert (final.progress.done, final.progress.failed) == (10, 0)
+    after = json.loads(graph.read_text(encoding="utf-8"))  # valid JSON, graphify's shape
+    assert {"nodes", "links"} <= set(after)
+    assert len([link for link in after["links"] if link["relation"] == "uses"]) == 10
+    rows = [
+        json.loads(line)
+        for line in (graph.parent / ".deeprefine" / "apply_log.jsonl").read_text().splitlines()
+    ]
+    assert [(r["applied"], r["written"]) for r in rows] == [(1, True)] * 10
+    backup = json.loads((graph.parent / ".deeprefine" / "graph.json.bak").read_text())
+    assert len(backup["links"]) == len(after["links"]) - 1
+    reviews = list((tmp_path / "reviews").glob("how-*.md"))
+    assert len(reviews) == 10
+    assert all("## Applied" in r.read_text(encoding="utf-8") for r in reviews)
+
+
+def test_an_existing_batch_id_and_an_unreachable_server_are_one_line(
+    temporal_server: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    job = BatchJob("research", [["x", 1, "Q?"]], "openai_compat", str(tmp_path))
+
+    async def twice() -> str:
+        client = await connect(temporal_server)
+        await start_batch(client, job, "test-dup-id")
+        try:
+            await start_batch(client, job, "test-dup-id")
+        except BatchInputError as exc:
+            return str(exc)
+        finally:
+            await client.get_workflow_handle("test-dup-id").terminate()
+        return ""
+
+    message = asyncio.run(twice())
+    assert "batch id 'test-dup-id' exists" in message
+    assert "\n" not in message
+
+    questions = tmp_path / "q.txt"
+    questions.write_text("Q?\n", encoding="utf-8")
+    for argv in (
+        ["batch", "status", "nope", "--temporal", "127.0.0.1:9"],
+        ["refine", "--batch", str(questions), "--out", str(tmp_path / "o"),
+         "--graph", str(write_tiny(tmp_path)), "-b", "openai_compat",
+         "--temporal", "127.0.0.1:9"],
+    ):  # fmt: skip
+        result = CliRunner().invoke(app, argv, env={"AGENTPORT_ALLOW_REAL_BACKENDS": "1"})
+        assert result.exit_code == 2, result.output
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1, result.stderr
+        assert "127.0.0.1:9" in lines[0]
+        assert "Traceback" not in result.output
