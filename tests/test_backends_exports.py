@@ -20,7 +20,7 @@ def test_transport_exports() -> None:
             "MAX_JSON_DEPTH", "NESTING_MARKERS", "Frame", "LineFramer", "LineTooLongError",
             "NestingTooDeepError", "OnFrame", "OnStderrLine", "ProcessRequest",
             "ProcessResult", "check_argv", "child_env", "group_members", "guard_argv",
-            "missing_executable", "parse_line", "run_process",
+            "missing_executable", "parse_line", "run_process", "tls_context",
         ]
     )  # fmt: skip
     for name in agentport.transport.__all__:

@@ -18,6 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from agentport._trust import UntrustedConfigWarning
 from agentport.cli import app
 from agentport.config import UnknownConfigWarning, load_settings, warn_unknown
 from agentport.policies import BudgetSettings
@@ -62,7 +63,8 @@ def test_config_lists_budget_web_and_temporal_with_their_origins(
         '[budget]\noutput_tokens = 2000\n[web]\nsearxng_url = "http://127.0.0.1:1"\n',
         encoding="utf-8",
     )
-    text = runner.invoke(app, ["config"])
+    with pytest.warns(UntrustedConfigWarning, match="web ignored: this project folder"):
+        text = runner.invoke(app, ["config"])
     assert text.exit_code == 0, text.output
     lines = text.stdout.splitlines()
     for line in (
@@ -86,7 +88,8 @@ def test_config_lists_budget_web_and_temporal_with_their_origins(
     assert "hunter2-pass" not in text.stdout
     assert "sk-listing" not in text.stdout
 
-    listed = runner.invoke(app, ["config", "--json"])
+    with pytest.warns(UntrustedConfigWarning, match="web ignored: this project folder"):
+        listed = runner.invoke(app, ["config", "--json"])
     assert listed.exit_code == 0, listed.output
     rows = _rows(listed.stdout)
     assert rows["budget.calls"] == {

@@ -141,7 +141,7 @@ async def test_cancelling_a_call_frees_the_model_for_the_next_one(
 def test_one_model_instance_is_shared_by_every_adapter(
     model_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agentport.backends import local
+    from agentport.backends import _local_models as local
 
     first = _adapter(model_cache, tmp_path, monkeypatch)
     second = _adapter(model_cache, tmp_path, monkeypatch)
