@@ -64,6 +64,7 @@ questions = st.text(alphabet=st.characters(blacklist_categories=["Cs"]), min_siz
 @given(question=questions, mix=st.text(alphabet=BREAKERS, max_size=3))
 @example(question="Why\u2028does it\u2029fail?", mix="\x85")
 @example(question="a\x85b", mix="")
+@example(question="-0 is a dash-led question", mix="")
 @example(question='quote " and \\ back\u2028slash', mix="\u2029")
 def test_any_question_round_trips_through_memory_history_and_the_loop(
     question: str, mix: str
@@ -91,7 +92,8 @@ def _round_trip(question: str, root: Path) -> None:
     assert code == 0
     assert f"[pending] {query_id(expected)}: {expected}\n" in out
 
-    code, _ = _run("loop", "init", "--query", question, *project)
+    # `--query=VALUE`: a question may start with "-" (argparse would read it as an option)
+    code, _ = _run("loop", "init", f"--query={question}", *project)
     assert code == 0
     trace_file = out_dir / ".deeprefine" / f"loop_trace_{query_id(expected)}.json"
     assert json.loads(trace_file.read_text(encoding="utf-8"))["query"] == expected
