@@ -5,7 +5,8 @@ Regression: the CI run of the whole suite ended with `Segmentation fault` after 
 passed. Two ways llama.cpp is used after Python freed what it needs, both at finalisation:
 `Llama.__del__` freeing a model under an abandoned worker thread still inside llama.cpp, and
 llama.cpp logging through agentport's ctypes log callback after the module holding it was
-cleared. Fixed in `backends/_local_models` (models closed by an atexit hook, callback immortal)."""
+cleared. The model now runs in a worker process (`backends/_local_client`): the caller's
+process never holds llama.cpp, and no worker outlives the process that started it."""
 
 from __future__ import annotations
 
@@ -44,6 +45,8 @@ elif how == "running":
         target=complete_sync, args=(ask, long), kwargs={"backend": "local"}, daemon=True
     ).start()
     time.sleep(1.0)
+from agentport.backends import _local_client
+print("workers", *[w.pid for w in _local_client._WORKERS.values()], flush=True)
 print("exiting", how, flush=True)
 """
 
@@ -70,3 +73,11 @@ def test_exit_is_clean_after_using_the_model(model_cache: Path, how: str) -> Non
         )
         assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
         assert f"exiting {how}" in proc.stdout
+        line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("workers"))
+        pids = [int(p) for p in line.split()[1:] if p != "None"]
+        assert pids  # the model ran in a worker ...
+        for pid in pids:  # ... which did not outlive the process
+            assert (
+                not Path(f"/proc/{pid}").exists()
+                or "Z" in Path(f"/proc/{pid}/stat").read_text().split(") ")[1][:1]
+            )

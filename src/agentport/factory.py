@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import shutil
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
@@ -81,20 +81,40 @@ def is_installed(capability: BackendCapability) -> bool:
     return all(importlib.util.find_spec(m) is not None for m in capability.requires_modules)
 
 
+_VERSIONS: dict[tuple[str, int, int], str | None] = {}
+
+
 def installed_version(capability: BackendCapability, timeout_s: float = 10.0) -> str | None:
-    """`<executable> --version`'s first line, or None when absent or silent."""
+    """`<executable> --version`'s first line (stdout, else stderr), or None when absent,
+    silent or over *timeout_s* seconds. Run through the one runner (guardian, group kill);
+    cached per executable file (path, size, mtime) for the process's life."""
     exe = capability.executable and shutil.which(capability.executable)
     if not exe:
         return None
     try:
-        out = subprocess.run(
-            [exe, "--version"], capture_output=True, text=True, timeout=timeout_s,
-            stdin=subprocess.DEVNULL, check=False,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
+        st = os.stat(exe)
+    except OSError:
         return None
-    lines = (out.stdout or out.stderr).strip().splitlines()
-    return lines[0].strip() if lines else None
+    key = (exe, st.st_size, st.st_mtime_ns)
+    if key in _VERSIONS:
+        return _VERSIONS[key]
+    from .transport import ProcessRequest, run_capture_sync
+
+    request = ProcessRequest(
+        argv=[exe, "--version"],
+        startup_timeout_s=timeout_s,
+        idle_timeout_s=timeout_s,
+        total_timeout_s=timeout_s,
+        grace_s=1.0,
+        linger_s=0.0,
+    )
+    result, stdout = run_capture_sync(request, 1 << 20)
+    version = None
+    if result.error is None:
+        lines = (stdout or result.stderr_tail).strip().splitlines()
+        version = lines[0].strip() if lines else None
+    _VERSIONS[key] = version
+    return version
 
 
 def resolve_auto() -> str:

@@ -264,6 +264,7 @@ class CliAdapter:
                 run_dir=run_dir,
                 cwd=cwd,
                 session_id=config.session_id,
+                deadline=started + config.attempt_budget_s if deadline is None else deadline,
             )
             user_env = {str(k): str(v) for k, v in dict(self.options.get("env") or {}).items()}
             try:

@@ -1,6 +1,6 @@
 """codex's model catalog, rewritten so that a restricted tool policy holds for every model.
 
-Why (issue 15, measured on codex-cli 0.171.0 against FakeModelServer): codex reads per-model
+Why (measured on codex-cli 0.171.0 against FakeModelServer): codex reads per-model
 metadata from a model catalog (`codex debug models` prints it; `-c model_catalog_json=FILE`
 replaces it). For its default model `gpt-6.2-sol`, and every other catalog model but one,
 the metadata says `tool_mode = "code_mode_only"`, `multi_agent_version = "v2"`,
@@ -26,13 +26,15 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from ..core import ErrorKind, ProviderError
+from ..core import ErrorKind, ProviderError, TimeoutWhich
+from ..transport import ProcessRequest, run_capture
 
 __all__ = ["catalog_flags", "load_catalog", "restrict"]
 
@@ -100,13 +102,26 @@ def restrict(
 
 
 async def load_catalog(
-    executable: str, flags: Sequence[str], env: Mapping[str, str], cwd: Path, who: str
+    executable: str,
+    flags: Sequence[str],
+    env: Mapping[str, str],
+    cwd: Path,
+    who: str,
+    *,
+    startup_timeout_s: float = _TIMEOUT_S,
+    idle_timeout_s: float = _TIMEOUT_S,
+    deadline: float | None = None,
 ) -> dict[str, Any]:
     """codex's model catalog: `EXECUTABLE debug models FLAGS` (the same provider flags and
     environment as the run, so it is the catalog the run would use), parsed; cached per
     executable (path, size, mtime), flags and `CODEX_HOME`/`HOME` for the process's life.
-    Raises `ProviderError(unsupported)` naming *who* when codex cannot print it (an older
-    codex, a broken install): without it the tools cannot be turned off."""
+
+    The probe runs through the one runner (guardian, process-group kill) within the call's
+    own limits: *startup_timeout_s* / *idle_timeout_s* and the whole-call *deadline*
+    (`time.monotonic()`), each capped at 60 s. Raises `ProviderError(timeout)` naming the
+    probe when it runs over one of them, `ProviderError(unsupported)` naming *who* when codex
+    cannot print the catalog (an older codex, a broken install): without it the tools
+    cannot be turned off."""
     try:
         stat = await anyio.Path(executable).stat()
         key: tuple[Any, ...] = (executable, stat.st_size, stat.st_mtime_ns, tuple(flags))
@@ -115,25 +130,44 @@ async def load_catalog(
     key += (env.get("CODEX_HOME", ""), env.get("HOME", ""))
     if key in _cache:
         return _cache[key]
-    argv = [executable, "debug", "models", *flags]
-    try:
-        with anyio.fail_after(_TIMEOUT_S):
-            done = await anyio.run_process(argv, env=dict(env), cwd=cwd, check=False)
-    except TimeoutError:
-        raise _unsupported(who, f"`codex debug models` ran over {_TIMEOUT_S:.0f} s") from None
-    except OSError as exc:
-        raise _unsupported(who, f"`codex debug models` did not start ({exc})") from None
-    if done.returncode != 0 or len(done.stdout) > _MAX_BYTES:
-        tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
+    total = _TIMEOUT_S if deadline is None else min(_TIMEOUT_S, deadline - time.monotonic())
+    if total <= 0:
+        raise _probe_timeout("the call's deadline ran out before it started", "total")
+    request = ProcessRequest(
+        argv=[executable, "debug", "models", *flags],
+        env=env,
+        cwd=cwd,
+        startup_timeout_s=min(startup_timeout_s, _TIMEOUT_S),
+        idle_timeout_s=min(idle_timeout_s, _TIMEOUT_S),
+        total_timeout_s=total,
+        grace_s=1.0,
+        linger_s=0.0,
+    )
+    done, stdout = await run_capture(request, _MAX_BYTES)
+    if done.error is not None and done.error.kind is ErrorKind.timeout:
+        raise _probe_timeout(str(done.error), done.error.timeout or "total")
+    if done.error is not None:
+        raise _unsupported(who, f"`codex debug models` did not run ({done.error})")
+    if done.exit_code != 0:
+        tail = done.stderr_tail.strip().splitlines()[-1:] or ["no output"]
         raise _unsupported(who, f"`codex debug models` failed: {tail[0][:200]}")
     try:
-        catalog = json.loads(done.stdout)
+        catalog = json.loads(stdout)
     except (ValueError, RecursionError):
         raise _unsupported(who, "`codex debug models` printed no JSON") from None
     if not isinstance(catalog, dict):
         raise _unsupported(who, "`codex debug models` printed no JSON object")
     _cache[key] = catalog
     return catalog
+
+
+def _probe_timeout(why: str, which: TimeoutWhich) -> ProviderError:
+    return ProviderError(
+        ErrorKind.timeout,
+        f"codex's model-catalog probe (`codex debug models`) was stopped: {why}; no call made",
+        backend="codex",
+        timeout=which,
+    )
 
 
 def _unsupported(who: str, why: str) -> ProviderError:

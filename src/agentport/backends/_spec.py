@@ -42,6 +42,8 @@ class CliCall:
         run_dir: a private directory for files this run needs (removed afterwards).
         cwd: the working directory the CLI runs in.
         session_id: the session to resume, or None.
+        deadline: `time.monotonic()` by which the whole attempt must end (auxiliary commands
+            such as codex's catalog probe are bounded by it too); None = no deadline.
     """
 
     executable: str
@@ -53,6 +55,7 @@ class CliCall:
     run_dir: Path
     cwd: Path
     session_id: str | None = None
+    deadline: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

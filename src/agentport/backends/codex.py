@@ -183,7 +183,16 @@ async def prepare(call: CliCall, invocation: Invocation, env: Mapping[str, str])
     model = call.config.model
     who = f"model {model!r}" if model else "codex's default model"
     flags = _provider_flags(call.options)
-    catalog = await load_catalog(call.executable, flags, env, call.cwd, who)
+    catalog = await load_catalog(
+        call.executable,
+        flags,
+        env,
+        call.cwd,
+        who,
+        startup_timeout_s=call.config.startup_timeout_s,
+        idle_timeout_s=call.config.idle_timeout_s,
+        deadline=call.deadline,
+    )
     tools = call.config.tools
     safe = restrict(
         catalog, no_tools=tools.no_tools, web_search=call.config.web_search, model=model

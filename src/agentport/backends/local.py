@@ -11,24 +11,28 @@ cache_dir`, else `$AGENTPORT_CACHE_DIR/models`, else `$XDG_CACHE_HOME/agentport/
 
 - A GGUF without a chat template (a base model, like the packaged Gemma) is prompted with a
   plain `Question: ... / Answer:` transcript (`prompt_style`); others use their template.
-- Inference runs in a worker thread (`anyio.to_thread`) so the event loop stays free. One model
-  instance per file and settings is shared by the whole process; a lock serialises calls to it.
+- Inference runs in a model worker: a child process that owns llama.cpp (`_local_worker.py`),
+  one per model file and settings, shared by the whole process and kept warm (one load per
+  worker); a lock serialises calls to it. A native crash in it (a build for CPU features this
+  machine cannot run, a corrupt model file, an out-of-memory kill) ends the call with
+  `ErrorKind.process_failed` naming the cause and the fix; the next call starts a fresh
+  worker, and the caller's process never dies with llama.cpp.
 - `output_schema` is NATIVE: llama.cpp turns the JSON schema into a grammar and decoding can
   only produce matching JSON; the answer is then validated like any other backend's.
 - `CompletionConfig.choices` is NATIVE too: a grammar that admits exactly those strings
   (e.g. `<judge>Yes</judge>` / `<judge>No</judge>`).
 - A prompt longer than the context window is `ErrorKind.context_length`.
-- `total_timeout_s` and cancellation are checked between generated tokens (the thread stops
-  at the next token and releases the model); `startup_timeout_s` / `idle_timeout_s` do not
-  apply (there is no I/O to wait for).
+- `total_timeout_s` and cancellation are checked between generated tokens (the worker stops
+  at the next token and the model is free for the next call; a worker that does not stop
+  within 10 s is killed); `startup_timeout_s` / `idle_timeout_s` do not apply.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
-import re
 import tempfile
 import threading
 import time
@@ -56,15 +60,10 @@ from ..core import (
 )
 from ..structured import complete_constrained, schema_dict
 
-try:
-    import llama_cpp
-    import llama_cpp.llama_grammar
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "the local backend needs llama-cpp-python: pip install 'agentport[local]'"
-    ) from exc
+if importlib.util.find_spec("llama_cpp") is None:  # pragma: no cover - without the extra
+    raise ImportError("the local backend needs llama-cpp-python: pip install 'agentport[local]'")
 
-from ._local_models import _SHUTDOWN, _load, _Model
+from ._local_client import ModelWorker, worker_for
 
 __all__ = [
     "LocalAdapter",
@@ -289,14 +288,11 @@ _PLAIN_SAMPLING: dict[str, Any] = {
     "stop": ["\nQuestion:", "\n\n\n"],
 }
 
-_CONTEXT = re.compile(r"exceed context window|context (?:window|length)", re.IGNORECASE)
-
-
-class _Stop:
-    """Set from the event loop when the caller goes away; read by the worker thread."""
-
-    def __init__(self) -> None:
-        self.event = threading.Event()
+_WORKER_ERRORS = {
+    "config": ErrorKind.config,
+    "context_length": ErrorKind.context_length,
+    "invalid_request": ErrorKind.invalid_request,
+}
 
 
 class LocalAdapter:
@@ -338,11 +334,32 @@ class LocalAdapter:
             return path
         return packaged_model_path(self._options.cache_dir)
 
+    def _worker(self, config: CompletionConfig) -> ModelWorker:
+        o = self._options
+        return worker_for(
+            {
+                "model_path": str(self._model_path(config)),
+                "n_ctx": o.n_ctx,
+                "n_threads": o.n_threads,
+                "n_batch": o.n_batch,
+                "seed": o.seed,
+                "chat_format": o.chat_format,
+                "prompt_style": o.prompt_style,
+            }
+        )
+
     def load(self, config: CompletionConfig | None = None) -> float:
-        """Load (or reuse) the model now, in this thread; returns the load time in seconds.
-        Raises `ProviderError`. For benchmarks and warm-up."""
-        path = self._model_path(merge_config(config, self.default_config))
-        return _load(path, self._options).load_s
+        """Start the model worker and load the model now (blocking); returns the load time in
+        seconds (0 when it was already loaded). Raises `ProviderError`. For warm-up."""
+        config = merge_config(config, self.default_config)
+        worker = self._worker(config)
+        deadline = time.monotonic() + config.total_timeout_s
+        with worker.lock:
+            warm = worker.info is not None
+            answer = worker.ensure_loaded(deadline, None)
+        if not answer.get("ok"):
+            raise self._error(answer, config)
+        return 0.0 if warm else float(answer.get("load_s", 0.0))
 
     async def complete(
         self, messages: Sequence[Message], config: CompletionConfig | None = None
@@ -391,7 +408,7 @@ class LocalAdapter:
         schema: Mapping[str, Any] | None = None,
         choices: Sequence[str] | None = None,
     ) -> Result[CompletionResponse, ProviderError]:
-        stop = _Stop()
+        stop = threading.Event()
         try:
             return await anyio.to_thread.run_sync(
                 lambda: self._generate(messages, config, deadline, stop, schema, choices),
@@ -399,95 +416,40 @@ class LocalAdapter:
             )
         finally:
             # Cancelled (or done): the worker stops at its next token and frees the model.
-            stop.event.set()
+            stop.set()
 
     def _generate(
         self,
         messages: Sequence[Message],
         config: CompletionConfig,
         deadline: float,
-        stop: _Stop,
+        stop: threading.Event,
         schema: Mapping[str, Any] | None,
         choices: Sequence[str] | None,
     ) -> Result[CompletionResponse, ProviderError]:
         try:
-            path = self._model_path(config)
-            model = _load(path, self._options)
+            worker = self._worker(config)
         except ProviderError as exc:
             return Failure(exc)
-        kwargs: dict[str, Any] = {
-            "max_tokens": config.max_tokens or self._options.max_tokens,
-            "stream": True,
-        }
-        if config.temperature is not None:
-            kwargs["temperature"] = config.temperature
-        grammar_text = None
-        if choices is not None:
-            grammar_text = choices_grammar(choices)
-        if model.plain:
-            kwargs["prompt"] = plain_prompt(messages)
-            if schema is not None:
-                kwargs["grammar"] = llama_cpp.llama_grammar.LlamaGrammar.from_json_schema(
-                    json.dumps(schema), verbose=False
-                )
-            elif grammar_text is None:
-                # Free text from a base model: its recommended sampling, a brake on loops, and
-                # stop where it would start the next question.
-                kwargs.update(_PLAIN_SAMPLING)
-                kwargs.setdefault("temperature", 0.7)
-        else:
-            convo = fold_system(messages) if model.chat_format == "gemma" else list(messages)
-            kwargs["messages"] = [m.to_dict() for m in convo]
-            if schema is not None:
-                kwargs["response_format"] = {"type": "json_object", "schema": dict(schema)}
-        if grammar_text is not None:
-            kwargs["grammar"] = llama_cpp.llama_grammar.LlamaGrammar.from_string(
-                grammar_text, verbose=False
-            )
-        if not model.lock.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
+        if not worker.lock.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
             return Failure(self._timeout(config, "waiting for the model"))
         try:
-            return self._stream(model, kwargs, config, deadline, stop)
+            info = worker.ensure_loaded(deadline, stop)
+            if not info.get("ok"):
+                return Failure(self._error(info, config))
+            plain = bool(info.get("plain"))
+            request = self._request(messages, config, plain, info, schema, choices)
+            request["deadline_s"] = max(deadline - time.monotonic(), 0.0)
+            answer = worker.request(request, deadline, stop, "generating")
+        except ProviderError as exc:
+            return Failure(exc)
         finally:
-            model.lock.release()
-
-    def _stream(
-        self,
-        model: _Model,
-        kwargs: dict[str, Any],
-        config: CompletionConfig,
-        deadline: float,
-        stop: _Stop,
-    ) -> Result[CompletionResponse, ProviderError]:
-        parts: list[str] = []
-        finish: str | None = None
-        tokens = 0
-        try:
-            if model.plain:
-                stream = model.llama.create_completion(**kwargs)
-            else:
-                stream = model.llama.create_chat_completion(**kwargs)
-            for chunk in stream:
-                choice = chunk["choices"][0]
-                text = choice.get("text") if model.plain else choice.get("delta", {}).get("content")
-                if text:
-                    parts.append(text)
-                    tokens += 1
-                finish = choice.get("finish_reason") or finish
-                if stop.event.is_set() or _SHUTDOWN.is_set() or time.monotonic() > deadline:
-                    stream.close()
-                    return Failure(self._timeout(config, "generating"))
-        except ValueError as exc:
-            if _CONTEXT.search(str(exc)):
-                return Failure(
-                    ProviderError(
-                        ErrorKind.context_length,
-                        f"{exc} (raise [llm.local] n_ctx or shorten the prompt)",
-                        backend=self.backend,
-                    )
-                )
-            return Failure(ProviderError(ErrorKind.invalid_request, str(exc), backend=self.backend))
-        content = "".join(parts).strip() if model.plain else "".join(parts)
+            worker.lock.release()
+        if not answer.get("ok"):
+            return Failure(self._error(answer, config))
+        text = str(answer.get("text") or "")
+        content = text.strip() if plain else text
+        finish = answer.get("finish")
         if not content:
             return Failure(
                 ProviderError(
@@ -496,16 +458,70 @@ class LocalAdapter:
                 )
             )  # fmt: skip
         # llama.cpp keeps prompt + answer in its context; the answer's share is what we counted.
-        in_context = int(getattr(model.llama, "n_tokens", 0) or 0)
+        tokens = int(answer.get("tokens") or 0)
+        path = Path(worker.spec["model_path"])
         return Success(
             CompletionResponse(
                 content=content,
-                model=model.path.name,
-                usage=Usage(input_tokens=max(in_context - tokens, 0), output_tokens=tokens),
+                model=path.name,
+                usage=Usage(
+                    input_tokens=max(int(answer.get("n_tokens") or 0) - tokens, 0),
+                    output_tokens=tokens,
+                ),
                 finish_reason=finish,
                 backend=self.backend,
-                raw=RawInfo(extra={"model_path": str(model.path), "load_s": model.load_s}),
+                raw=RawInfo(
+                    extra={
+                        "model_path": str(path),
+                        "load_s": info.get("load_s"),
+                        "worker_pid": worker.pid,
+                        "model_loads": answer.get("loads"),
+                    }
+                ),
             )
+        )
+
+    def _request(
+        self,
+        messages: Sequence[Message],
+        config: CompletionConfig,
+        plain: bool,
+        info: Mapping[str, Any],
+        schema: Mapping[str, Any] | None,
+        choices: Sequence[str] | None,
+    ) -> dict[str, Any]:
+        """The worker's `generate` request: sampling kwargs, the prompt and the grammar."""
+        kwargs: dict[str, Any] = {"max_tokens": config.max_tokens or self._options.max_tokens}
+        if config.temperature is not None:
+            kwargs["temperature"] = config.temperature
+        request: dict[str, Any] = {"op": "generate", "plain": plain, "kwargs": kwargs}
+        if choices is not None:
+            request["grammar"] = choices_grammar(choices)
+        if plain:
+            kwargs["prompt"] = plain_prompt(messages)
+            if schema is not None:
+                request["json_schema"] = json.dumps(schema)
+            elif choices is None:
+                # Free text from a base model: its recommended sampling, a brake on loops, and
+                # stop where it would start the next question.
+                kwargs.update(_PLAIN_SAMPLING)
+                kwargs.setdefault("temperature", 0.7)
+        else:
+            convo = fold_system(messages) if info.get("chat_format") == "gemma" else messages
+            kwargs["messages"] = [m.to_dict() for m in convo]
+            if schema is not None:
+                kwargs["response_format"] = {"type": "json_object", "schema": dict(schema)}
+        return request
+
+    def _error(self, answer: Mapping[str, Any], config: CompletionConfig) -> ProviderError:
+        kind = str(answer.get("error"))
+        message = str(answer.get("message") or kind)
+        if kind in ("timeout", "cancelled"):
+            return self._timeout(config, "generating")
+        if kind == "context_length":
+            message += " (raise [llm.local] n_ctx or shorten the prompt)"
+        return ProviderError(
+            _WORKER_ERRORS.get(kind, ErrorKind.invalid_request), message, backend=self.backend
         )
 
     def _timeout(self, config: CompletionConfig, doing: str) -> ProviderError:

@@ -13,12 +13,12 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..core import redact
+from ..transport import ProcessRequest, run_capture_sync
 from ..workflows.deeprefine import (
     InputError,
     Layout,
@@ -200,16 +200,20 @@ def refresh_wiki(layout: Layout, graph: Path) -> str:
     )
     if exe is None:
         return "graphify is not installed (pip install graphifyy); wiki not refreshed"
-    try:
-        done = subprocess.run(
-            [exe, "export", "wiki", "--graph", str(graph)], cwd=layout.root,
-            capture_output=True, text=True, timeout=600, check=False,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"graphify export wiki failed: {exc}"
-    if done.returncode != 0:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]
-        return f"graphify export wiki failed (rc {done.returncode}): {tail[0]}"
+    request = ProcessRequest(
+        argv=[exe, "export", "wiki", "--graph", str(graph)],
+        cwd=layout.root,
+        startup_timeout_s=600,
+        idle_timeout_s=600,
+        total_timeout_s=600,
+        linger_s=0.0,
+    )
+    done, stdout = run_capture_sync(request)  # the one runner: guardian, group kill, timeout
+    if done.error is not None:
+        return f"graphify export wiki failed: {done.error}"
+    if done.exit_code != 0:
+        tail = (done.stderr_tail or stdout).strip().splitlines()[-1:] or [""]
+        return f"graphify export wiki failed (rc {done.exit_code}): {tail[0]}"
     return f"Wiki refreshed with graphify export wiki ({graph.parent / 'wiki'})"
 
 

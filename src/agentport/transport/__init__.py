@@ -3,11 +3,15 @@
 - `run_process(ProcessRequest, on_frame) -> ProcessResult`: spawn (under a guardian that kills
   the CLI's group when this process dies), frame, time out, tear down; `on_stderr_line` ends a
   run at a CLI's retry notice.
+- `run_capture(ProcessRequest) -> (ProcessResult, stdout)`: the same for auxiliary commands
+  (`--version`, `codex debug models`; `run_capture_sync` for sync callers): no subprocess
+  is started outside this runner.
 - `LineFramer`, `parse_line`, `Frame`, `LineTooLongError`: pure framing (no I/O).
 - `child_env`, `check_argv`: the child's environment (recursion markers, depth counter) and
   the argv-length guard.
 - `group_members(pgid)`: live processes of a group (tests assert it is empty after a run).
-- `guard_argv`, `missing_executable`: the guardian for processes spawned elsewhere (ACP).
+- `guard_argv`, `missing_executable`: the guardian for long-lived processes (the ACP
+  client, the local model worker).
 - `tls_context()`: the one TLS client context every HTTP client shares (reading the CA bundle
   blocks the event loop).
 
@@ -35,6 +39,8 @@ from ._runner import (
     group_members,
     guard_argv,
     missing_executable,
+    run_capture,
+    run_capture_sync,
     run_process,
 )
 from ._tls import tls_context
@@ -60,6 +66,8 @@ __all__ = [
     "guard_argv",
     "missing_executable",
     "parse_line",
+    "run_capture",
+    "run_capture_sync",
     "run_process",
     "tls_context",
 ]

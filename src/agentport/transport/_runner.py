@@ -21,12 +21,14 @@ must do" (close stdin, enforce your own timeout).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -59,6 +61,8 @@ __all__ = [
     "ProcessRequest",
     "ProcessResult",
     "group_members",
+    "run_capture",
+    "run_capture_sync",
     "run_process",
 ]
 
@@ -519,3 +523,53 @@ async def run_process(request: ProcessRequest, on_frame: OnFrame) -> ProcessResu
             result.noise = tuple(result._noise)
             result.duration_s = time.monotonic() - started
     return result
+
+
+async def run_capture(
+    request: ProcessRequest, max_bytes: int = 64 << 20
+) -> tuple[ProcessResult, str]:
+    """Run *request* like `run_process` (guardian, group kill, the request's startup / idle /
+    total timeouts) and return its stdout as text: the auxiliary commands agentport runs
+    (`--version`, `codex debug models`) go through the one runner too. A JSON line comes back
+    re-serialised, blank lines are dropped; more than *max_bytes* of output is `bad_output`.
+    Never raises for expected failures (`result.error`)."""
+    parts: list[str] = []
+    size = 0
+
+    async def on_frame(frame: Frame) -> bool:
+        nonlocal size
+        text = json.dumps(frame.value, ensure_ascii=False) if frame.is_json else frame.text
+        size += len(text) + 1
+        if size > max_bytes:
+            return True
+        parts.append(text)
+        return False
+
+    result = await run_process(request, on_frame)
+    if size > max_bytes and result.error is None:
+        result.error = ProviderError(
+            ErrorKind.bad_output, f"printed more than {max_bytes} bytes", retryable=False
+        )
+    return result, "\n".join(parts)
+
+
+def run_capture_sync(
+    request: ProcessRequest, max_bytes: int = 64 << 20
+) -> tuple[ProcessResult, str]:
+    """`run_capture` for synchronous callers (`agentport backends`, `doctor`): run in a fresh
+    event loop on a helper thread, so it works whether or not this thread runs a loop."""
+    out: list[tuple[ProcessResult, str]] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            out.append(anyio.run(run_capture, request, max_bytes))
+        except BaseException as exc:  # handed to the caller's thread
+            errors.append(exc)
+
+    helper = threading.Thread(target=run, name="agentport-capture", daemon=True)
+    helper.start()
+    helper.join()
+    if errors:
+        raise errors[0]
+    return out[0]
