@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
@@ -47,6 +47,7 @@ from ..core import (
     check_params,
     merge_config,
     redact,
+    until_consumer_leaves,
 )
 from ..structured import (
     complete_with_choices,
@@ -429,6 +430,15 @@ class CliRuntime:
         config: CompletionConfig | None,
         send: MemoryObjectSendStream[AgentEvent],
     ) -> None:
+        with until_consumer_leaves():  # the caller closed the stream: the turn just ends
+            await self._turn_events(messages, config, send)
+
+    async def _turn_events(
+        self,
+        messages: list[Message],
+        config: CompletionConfig | None,
+        send: MemoryObjectSendStream[AgentEvent],
+    ) -> None:
         async with send:
             config = merge_config(config, self._adapter.default_config)
             update: dict[str, Any] = {}
@@ -449,10 +459,7 @@ class CliRuntime:
                     self._handle.session_id = str(sid)
                 await send.send(event)
 
-            try:
-                result = await self._adapter.run(messages, config, sink)
-            except anyio.BrokenResourceError:
-                return  # the consumer went away; the process is already torn down
+            result = await self._adapter.run(messages, config, sink)
             if isinstance(result, Failure):
                 error = result.failure()
                 final = AgentEvent(
@@ -468,5 +475,4 @@ class CliRuntime:
                     content=response.content,
                     metadata={"response": response, "usage": response.usage},
                 )
-            with suppress(anyio.BrokenResourceError):
-                await send.send(final)
+            await send.send(final)

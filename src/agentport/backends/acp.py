@@ -60,6 +60,7 @@ from ..core import (
     as_quota,
     check_params,
     merge_config,
+    until_consumer_leaves,
 )
 from ..structured import complete_constrained
 from ..transport import DEFAULT_MAX_LINE_BYTES, child_env
@@ -538,53 +539,62 @@ class AcpRuntime:
         send: MemoryObjectSendStream[AgentEvent],
     ) -> None:
         async with send, self._lock:
-            config = merge_config(config, self.default_config)
+            finished = False
+            with until_consumer_leaves():  # the caller closed the stream: the turn just ends
+                await self._turn_events(messages, config, send)
+                finished = True
+            if not finished:
+                await self._drop_session()  # an agent left mid-prompt is not reused
 
-            async def sink(event: AgentEvent) -> None:
-                await send.send(event)
+    async def _turn_events(
+        self,
+        messages: list[Message],
+        config: CompletionConfig | None,
+        send: MemoryObjectSendStream[AgentEvent],
+    ) -> None:
+        config = merge_config(config, self.default_config)
 
-            async def once(convo: list[Message]) -> Result[CompletionResponse, ProviderError]:
-                with anyio.move_on_after(config.total_timeout_s) as total:
-                    try:
-                        session = await self._ensure(config)
-                        if session.session_id:
-                            await sink(AgentEvent(
-                                type=EventType.init,
-                                metadata={"session_id": session.session_id},
-                            ))  # fmt: skip
-                        return await session.prompt(prompt_text(convo), config, sink)
-                    except ProviderError as exc:
-                        return Failure(exc.with_backend(self.capability.name))
-                assert total.cancelled_caught
-                return Failure(ProviderError(
-                    ErrorKind.timeout, f"still running after {config.total_timeout_s:g}s",
-                    timeout="total", backend=self.capability.name,
-                ))  # fmt: skip
+        async def sink(event: AgentEvent) -> None:
+            await send.send(event)
 
-            try:
-                result = await _schema_or_plain(self.capability, messages, config, once)
-            except anyio.BrokenResourceError:
-                return  # the consumer went away
-            if isinstance(result, Failure):
-                error = result.failure()
-                if isinstance(error, ProviderError) and error.kind in (
-                    ErrorKind.timeout,
-                    ErrorKind.process_failed,
-                ):
-                    await self._drop_session()  # a stuck or dead agent is not reused
-                final = AgentEvent(
-                    type=EventType.error, content=str(error), is_error=True,
-                    metadata={"error": error},
-                )  # fmt: skip
-            else:
-                response = result.unwrap()
-                final = AgentEvent(
-                    type=EventType.final,
-                    content=response.content,
-                    metadata={"response": response, "usage": response.usage},
-                )
-            with suppress(anyio.BrokenResourceError):
-                await send.send(final)
+        async def once(convo: list[Message]) -> Result[CompletionResponse, ProviderError]:
+            with anyio.move_on_after(config.total_timeout_s) as total:
+                try:
+                    session = await self._ensure(config)
+                    if session.session_id:
+                        await sink(AgentEvent(
+                            type=EventType.init,
+                            metadata={"session_id": session.session_id},
+                        ))  # fmt: skip
+                    return await session.prompt(prompt_text(convo), config, sink)
+                except ProviderError as exc:
+                    return Failure(exc.with_backend(self.capability.name))
+            assert total.cancelled_caught
+            return Failure(ProviderError(
+                ErrorKind.timeout, f"still running after {config.total_timeout_s:g}s",
+                timeout="total", backend=self.capability.name,
+            ))  # fmt: skip
+
+        result = await _schema_or_plain(self.capability, messages, config, once)
+        if isinstance(result, Failure):
+            error = result.failure()
+            if isinstance(error, ProviderError) and error.kind in (
+                ErrorKind.timeout,
+                ErrorKind.process_failed,
+            ):
+                await self._drop_session()  # a stuck or dead agent is not reused
+            final = AgentEvent(
+                type=EventType.error, content=str(error), is_error=True,
+                metadata={"error": error},
+            )  # fmt: skip
+        else:
+            response = result.unwrap()
+            final = AgentEvent(
+                type=EventType.final,
+                content=response.content,
+                metadata={"response": response, "usage": response.usage},
+            )
+        await send.send(final)
 
     async def _drop_session(self) -> None:
         session, self._session = self._session, None

@@ -27,7 +27,7 @@ from ._errors import (
     redact_value,
     register_secret,
 )
-from ._events import EventStream
+from ._events import EventStream, until_consumer_leaves
 from ._messages import Message, MessageRole, as_messages, split_system
 from ._protocols import AgentEvent, AgentRuntime, EventType, LLMAdapter, RuntimeHandle
 from ._quota import MAX_WINDOW, QuotaWindow, as_quota, parse_quota, quota_from_body
@@ -75,4 +75,5 @@ __all__ = [
     "redact_value",
     "register_secret",
     "split_system",
+    "until_consumer_leaves",
 ]

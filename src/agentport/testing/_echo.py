@@ -29,6 +29,7 @@ from ..core import (
     as_messages,
     check_params,
     merge_config,
+    until_consumer_leaves,
 )
 from ..structured import parse_answer, parse_choice
 
@@ -127,6 +128,15 @@ class EchoRuntime:
         return EventStream(receive)
 
     async def _turn(
+        self,
+        messages: list[Message],
+        config: CompletionConfig | None,
+        send: MemoryObjectSendStream[AgentEvent],
+    ) -> None:
+        with until_consumer_leaves():  # the caller closed the stream: the turn just ends
+            await self._turn_events(messages, config, send)
+
+    async def _turn_events(
         self,
         messages: list[Message],
         config: CompletionConfig | None,
