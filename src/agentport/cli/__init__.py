@@ -16,6 +16,7 @@ __all__ = ["app", "main"]
 def _load_app() -> typer.Typer:
     from . import (
         _batch,  # noqa: F401  (registers `agentport batch`)
+        _doctor,  # noqa: F401  (registers `agentport doctor`)
         _mcp,  # noqa: F401  (registers `agentport mcp`)
         _refine,  # noqa: F401  (registers `agentport refine`)
         _research,  # noqa: F401  (registers `agentport research`)
