@@ -4,8 +4,12 @@ A cloned repository's `agentport.toml` or `pyproject.toml` `[tool.agentport]` is
 until the user trusts that folder it may only set:
 
 - in `[llm]`: `model`, `temperature`, `max_tokens`, the timeouts, `on_ignored` and the
-  retry settings;
-- in `[llm.<backend>]`: `model` and keys ending in `timeout_s`.
+  retry settings, each within a cap (`PROJECT_CAPS`, timeouts at most an hour);
+- in `[llm.<backend>]`: `model` and keys ending in `timeout_s`;
+- in `[budget]`: ceilings that only lower the user's own (a higher one is ignored).
+
+A model is a name, never a file path (the local backend would parse the project's file).
+Table names are matched as the loader matches them, in any case (`[LLM]` is `[llm]`).
 
 Everything else there (`backend`, `base_url`, `executable`, `extra_args`, `env`, `home`,
 `api_key`, `api_key_env`, `headers`, `command`, ...) is ignored with one warning per key
@@ -33,11 +37,15 @@ from typing import Any
 
 __all__ = [
     "ENV_TRUSTED",
+    "PROJECT_CAPS",
     "PROJECT_SAFE_KEYS",
+    "PROJECT_TIMEOUT_CAP_S",
     "UnknownConfigWarning",
     "UntrustedConfigWarning",
+    "canonical_tables",
     "filter_untrusted",
     "is_trusted",
+    "narrow_budget",
     "one_line_warnings",
     "trusted_entries",
     "warn_dropped",
@@ -110,29 +118,114 @@ def is_trusted(folder: Path, entries: list[str]) -> bool:
     return False
 
 
-def _safe_backend_key(key: str) -> bool:
-    return key == "model" or key.endswith("timeout_s")
+# What an untrusted project may set is capped: it may narrow the user's limits, never widen them
+# into a denial of service (100000 retries, a 1e12 s timeout). Over a cap, the key is refused.
+PROJECT_CAPS: dict[str, float] = {
+    "retry_attempts": 5,
+    "retry_base_delay_s": 60.0,
+    "retry_max_delay_s": 300.0,
+    "max_tokens": 200_000,
+}
+PROJECT_TIMEOUT_CAP_S = 3600.0
 
 
-def filter_untrusted(llm: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """The `[llm]` table of an untrusted project file without its unsafe keys, and the
-    dotted names of the keys dropped (`llm.backend`, `llm.openai_compat.base_url`, ...).
-    Pure: the caller warns."""
+def canonical_tables(label: str, node: Mapping[str, Any]) -> dict[str, Any]:
+    """*node* (a config file's top level, or its `[tool.agentport]`) with its table names as
+    the settings loader resolves them: case-insensitively (`[LLM]`, `[Llm]` and `[llm]` all
+    set `llm`). The trust filter and the unknown-table warning then see exactly what would
+    be applied. Raises `ProviderError(config)` naming the file when two spellings of one
+    table are both present."""
+    from .core import ErrorKind, ProviderError
+
+    out: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
+    for key, value in node.items():
+        name = str(key).lower()
+        if name in spelled:
+            raise ProviderError(
+                ErrorKind.config,
+                f"{label}: [{spelled[name]}] and [{key}] are the same table; keep one",
+            )
+        spelled[name] = str(key)
+        out[name] = value
+    return out
+
+
+def _path_like(value: Any, root: Path | None) -> bool:
+    """A model value that names a file (the local backend takes a path): `.gguf`, absolute,
+    home- or dot-relative, or an existing file below the project folder."""
+    if not isinstance(value, str):
+        return False
+    text = value.strip()
+    if text.lower().endswith(".gguf") or text.startswith(("/", "~", ".", "\\")) or "\\" in text:
+        return True
+    return root is not None and (root / text).exists()
+
+
+def _over_cap(key: str, value: Any) -> str | None:
+    """Why an untrusted *key* = *value* is refused (over its cap, or a path as a model)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    cap = PROJECT_TIMEOUT_CAP_S if key.endswith("timeout_s") else PROJECT_CAPS.get(key)
+    if cap is not None and not value <= cap:  # `not <=`: NaN is over every cap
+        return f"over the cap of {cap:g} for an untrusted project"
+    return None
+
+
+def filter_untrusted(
+    llm: Mapping[str, Any], root: Path | None = None
+) -> tuple[dict[str, Any], list[str]]:
+    """The `[llm]` table of an untrusted project file (in folder *root*) without its unsafe
+    keys, and the dotted names of the keys dropped (`llm.backend`, `llm.openai_compat.base_url`,
+    `llm.model (a file path)`, ...). Kept: `PROJECT_SAFE_KEYS` and, in `[llm.<backend>]`,
+    `model` and `*timeout_s`; numbers within `PROJECT_CAPS` / `PROJECT_TIMEOUT_CAP_S`; models
+    that are names, never paths. Pure: the caller warns."""
     kept: dict[str, Any] = {}
     dropped: list[str] = []
+
+    def keep(name: str, key: str, value: Any, table: dict[str, Any]) -> None:
+        if key == "model" and _path_like(value, root):
+            dropped.append(f"{name} (a model file path)")
+        elif (why := _over_cap(key, value)) is not None:
+            dropped.append(f"{name} ({why})")
+        else:
+            table[key] = value
+
     for key, value in llm.items():
         if isinstance(value, Mapping):
-            table = {}
+            table: dict[str, Any] = {}
             for sub, sub_value in value.items():
-                if _safe_backend_key(str(sub)):
-                    table[sub] = sub_value
+                name = f"llm.{key}.{sub}"
+                if sub == "model" or str(sub).endswith("timeout_s"):
+                    keep(name, str(sub), sub_value, table)
                 else:
-                    dropped.append(f"llm.{key}.{sub}")
+                    dropped.append(name)
             kept[key] = table
         elif key in PROJECT_SAFE_KEYS:
-            kept[key] = value
+            keep(f"llm.{key}", str(key), value, kept)
         else:
             dropped.append(f"llm.{key}")
+    return kept, dropped
+
+
+def narrow_budget(
+    project: Mapping[str, Any], user: Mapping[str, Any], measure: Any
+) -> tuple[dict[str, Any], list[str]]:
+    """An untrusted project's `[budget]` may only lower the user's: each key the user also
+    sets is kept only when it is not higher (*measure* turns a value into a number: `wall`
+    is a duration). Returns the kept table and the dropped dotted names."""
+    kept: dict[str, Any] = {}
+    dropped: list[str] = []
+    for key, value in project.items():
+        mine = user.get(key)
+        try:
+            higher = mine is not None and not measure(key, value) <= measure(key, mine)
+        except (TypeError, ValueError):
+            higher = False  # the settings validation names the bad value
+        if higher:
+            dropped.append(f"budget.{key} (higher than your own {mine!r})")
+        else:
+            kept[key] = value
     return kept, dropped
 
 

@@ -47,8 +47,10 @@ from ._trust import (
     CALL_FIELDS,
     UnknownConfigWarning,
     UntrustedConfigWarning,
+    canonical_tables,
     filter_untrusted,
     is_trusted,
+    narrow_budget,
     trusted_entries,
     warn_dropped,
 )
@@ -215,12 +217,26 @@ class _NamedToml(TomlConfigSettingsSource):
 
     def _read_file(self, file_path: Any) -> dict[str, Any]:
         data: dict[str, Any] = super()._read_file(file_path)
+        header = tuple(self.toml_table_header or ())
+        if not header:
+            data = canonical_tables(self.label, data)
+        else:
+            node: Any = data
+            for key in header[:-1]:
+                node = node.get(key) if isinstance(node, dict) else None
+            if isinstance(node, dict) and isinstance(node.get(header[-1]), dict):
+                node[header[-1]] = canonical_tables(self.label, node[header[-1]])
+        top = self._node(data)
+        if isinstance(top, dict):
+            warn_unknown(self.label, header, top, self.known)
+        return data
+
+    def _node(self, data: dict[str, Any]) -> Any:
+        """The part of the file this source reads (the top level, or `[tool.agentport]`)."""
         node: Any = data
         for key in self.toml_table_header or ():
             node = node.get(key) if isinstance(node, dict) else None
-        if isinstance(node, dict):
-            warn_unknown(self.label, tuple(self.toml_table_header or ()), node, self.known)
-        return data
+        return node
 
 
 def warn_unknown(
@@ -268,14 +284,15 @@ class _ProjectToml(_NamedToml):
         warn_dropped(self.label, self.dropped)
 
     def _read_file(self, file_path: Any) -> dict[str, Any]:
-        data: dict[str, Any] = super()._read_file(file_path)
+        data: dict[str, Any] = super()._read_file(file_path)  # table names canonical
         if self.trusted:
             return data
-        node: Any = data
-        for key in self.toml_table_header or ():
-            node = node.get(key) if isinstance(node, dict) else None
+        node = self._node(data)
         if isinstance(node, dict) and isinstance(node.get("llm"), Mapping):
-            node["llm"], self.dropped = filter_untrusted(node["llm"])
+            node["llm"], self.dropped = filter_untrusted(node["llm"], self.path.parent)
+        if isinstance(node, dict) and isinstance(node.get("budget"), Mapping):
+            node["budget"], dropped = narrow_budget(node["budget"], _user_budget(), _measure)
+            self.dropped += dropped
         if isinstance(node, dict) and "temporal" in node:  # which cluster runs your calls
             node.pop("temporal")
             self.dropped.append("temporal")
@@ -283,6 +300,25 @@ class _ProjectToml(_NamedToml):
             node.pop("web")
             self.dropped.append("web")
         return data
+
+
+def _user_budget() -> dict[str, Any]:
+    """The `[budget]` of the user's own file (raw), which a project's may only lower."""
+    import tomllib
+
+    try:
+        with user_config_path().open("rb") as handle:
+            data = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return {}
+    table = canonical_tables("user config", data).get("budget")
+    return dict(table) if isinstance(table, Mapping) else {}
+
+
+def _measure(key: str, value: Any) -> float:
+    from .policies._budget_spec import parse_duration
+
+    return float(parse_duration(value)) if key == "wall" else float(value)
 
 
 class TemporalSettings(BaseModel):

@@ -58,7 +58,7 @@ def parse_duration(text: str | float) -> float:
     """Seconds in *text*: a number of seconds (`600`, `2.5`) or unit parts in any order
     (`90s`, `10m`, `1h30m`, `1.5h`, `2d`). Raises `ValueError` (one line) for anything else,
     and for zero, negative or non-finite values."""
-    if isinstance(text, bool):
+    if isinstance(text, bool) or not isinstance(text, str | int | float):
         raise ValueError(f"not a duration: {text!r}")
     if isinstance(text, int | float):
         seconds = float(text)
