@@ -13,10 +13,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
@@ -61,6 +60,7 @@ from ..transport import (
     Frame,
     ProcessRequest,
     child_env,
+    private_tempdir,
     run_process,
 )
 from ._endstate import DEFAULT_ERROR_GRACE_S, RunWatch, ToolLedger, settle
@@ -75,22 +75,6 @@ if TYPE_CHECKING:  # settings arrive from the factory; config sits above backend
 __all__ = ["CliAdapter", "CliRuntime", "render_prompt"]
 
 Sink = Callable[[AgentEvent], Awaitable[None]]
-
-
-@contextmanager
-def _scratch(prefix: str) -> Iterator[Path]:
-    """A private temporary directory, removed afterwards (plain rmdir calls when it is empty
-    again, the common case; a full rmtree otherwise)."""
-    path = Path(tempfile.mkdtemp(prefix=prefix))
-    try:
-        yield path
-    finally:
-        try:
-            for child in path.iterdir():
-                child.rmdir()
-            path.rmdir()
-        except OSError:
-            shutil.rmtree(path, ignore_errors=True)
 
 
 def render_prompt(messages: Sequence[Message], *, fold_system: bool) -> str:
@@ -250,7 +234,7 @@ class CliAdapter:
                 await emit(event)
             return watch.feed(event)
 
-        with _scratch(f"agentport-{self.backend}-") as run_dir:
+        with private_tempdir(f"agentport-{self.backend}-") as run_dir:
             cwd = config.cwd
             if cwd is None:
                 cwd = run_dir / "work"
@@ -386,15 +370,16 @@ class CliRuntime:
         self._handle = RuntimeHandle(backend=capability.name)
         self._buffer = buffer
         self._tg: TaskGroup | None = None
-        self._workdir: tempfile.TemporaryDirectory[str] | None = None
+        self._workdir: ExitStack | None = None
 
     @property
     def handle(self) -> RuntimeHandle:
         return self._handle
 
     async def __aenter__(self) -> Self:
-        self._workdir = tempfile.TemporaryDirectory(prefix=f"agentport-{self._handle.backend}-rt-")
-        self._handle.cwd = Path(self._workdir.name)
+        self._workdir = ExitStack()
+        prefix = f"agentport-{self._handle.backend}-rt-"
+        self._handle.cwd = self._workdir.enter_context(private_tempdir(prefix))
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         return self
@@ -412,7 +397,7 @@ class CliRuntime:
             return await tg.__aexit__(exc_type, exc, tb)
         finally:
             if self._workdir is not None:
-                self._workdir.cleanup()
+                self._workdir.close()
                 self._workdir = None
 
     def send(

@@ -28,10 +28,9 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import suppress
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -63,7 +62,7 @@ from ..core import (
     until_consumer_leaves,
 )
 from ..structured import complete_constrained
-from ..transport import DEFAULT_MAX_LINE_BYTES, child_env
+from ..transport import DEFAULT_MAX_LINE_BYTES, child_env, private_tempdir
 from ._acp_rpc import PROTOCOL_VERSION, AgentConnection, RpcFailure
 from ._acp_wire import (
     absolute_cwd,
@@ -437,7 +436,7 @@ class AcpAdapter:
             ProviderError(ErrorKind.timeout, f"still running after {config.total_timeout_s:g}s",
                           timeout="total")
         )  # fmt: skip
-        with tempfile.TemporaryDirectory(prefix="agentport-acp-") as tmp:
+        with private_tempdir("agentport-acp-") as tmp:
             cwd = absolute_cwd(config.cwd or tmp)
             async with anyio.create_task_group() as tg:
                 try:
@@ -475,7 +474,7 @@ class AcpRuntime:
         self._buffer = buffer
         self._tg: TaskGroup | None = None
         self._session: _Session | None = None
-        self._workdir: tempfile.TemporaryDirectory[str] | None = None
+        self._workdir: ExitStack | None = None
         self._lock = anyio.Lock()
 
     @property
@@ -483,8 +482,8 @@ class AcpRuntime:
         return self._handle
 
     async def __aenter__(self) -> Self:
-        self._workdir = tempfile.TemporaryDirectory(prefix="agentport-acp-rt-")
-        self._handle.cwd = Path(self._workdir.name)
+        self._workdir = ExitStack()
+        self._handle.cwd = self._workdir.enter_context(private_tempdir("agentport-acp-rt-"))
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         return self
@@ -503,7 +502,7 @@ class AcpRuntime:
         finally:
             await self._drop_session()  # shielded and bounded
             if self._workdir is not None:
-                self._workdir.cleanup()
+                self._workdir.close()
                 self._workdir = None
 
     def send(

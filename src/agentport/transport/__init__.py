@@ -12,6 +12,8 @@
 - `group_members(pgid)`: live processes of a group (tests assert it is empty after a run).
 - `guard_argv`, `missing_executable`: the guardian for long-lived processes (the ACP
   client, the local model worker).
+- `private_base()`, `private_tempdir(prefix)`: run folders in a 0700 folder of this user's,
+  never directly under the shared temp directory (CLIs read config from parent folders).
 - `tls_context()`: the one TLS client context every HTTP client shares (reading the CA bundle
   blocks the event loop).
 
@@ -30,6 +32,7 @@ from ._framer import (
     NestingTooDeepError,
     parse_line,
 )
+from ._rundir import private_base, private_tempdir
 from ._runner import (
     DEFAULT_MAX_EVENTS,
     OnFrame,
@@ -66,6 +69,8 @@ __all__ = [
     "guard_argv",
     "missing_executable",
     "parse_line",
+    "private_base",
+    "private_tempdir",
     "run_capture",
     "run_capture_sync",
     "run_process",

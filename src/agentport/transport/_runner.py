@@ -27,7 +27,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import deque
@@ -53,6 +52,7 @@ from ._framer import (
     parse_line,
 )
 from ._notices import OnStderrLine, Stop, drain, follow_logs
+from ._rundir import private_tempdir
 
 __all__ = [
     "DEFAULT_MAX_EVENTS",
@@ -170,10 +170,6 @@ class ProcessResult:
     pid: int | None = None
     duration_s: float = 0.0
     _noise: deque[str] = field(default_factory=deque, repr=False)
-
-
-def _tempdir(prefix: str) -> tempfile.TemporaryDirectory[str]:
-    return tempfile.TemporaryDirectory(prefix=prefix)
 
 
 def group_members(pgid: int) -> list[int]:
@@ -426,11 +422,11 @@ async def run_process(request: ProcessRequest, on_frame: OnFrame) -> ProcessResu
     env = dict(request.env) if request.env is not None else child_env(os.environ)
     with ExitStack() as scratch:
         # temporary folders only when needed: each costs a rmdir on the way out
-        cwd = request.cwd or Path(scratch.enter_context(_tempdir("agentport-cwd-")))
+        cwd = request.cwd or scratch.enter_context(private_tempdir("agentport-cwd-"))
         out_path = Path()
         stdout_target: Any = subprocess.PIPE
         if request.stdout_to_file:
-            out_path = Path(scratch.enter_context(_tempdir("agentport-out-"))) / "stdout"
+            out_path = scratch.enter_context(private_tempdir("agentport-out-")) / "stdout"
             stdout_target = out_path.open("wb")
         argv, pass_fds = _guarded(request, env)
         if pass_fds and (why := missing_executable(request.argv[0], env)) is not None:
