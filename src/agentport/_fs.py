@@ -21,7 +21,13 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["append_text", "atomic_write", "ensure_real_dir", "open_lock_file"]
+__all__ = [
+    "append_text",
+    "atomic_write",
+    "ensure_private_dir",
+    "ensure_real_dir",
+    "open_lock_file",
+]
 
 _CHUNK = 1 << 20
 
@@ -73,6 +79,19 @@ def ensure_real_dir(path: Path, *, mode: int = 0o777, create: bool = True) -> Pa
         raise _refuse(path, "is not a folder", errno.ENOTDIR)
     if info.st_uid != os.geteuid():
         raise _refuse(path, "belongs to another user; refusing to write in it", errno.EPERM)
+    return path
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """*path* as a state folder: a real folder of this user's (`ensure_real_dir`), created
+    0700. `OSError` naming it when another user can write in it (group- or world-writable):
+    state files there could be replaced under us."""
+    ensure_real_dir(path, mode=0o700)
+    if stat.S_IMODE(path.lstat().st_mode) & 0o022:
+        raise _refuse(
+            path, "can be written by other users; refusing it as a state folder (chmod 700)",
+            errno.EPERM,
+        )  # fmt: skip
     return path
 
 

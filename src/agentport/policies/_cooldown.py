@@ -20,13 +20,14 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import anyio
 
+from .._fs import ensure_private_dir
 from ..core import MAX_WINDOW, ErrorKind, ProviderError
 
 __all__ = [
@@ -99,10 +100,11 @@ class CooldownStore:
 
     def _connect(self) -> sqlite3.Connection:
         # private to the user; a symlink could point the writes anywhere (issue 15)
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        for path in (self.path.parent, self.path):
-            if path.is_symlink():
-                raise OSError(f"{path}: refusing a symlinked cooldown store")
+        ensure_private_dir(self.path.parent)  # a real 0700 folder only this user writes
+        if self.path.is_symlink():
+            raise OSError(f"{self.path}: refusing a symlinked cooldown store")
+        if not self.path.exists():  # the file and its WAL/SHM siblings: 0600
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600))
         conn = sqlite3.connect(
             self.path, timeout=_BUSY_MS / 1000, isolation_level=None, check_same_thread=False
         )
@@ -112,6 +114,9 @@ class CooldownStore:
                 conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")  # WAL: durable across process crashes
             conn.execute(_SCHEMA)
+            for sibling in ("", "-wal", "-shm"):
+                with suppress(OSError):
+                    os.chmod(f"{self.path}{sibling}", 0o600)
         except BaseException:
             conn.close()
             raise

@@ -11,18 +11,23 @@ reports themselves are the ground truth for "done"
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..._fs import atomic_write, ensure_real_dir
+from ..._fs import atomic_write, ensure_real_dir, open_lock_file
 from ._questions import BatchInputError, Question
 
 __all__ = ["STATE_FILE", "BatchState", "Item", "Status"]
 
 STATE_FILE = "batch.json"
+LOCK_FILE = ".batch.lock"
 Status = Literal["pending", "running", "done", "failed", "partial", "not_run"]
 #: every status, in the order `counts()` lists them
 STATUSES: tuple[Status, ...] = ("done", "failed", "running", "pending", "partial", "not_run")
@@ -99,14 +104,36 @@ class BatchState:
         return {s: counter.get(s, 0) for s in STATUSES}
 
     def save(self) -> None:
-        data = {
-            "version": 1,
-            "kind": self.kind,
-            "counts": self.counts(),
-            "items": [asdict(item) for item in sorted(self.items.values(), key=_order)],
-            "extra": self.extra,
-        }
-        atomic_write(self.out / STATE_FILE, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        """Write `batch.json` atomically, merged under a lock (`.batch.lock`, `flock`): rows
+        another batch on the same folder wrote since this one read the file are kept (this
+        run's questions are this run's to write)."""
+        with _locked(self.out / LOCK_FILE):
+            path = self.out / STATE_FILE
+            with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+                raw = json.loads(path.read_text(encoding="utf-8"))
+                if raw.get("kind") == self.kind:
+                    for entry in raw.get("items", []):
+                        item = Item(**entry)
+                        if item.id not in self.current:
+                            self.items[item.id] = item
+            data = {
+                "version": 1,
+                "kind": self.kind,
+                "counts": self.counts(),
+                "items": [asdict(item) for item in sorted(self.items.values(), key=_order)],
+                "extra": self.extra,
+            }
+            atomic_write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    fd = open_lock_file(path, mode=0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _order(item: Item) -> tuple[int, str]:

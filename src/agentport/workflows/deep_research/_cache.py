@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import _bounded as bounded
-from ..._fs import atomic_write
+from ..._fs import atomic_write, ensure_private_dir
 from ...core import redact
 
 __all__ = ["CallCache", "atomic_write_text"]
@@ -64,7 +64,12 @@ class CallCache:
         return entry
 
     def put(self, key: str, entry: dict[str, Any]) -> None:
-        atomic_write_text(self._path(key), redact(json.dumps(entry, ensure_ascii=False)))
+        """Store *entry* (redacted) as a 0600 file in a 0700 folder of this user's: prompts
+        and answers are private. `OSError` when the folder is someone else's or writable by
+        other users."""
+        ensure_private_dir(self.folder)
+        text = redact(json.dumps(entry, ensure_ascii=False))
+        atomic_write(self._path(key), text, mode=0o600)
 
     def clear(self) -> None:
         """Remove every stored entry (a fresh run under the same folder)."""
