@@ -22,6 +22,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
         summary="Hermes Agent (hermes -z, plain text + usage report), completion and runtime.",
         module="agentport.backends.hermes",
         executable="hermes",
+        env_namespace=("HERMES_*",),
         install_hint="pipx install hermes-agent (or pip install hermes-agent in its own venv)",
         verified_against="0.19.0",
         supports_runtime=True,
@@ -67,6 +68,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
         "from the docs, not run here.",
         module="agentport.backends.goose",
         executable="goose",
+        env_namespace=("GOOSE_*",),
         install_hint="install the goose CLI (release binary from github.com/aaif-goose/goose; "
         "stream-json needs a build from 2025-12 or later)",
         verified_against=None,
@@ -108,6 +110,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
         "built from the docs, not run here.",
         module="agentport.backends.kiro",
         executable="kiro-cli",
+        env_namespace=("KIRO_*",),
         install_hint="curl -fsSL https://cli.kiro.dev/install | bash; headless needs "
         "KIRO_API_KEY",
         verified_against=None,

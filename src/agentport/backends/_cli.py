@@ -14,7 +14,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from types import TracebackType
@@ -64,7 +64,7 @@ from ..transport import (
     run_process,
 )
 from ._endstate import DEFAULT_ERROR_GRACE_S, RunWatch, ToolLedger, settle
-from ._policy import inherit_env
+from ._policy import inherit_env, withheld_hint
 from ._retry_notice import notice_error
 from ._spec import BackendSpec, CliCall, RunOutcome
 from ._web_events import web_activity
@@ -177,8 +177,13 @@ class CliAdapter:
             return Success(response.model_copy(update={"warnings": warnings + response.warnings}))
         return result
 
-    def _fail(self, error: ProviderError) -> Failure[ProviderError]:
-        # an exhausted usage window the CLI reported (issue 12): quota_exhausted + retry_at
+    def _fail(
+        self, error: ProviderError, env: Mapping[str, str] | None = None
+    ) -> Failure[ProviderError]:
+        # an exhausted usage window the CLI reported: quota_exhausted + retry_at; a variable
+        # the CLI asked for that the allow-list kept back: named, with how to pass it
+        if env is not None:
+            error = withheld_hint(error, self.backend, os.environ, env)
         return Failure(as_quota(error).with_backend(self.backend))
 
     async def _once(
@@ -255,10 +260,11 @@ class CliAdapter:
             try:
                 # build may refuse a policy the CLI cannot enforce (ErrorKind.unsupported)
                 invocation = self.spec.build(call)
+                namespace = () if self.options.get("base_url") else self.capability.env_namespace
                 env = child_env(
                     os.environ,
                     {**self.spec.extra_env, **user_env, **invocation.env},
-                    passthrough=invocation.passthrough,
+                    passthrough=(*invocation.passthrough, *namespace),
                     inherit=inherit_env(self.options),
                 )
             except ProviderError as exc:
@@ -291,7 +297,7 @@ class CliAdapter:
             error.exit_code = outcome.exit_code
             error.stderr_tail = redact(outcome.stderr_tail[-4000:])
             error.details = {**error.details, "pid": outcome.pid}
-            return self._fail(error)
+            return self._fail(error, env)
 
         def shape(text: str) -> str:  # the natively enforced value, when there is one
             if not native_schema:
@@ -312,12 +318,12 @@ class CliAdapter:
         if notice is not None:  # the CLI began its own retry: agentport owns retries
             stopped = notice_error(notice, outcome.exit_code, outcome.stderr_tail)
             stopped.details = {**stopped.details, "pid": outcome.pid}
-            return self._fail(stopped)
+            return self._fail(stopped, env)
         run = RunOutcome(outcome.exit_code, outcome.stderr_tail, events, outcome.noise)
         end = settle(self.spec, run, watch.pending, shape)
         if end.error is not None:
             end.error.details = {**end.error.details, "pid": outcome.pid}
-            return self._fail(end.error)
+            return self._fail(end.error, env)
         usage = next(
             (
                 e.metadata["usage"]

@@ -8,12 +8,26 @@ raises `refuse(...)`: a safety parameter is never silently dropped.
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import tomllib
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..core import ErrorKind, ProviderError, Sandbox, ToolPolicy
 
-__all__ = ["endpoint_passthrough", "inherit_env", "not_a_flag", "policy_text", "refuse"]
+__all__ = [
+    "codex_config_env",
+    "endpoint_passthrough",
+    "inherit_env",
+    "not_a_flag",
+    "opencode_config_env",
+    "policy_text",
+    "refuse",
+    "withheld_hint",
+]
 
 
 def inherit_env(options: Mapping[str, Any]) -> tuple[str, ...]:
@@ -77,3 +91,67 @@ def not_a_flag(what: str, value: str) -> str:
             retryable=False,
         )
     return value
+
+
+_ENV_REF = re.compile(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
+_VAR = re.compile(r"\b[A-Z][A-Z0-9_]{2,}\b")
+
+
+def codex_config_env(home: str | None) -> tuple[str, ...]:
+    """The variables codex's own user config names (`<CODEX_HOME>/config.toml`, default
+    `~/.codex`): each `model_providers.<id>.env_key` and the variables of its
+    `env_http_headers`. codex reads them itself, so they pass the allow-list (a custom
+    provider set up the way codex's docs describe keeps working). An unreadable file names
+    none."""
+    root = Path(home).expanduser() if home else Path.home() / ".codex"
+    try:
+        with (root / "config.toml").open("rb") as handle:
+            config = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return ()
+    names: list[str] = []
+    providers = config.get("model_providers")
+    for provider in providers.values() if isinstance(providers, dict) else ():
+        if not isinstance(provider, dict):
+            continue
+        if isinstance(provider.get("env_key"), str):
+            names.append(provider["env_key"])
+        headers = provider.get("env_http_headers")
+        if isinstance(headers, dict):
+            names += [v for v in headers.values() if isinstance(v, str)]
+    return tuple(n for n in names if n and "=" not in n)
+
+
+def opencode_config_env(explicit: str | None) -> tuple[str, ...]:
+    """The variables opencode's own config files substitute (`{env:NAME}`): the user's
+    `~/.config/opencode/opencode.json[c]` and the file `OPENCODE_CONFIG` names."""
+    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "opencode"
+    files = [base / "opencode.json", base / "opencode.jsonc", base / "config.json"]
+    if explicit:
+        files.append(Path(explicit).expanduser())
+    names: list[str] = []
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")[: 1 << 20]
+        except (OSError, UnicodeDecodeError):
+            continue
+        names += _ENV_REF.findall(text)
+    return tuple(dict.fromkeys(names))
+
+
+def withheld_hint(
+    error: ProviderError, backend: str, parent: Mapping[str, str], child: Mapping[str, str]
+) -> ProviderError:
+    """*error* with a note when its message or stderr names a variable the caller has but
+    agentport kept from the CLI (the environment allow-list), and how to let it through."""
+    text = f"{error.message}\n{error.stderr_tail or ''}"
+    withheld = sorted({n for n in _VAR.findall(text) if n in parent and n not in child})
+    if not withheld:
+        return error
+    names = ", ".join(withheld)
+    listed = json.dumps(withheld)
+    error.message = (
+        f"{error.message} (agentport withheld {names} from {backend}'s environment; let it "
+        f"through with [llm.{backend}] inherit_env = {listed} or AGENTPORT_INHERIT_ENV)"
+    )
+    return error

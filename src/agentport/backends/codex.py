@@ -16,6 +16,7 @@ Options (`[llm.codex]`): `base_url` (Responses API base, e.g. `http://127.0.0.1:
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ from ..structured import strict_schema
 from ._classify import kind_from_text
 from ._codex_catalog import catalog_flags, load_catalog, restrict
 from ._endstate import unrecovered
-from ._policy import not_a_flag, refuse
+from ._policy import codex_config_env, not_a_flag, refuse
 from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, as_dict, as_int, last_text
 from ._web_events import web_meta
 
@@ -158,6 +159,9 @@ def build(call: CliCall) -> Invocation:
         passthrough = (key_env,) if "api_key_env" in opts else ()
         if "api_key" in opts:
             env[key_env] = str(opts["api_key"])
+    else:  # codex's own provider: the variables its own config names reach it
+        home = opts.get("home") or os.environ.get("CODEX_HOME")
+        passthrough += codex_config_env(str(home) if home else None)
     if opts.get("home"):
         env["CODEX_HOME"] = str(opts["home"])
     argv += [str(a) for a in opts.get("extra_args", ())]

@@ -20,6 +20,7 @@ opencode config is used and `model` must be `provider/model`.
 from __future__ import annotations
 
 import json
+import os
 import re
 from typing import Any
 
@@ -34,7 +35,7 @@ from ..core import (
 )
 from ._classify import kind_from_status, kind_from_text
 from ._endstate import unrecovered
-from ._policy import endpoint_passthrough, refuse
+from ._policy import endpoint_passthrough, opencode_config_env, refuse
 from ._retry_notice import stderr_notice
 from ._spec import BackendSpec, CliCall, Invocation, RunOutcome
 
@@ -156,9 +157,10 @@ def build(call: CliCall) -> Invocation:
         # the title request goes to small_model: keep it on the same endpoint
         config["small_model"] = f"{provider}/{model}"
     env["OPENCODE_CONFIG_CONTENT"] = json.dumps(config)
-    return Invocation(
-        tuple(argv), env, call.prompt.encode("utf-8"), endpoint_passthrough(opts, _PASSTHROUGH)
-    )
+    passthrough = endpoint_passthrough(opts, _PASSTHROUGH)
+    if not opts.get("base_url"):  # opencode's own providers: the variables its config names
+        passthrough += opencode_config_env(os.environ.get("OPENCODE_CONFIG"))
+    return Invocation(tuple(argv), env, call.prompt.encode("utf-8"), passthrough)
 
 
 def _dict(value: Any) -> dict[str, Any]:

@@ -100,6 +100,9 @@ class BackendCapability(BaseModel):
             `agentport backends` and the docs, so a user sees which calls spend a
             subscription window.
         billing_note: one line on the above (which login, which key).
+        env_namespace: the CLI's own environment variables (`fnmatch` patterns such as
+            `COPILOT_*`, from the CLI's docs: its endpoint, key and model settings), passed
+            to it from the caller's environment unless `[llm.<backend>] base_url` is set.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -121,6 +124,7 @@ class BackendCapability(BaseModel):
     retries: str = ""
     billing: tuple[Billing, ...] = ()
     billing_note: str = ""
+    env_namespace: tuple[str, ...] = ()
 
     @field_validator("name")
     @classmethod
