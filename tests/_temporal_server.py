@@ -130,8 +130,9 @@ class WorkerProcess:
             "AGENTPORT_CONFIG_FILE": str(config),
             "XDG_CACHE_HOME": str(tmp / "cache"),
         }
+        # the batch folders and graphs of a test live next to the worker's own folder
         argv = [sys.executable, "-m", "agentport", "worker", "--temporal", address,
-                "--backend", "openai_compat"]  # fmt: skip
+                "--backend", "openai_compat", "--root", str(tmp.parent)]  # fmt: skip
         self.proc = subprocess.Popen(
             argv, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
         )

@@ -276,7 +276,8 @@ from agentport.core import CompletionConfig, Message
 adapter = LocalAdapter(get_capability("local"), LocalOptions(cache_dir=sys.argv[1], n_ctx=512))
 adapter.load()
 print(next(iter(_local_client._WORKERS.values())).pid, flush=True)
-anyio.run(adapter.complete, [Message.user("Tell a very long story.")], CompletionConfig(max_tokens=2000))
+ask = [Message.user("Tell a very long story.")]
+anyio.run(adapter.complete, ask, CompletionConfig(max_tokens=2000))
 """
 
 

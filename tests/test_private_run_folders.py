@@ -47,7 +47,7 @@ def _assert_private(cwd: Path, shared: Path) -> None:
     for parent in [base, *base.parents]:  # nothing above the run is writable by another user
         info = parent.stat()
         assert info.st_uid in (0, os.getuid()), parent
-        assert not info.st_mode & 0o002 or info.st_mode & stat.S_ISVTX and parent == Path("/")
+        assert not info.st_mode & 0o002 or (info.st_mode & stat.S_ISVTX and parent == Path("/"))
         for name in PLANTED:
             assert not (parent / name).exists() or parent in (Path.home(), Path("/")), parent
 

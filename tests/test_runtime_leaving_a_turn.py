@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from _fake_clis_util import FAKE_CLIS, live_processes_with
@@ -72,7 +73,7 @@ async def _leave(events: AsyncIterator[AgentEvent], mode: str) -> None:
             async def consume_then_cancel() -> None:
                 async for _ in events:
                     scope.cancel()
-                    await anyio.sleep(0)
+                    await anyio.lowlevel.checkpoint()
 
             await consume_then_cancel()
 

@@ -328,11 +328,19 @@ async def test_each_error_kind_is_retried_or_returned_as_a_value(
             assert outputs[kind].to_result().failure().kind is kind
 
 
-def _fake_settings(server: FakeModelServer) -> dict[str, Any]:
-    return {
-        "model": "fake-model",
-        "openai_compat": {"base_url": server.openai_base_url, "api_key": "sk-fake-0123456789"},
-    }
+def _fake_settings(server: FakeModelServer, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The worker's own configuration points openai_compat at *server* (a worker takes its
+    endpoint and key from its own config, never from workflow input); the call's input
+    carries only the model name."""
+    import tempfile
+
+    config = Path(tempfile.mkdtemp()) / "worker.toml"
+    config.write_text(
+        f'[llm.openai_compat]\nbase_url = "{server.openai_base_url}"\n'
+        'api_key = "sk-fake-0123456789"\n'
+    )
+    monkeypatch.setenv("AGENTPORT_CONFIG_FILE", str(config))
+    return {"model": "fake-model"}
 
 
 FAST = {"startup_timeout_s": 10, "idle_timeout_s": 10, "total_timeout_s": 60}
@@ -346,8 +354,8 @@ async def test_a_rate_limited_backend_waits_for_retry_after_instead_of_failing(
     with FakeModelServer(shutdown_timeout=1.0) as server:
         server.script(HttpFault.rate_limited(retry_after=1), TextReply("after the wait"))
         async with serving(temporal_server, "openai_compat") as (client, prefix):
-            args = CallArgs("openai_compat", "q", prefix, settings=_fake_settings(server),
-                            config=FAST)  # fmt: skip
+            settings = _fake_settings(server, monkeypatch)
+            args = CallArgs("openai_compat", "q", prefix, settings=settings, config=FAST)
             output = await run_call(client, args)
         first, second = server.model_requests  # one refused request, one answered: no more
     assert output.to_result().unwrap().content == "after the wait"
@@ -364,7 +372,8 @@ async def test_a_call_longer_than_the_heartbeat_timeout_is_kept_alive(
     with FakeModelServer(shutdown_timeout=1.0) as server:
         server.reply(TextReply("slow but alive", delay=3.0))
         async with serving(temporal_server, "openai_compat") as (client, prefix):
-            args = CallArgs("openai_compat", "q", prefix, settings=_fake_settings(server),
+            settings = _fake_settings(server, monkeypatch)
+            args = CallArgs("openai_compat", "q", prefix, settings=settings,
                             config=FAST, heartbeat_s=1.0, attempts=1)  # fmt: skip
             output = await run_call(client, args)
         assert len(server.model_requests) == 1
@@ -411,13 +420,14 @@ async def test_a_killed_workers_call_is_picked_up_by_another_worker(
     try:
         with FakeModelServer(shutdown_timeout=1.0) as server:
             server.script(TextReply("never sent", delay=600), TextReply("from the second worker"))
+            settings = _fake_settings(server, monkeypatch)  # before the workers start
             first, lines = _start_worker(temporal_server, prefix)
             workers.append(first)
             assert any("agentport.openai_compat" not in ln and f"{prefix}.openai_compat" in ln
                        for ln in lines)  # fmt: skip
             probe = Worker(client, task_queue=prefix + ".probe", workflows=[CallWorkflow])
             async with probe:
-                args = CallArgs("openai_compat", "q", prefix, settings=_fake_settings(server),
+                args = CallArgs("openai_compat", "q", prefix, settings=settings,
                                 config=FAST, heartbeat_s=2.0)  # fmt: skip
                 handle = await client.start_workflow(
                     CallWorkflow.run, args, id=f"{prefix}-kill", task_queue=prefix + ".probe",

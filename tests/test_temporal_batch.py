@@ -39,13 +39,28 @@ WORKER_CAP = 8  # openai_compat calls one worker runs at once (an HTTP backend's
 
 
 @pytest.fixture
-def workers(temporal_server: str, tmp_path: Path) -> Iterator[list[WorkerProcess]]:  # noqa: F811
+def server() -> Iterator[FakeModelServer]:
+    with FakeModelServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def workers(
+    temporal_server: str,  # noqa: F811
+    server: FakeModelServer,
+    tmp_path: Path,
+) -> Iterator[list[WorkerProcess]]:
+    """Two workers whose own configuration points openai_compat at *server* (workflow
+    input never chooses an endpoint or a key)."""
     started: list[WorkerProcess] = []
+    config = tmp_path / "worker.toml"
+    table = "\n".join(f"{k} = {json.dumps(v)}" for k, v in options(server).items())
+    config.write_text(f"[llm.openai_compat]\n{table}\n", encoding="utf-8")
     try:
         for i in range(2):
             folder = tmp_path / f"worker{i}"
             folder.mkdir()
-            started.append(WorkerProcess(temporal_server, folder))
+            started.append(WorkerProcess(temporal_server, folder, config))
         yield started
     finally:
         for w in started:
@@ -66,6 +81,7 @@ async def _run_batch(address: str, job: BatchJob, batch_id: str, on_progress: An
 def test_research_batch_survives_a_killed_worker_without_redoing_finished_calls(
     temporal_server: str,  # noqa: F811
     workers: list[WorkerProcess],
+    server: FakeModelServer,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -74,57 +90,55 @@ def test_research_batch_survives_a_killed_worker_without_redoing_finished_calls(
     qfile = tmp_path / "q.txt"
     qfile.write_text("\n".join(questions) + "\n", encoding="utf-8")
     parsed = read_questions(qfile)
-    with FakeModelServer() as server:
-        serve(server, LATENCY_S)
-        # the single-process reference: the local batch on the same model
-        local = tmp_path / "local"
-        adapter = create_llm_adapter("openai_compat", openai_compat=options(server))
-        summary = anyio.run(lambda: research_batch(parsed, local, adapter, CONFIG, jobs=20))
-        assert summary.done == 20
-        per_question = len(server.requests) // 20
-        reference = len(server.requests)
+    serve(server, LATENCY_S)
+    # the single-process reference: the local batch on the same model
+    local = tmp_path / "local"
+    adapter = create_llm_adapter("openai_compat", openai_compat=options(server))
+    summary = anyio.run(lambda: research_batch(parsed, local, adapter, CONFIG, jobs=20))
+    assert summary.done == 20
+    per_question = len(server.requests) // 20
+    reference = len(server.requests)
 
-        out = tmp_path / "temporal"
-        job = BatchJob(
-            "research",
-            [[q.id, q.line, q.text] for q in parsed.questions],
-            "openai_compat",
-            str(out),
-            jobs=20,
-            config=CONFIG.model_dump(mode="json"),
-            settings={"openai_compat": options(server)},
-            heartbeat_s=HEARTBEAT_S,
-        )
-        killed: list[int] = []
-        stop = threading.Event()
+    out = tmp_path / "temporal"
+    job = BatchJob(
+        "research",
+        [[q.id, q.line, q.text] for q in parsed.questions],
+        "openai_compat",
+        str(out),
+        jobs=20,
+        config=CONFIG.model_dump(mode="json"),
+        heartbeat_s=HEARTBEAT_S,
+    )
+    killed: list[int] = []
+    stop = threading.Event()
 
-        def kill_mid_batch() -> None:
-            # kill one worker once a third of the calls are done (calls finished on both)
-            while not stop.wait(0.05):
-                if len(server.requests) - reference >= 20 * per_question // 3:
-                    killed.append(len(server.requests) - reference)
-                    workers[0].kill()
-                    return
+    def kill_mid_batch() -> None:
+        # kill one worker once a third of the calls are done (calls finished on both)
+        while not stop.wait(0.05):
+            if len(server.requests) - reference >= 20 * per_question // 3:
+                killed.append(len(server.requests) - reference)
+                workers[0].kill()
+                return
 
-        watcher = threading.Thread(target=kill_mid_batch, daemon=True)
-        watcher.start()
-        try:
-            final = asyncio.run(_run_batch(temporal_server, job, "test-research-kill", None))
-        finally:
-            stop.set()
-            watcher.join(10)
-        assert killed, "the batch ended before a worker could be killed"
-        assert final.state == "completed"
-        assert final.progress is not None
-        assert (final.progress.done, final.progress.failed) == (20, 0)
+    watcher = threading.Thread(target=kill_mid_batch, daemon=True)
+    watcher.start()
+    try:
+        final = asyncio.run(_run_batch(temporal_server, job, "test-research-kill", None))
+    finally:
+        stop.set()
+        watcher.join(10)
+    assert killed, "the batch ended before a worker could be killed"
+    assert final.state == "completed"
+    assert final.progress is not None
+    assert (final.progress.done, final.progress.failed) == (20, 0)
 
-        prompts = Counter(
-            (r.system_text, r.user_text) for r in server.requests[reference:] if not r.is_side
-        )
-        repeated = sum(n - 1 for n in prompts.values())
-        # only calls in flight on the killed worker may be made again, never a finished one
-        assert repeated <= WORKER_CAP
-        assert len(prompts) == 20 * per_question
+    prompts = Counter(
+        (r.system_text, r.user_text) for r in server.requests[reference:] if not r.is_side
+    )
+    repeated = sum(n - 1 for n in prompts.values())
+    # only calls in flight on the killed worker may be made again, never a finished one
+    assert repeated <= WORKER_CAP
+    assert len(prompts) == 20 * per_question
     for q in questions:
         name = f"{question_id(q)}.md"
         assert _strip_duration((out / name).read_text(encoding="utf-8")) == _strip_duration(
@@ -143,27 +157,26 @@ def test_research_batch_survives_a_killed_worker_without_redoing_finished_calls(
 def test_refine_batch_applies_each_question_once_with_no_lost_update(
     temporal_server: str,  # noqa: F811
     workers: list[WorkerProcess],
+    server: FakeModelServer,
     tmp_path: Path,
 ) -> None:
     graph = write_tiny(tmp_path)
     qfile = tmp_path / "q.txt"
     qfile.write_text("\n".join(refine_questions(10)) + "\n", encoding="utf-8")
     parsed = read_questions(qfile)
-    with FakeModelServer() as server:
-        serve_refine(server)
-        job = BatchJob(
-            "refine",
-            [[q.id, q.line, q.text] for q in parsed.questions],
-            "openai_compat",
-            str(tmp_path / "reviews"),
-            jobs=10,
-            settings={"openai_compat": options(server)},
-            graph=str(graph),
-            apply=True,
-            allow_low=True,
-            heartbeat_s=HEARTBEAT_S,
-        )
-        final = asyncio.run(_run_batch(temporal_server, job, "test-refine-apply", None))
+    serve_refine(server)
+    job = BatchJob(
+        "refine",
+        [[q.id, q.line, q.text] for q in parsed.questions],
+        "openai_compat",
+        str(tmp_path / "reviews"),
+        jobs=10,
+        graph=str(graph),
+        apply=True,
+        allow_low=True,
+        heartbeat_s=HEARTBEAT_S,
+    )
+    final = asyncio.run(_run_batch(temporal_server, job, "test-refine-apply", None))
     assert final.state == "completed"
     assert (final.progress.done, final.progress.failed) == (10, 0)
     after = json.loads(graph.read_text(encoding="utf-8"))  # valid JSON, graphify's shape

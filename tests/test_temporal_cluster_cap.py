@@ -132,10 +132,12 @@ async def test_two_workers_never_run_more_calls_than_the_cluster_cap(
     monkeypatch.setenv("AGENTPORT_ALLOW_REAL_BACKENDS", "1")
     with FakeModelServer(shutdown_timeout=1.0) as server:
         server.reply(TextReply("capped", delay=LATENCY_S), times=None)
-        settings = {
-            "model": "fake-model",
-            "openai_compat": {"base_url": server.openai_base_url, "api_key": "sk-fake-0123456789"},
-        }
+        # the worker's own configuration names the endpoint and key; the input, the model
+        _user_config(
+            f'[llm.openai_compat]\nbase_url = "{server.openai_base_url}"\n'
+            'api_key = "sk-fake-0123456789"\n'
+        )
+        settings = {"model": "fake-model"}
         outputs: list[CompleteOutput] = []
         async with cluster(temporal_server, activity_workers=2) as (client, prefix):
 
@@ -293,7 +295,7 @@ async def test_a_refine_batch_from_the_command_line_obeys_the_configured_cap(
         async with anyio.create_task_group() as group:
             for _ in range(2):  # the default prefix, as `agentport worker` without options
                 group.start_soon(lambda: run_worker(temporal_server, ["openai_compat"],
-                                                    on_ready=on_ready))  # fmt: skip
+                                                    on_ready=on_ready, roots=[tmp_path]))  # fmt: skip
             await ready.wait()
             argv = [
                 "refine",

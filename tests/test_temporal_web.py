@@ -198,7 +198,6 @@ def test_a_killed_worker_does_not_refetch_finished_pages(
             str(out),
             jobs=2,
             config={"CONCURRENCY": 4},
-            settings={"openai_compat": {"base_url": server.openai_base_url, "api_key": API_KEY}},
             heartbeat_s=HEARTBEAT_S,
             web=web_input(settings),
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import anyio
@@ -91,8 +92,21 @@ def worker(
             "(default: with the workflows, when the web extra is installed).",
         ),
     ] = None,
+    root: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--root",
+            metavar="FOLDER",
+            help="A folder the batch file steps may read and write (graphs, --out folders); "
+            "repeat it (default: the folder the worker starts in).",
+        ),
+    ] = None,
 ) -> None:
-    """Run a Temporal worker: model calls of the given backends, and the workflows."""
+    """Run a Temporal worker: model calls of the given backends, and the workflows.
+
+    What runs, where it connects and with which key is this worker's own configuration:
+    workflow input only names backends this worker serves, questions, budgets and files
+    under its --root folders (docs/deployment.md)."""
     _fixed_hash_seed()
     from ..config import load_settings
 
@@ -131,6 +145,7 @@ def worker(
                 workflows=workflows,
                 on_ready=ready,
                 web=web,
+                roots=root or [Path.cwd()],
             )
         )
     except ProviderError as exc:

@@ -17,7 +17,7 @@ calls of a workflow are in its history and are never made again.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -38,7 +38,7 @@ from ._data import (
     messages_to_dicts,
     retry_decision,
 )
-from ._queues import DEFAULT_PREFIX, queue_for, workflow_queue
+from ._queues import DEFAULT_PREFIX, _canonical, queue_for, workflow_queue
 from ._semaphore import cluster_cap_for, cluster_permit
 
 __all__ = [
@@ -81,7 +81,50 @@ async def _heartbeat(period: float, call_id: str) -> None:
         await anyio.sleep(period)
 
 
+_SERVED: frozenset[str] | None = None
+
+
+def serve_only(backends: Iterable[str]) -> None:
+    """The backends this process's `complete` activity runs (each queue's backend or chain,
+    `a+b` for a chain); set by `run_worker`. Unset = any (an embedding that registers the
+    activity itself decides)."""
+    global _SERVED
+    _SERVED = frozenset(m for b in backends for m in b.split("+"))
+
+
+def _refused(data: CompleteInput) -> ProviderError | None:
+    """Why this worker will not run *data* (any client of the namespace writes activity
+    input): a backend it does not serve, or settings only its own configuration may make
+    (an executable, an endpoint, a key, an environment...)."""
+    from .._trust import filter_untrusted
+
+    if _SERVED is not None:
+        try:
+            members = set(_canonical(data.backend))
+        except ProviderError as exc:
+            return exc.with_backend(data.backend)
+        if not members <= _SERVED:
+            return ProviderError(
+                ErrorKind.config,
+                f"this worker does not serve backend {data.backend!r} (it serves "
+                f"{', '.join(sorted(_SERVED))})",
+                backend=data.backend,
+                retryable=False,
+            )
+    _, dropped = filter_untrusted({k: v for k, v in data.settings.items() if k != "backend"})
+    if dropped:
+        return ProviderError(
+            ErrorKind.config,
+            f"the call's input sets {', '.join(dropped)}: what runs, where it connects and with "
+            "which key come from the worker's own configuration (docs/deployment.md)",
+            backend=data.backend,
+            retryable=False,
+        )
+    return None
+
+
 async def _call(data: CompleteInput) -> Result[CompletionResponse, ProviderError]:
+    from .._trust import filter_untrusted
     from ..factory import create_llm_adapter
 
     try:
@@ -93,8 +136,11 @@ async def _call(data: CompleteInput) -> Result[CompletionResponse, ProviderError
                 ErrorKind.invalid_request, f"bad activity input: {exc}", backend=data.backend
             )
         )
+    refused = _refused(data)
+    if refused is not None:
+        return Failure(refused)
     try:
-        overrides = {k: v for k, v in data.settings.items() if k != "backend"}
+        overrides, _ = filter_untrusted({k: v for k, v in data.settings.items() if k != "backend"})
         adapter = create_llm_adapter(data.backend, **(overrides | {"retry_attempts": 1}))
     except ProviderError as exc:  # setup problems are values too (config, not_installed)
         return Failure(exc.with_backend(data.backend))

@@ -10,13 +10,15 @@ same files. Model calls are the `complete` activity on each backend's own queue.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from .._fs import atomic_write
 from ..workflows.batch import (
@@ -44,6 +46,7 @@ __all__ = [
     "SaveReview",
     "WriteReport",
     "apply_item",
+    "confine_to",
     "finish_batch",
     "item_status",
     "read_graph",
@@ -53,6 +56,33 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+_ROOTS: tuple[Path, ...] | None = None
+
+
+def confine_to(roots: Sequence[Path] | None) -> None:
+    """The folders this process's file activities may read and write (`agentport worker
+    --root`, default the worker's working folder); None = anywhere (an embedding that
+    registers `BATCH_ACTIVITIES` itself decides). Workflow input names the paths, and any
+    client of the namespace can write workflow input."""
+    global _ROOTS
+    _ROOTS = None if roots is None else tuple(Path(os.path.realpath(r)) for r in roots)
+
+
+def _inside(path: str | Path, what: str) -> Path:
+    """*path* when it lies under one of the roots (symlinks resolved), else a non-retryable
+    `ApplicationError` naming it."""
+    if _ROOTS is None:
+        return Path(path)
+    real = Path(os.path.realpath(path))
+    if any(real == root or root in real.parents for root in _ROOTS):
+        return Path(path)
+    roots = ", ".join(map(str, _ROOTS))
+    raise ApplicationError(
+        f"{what} {path} is outside this worker's roots ({roots}); start the worker with "
+        "--root FOLDER to allow it",
+        type="agentport.batch.outside_roots",
+        non_retryable=True,
+    )
 
 
 @dataclass(frozen=True)
@@ -211,14 +241,16 @@ async def _in_thread(fn: Callable[[], T]) -> T:
 @activity.defn(name="agentport.batch.write_report")
 async def write_report(data: WriteReport) -> None:
     """Write one report atomically (`<out>/<name>`)."""
-    await _in_thread(lambda: atomic_write(Path(data.out) / data.name, data.text))
+    target = _inside(Path(data.out) / data.name, "report")
+    await _in_thread(lambda: atomic_write(target, data.text))
 
 
 @activity.defn(name="agentport.batch.read_graph")
 async def read_graph(path: str) -> str:
     """graph.json's text as it is now (the workflow parses it; a bad file fails the
     question with the parser's one line)."""
-    data = await _in_thread(lambda: read_bytes(Path(path)))
+    graph = _inside(path, "graph")
+    data = await _in_thread(lambda: read_bytes(graph))
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -228,6 +260,8 @@ async def read_graph(path: str) -> str:
 @activity.defn(name="agentport.batch.save_review")
 async def save_review(data: SaveReview) -> ItemResult:
     """Save the loop's trace and actions, review them, write `<out>/<id>.md` (no apply)."""
+    _inside(data.graph, "graph")
+    _inside(data.out, "output folder")
 
     def run() -> ItemResult:
         outcome = save_and_review(Path(data.graph), loop_from_data(data.loop))
@@ -249,6 +283,11 @@ async def save_review(data: SaveReview) -> ItemResult:
 async def apply_item(data: ApplyItem) -> ItemResult:
     """Apply one reviewed actions file (graph lock, re-read, review, backup, atomic write)
     and append what was applied to `<out>/<id>.md`."""
+    for path, what in ((data.graph, "graph"), (data.out, "output folder")):
+        _inside(path, what)
+    for path in (data.trace, data.actions):
+        if path:
+            _inside(path, "state file")
 
     def run() -> ItemResult:
         applied, text, error = apply_saved(
@@ -275,9 +314,9 @@ async def apply_item(data: ApplyItem) -> ItemResult:
 async def finish_batch(data: FinishBatch) -> str:
     """Write `<out>/batch.json` and `<out>/summary.md` as the local batch does; returns
     the summary's path."""
+    out = _inside(data.out, "output folder")
 
     def run() -> str:
-        out = Path(data.out)
         questions = [Question(i.line, i.question, i.id) for i in data.items]
         state = BatchState.open(out, data.kind, questions, ".md")
         for result in data.items:

@@ -56,7 +56,9 @@ from ..web import (
     SearchError,
     SearchHit,
     WebSettings,
+    narrow_web,
     provider_from_settings,
+    without_secrets,
 )
 from ..workflows.deep_research._web_own import OwnWeb, no_engine_message
 
@@ -100,9 +102,10 @@ def web_queue(prefix: str = "agentport") -> str:
 
 
 def web_input(settings: WebSettings) -> dict[str, Any]:
-    """The `[web]` table as workflow input (`ResearchJob.web`, `BatchJob.web`): every field
-    but `proxy` (see the module docstring)."""
-    return settings.model_dump(mode="json", exclude={"proxy"})
+    """The `[web]` table as workflow input (`ResearchJob.web`, `BatchJob.web`): no proxy, no
+    credentials in the engine URL (history is readable by every client of the namespace).
+    The worker searches and fetches with its own settings, which this may only narrow."""
+    return without_secrets(settings)
 
 
 # -- what crosses the wire ------------------------------------------------------------------
@@ -179,31 +182,26 @@ class FetchOutput:
 
 # -- worker side ----------------------------------------------------------------------------
 @functools.cache
-def _worker_proxy() -> str | None:
+def _worker_web() -> WebSettings:
     from ..config import load_settings
 
-    return load_settings().web.proxy
+    return load_settings().web
 
 
 def _settings(sent: dict[str, Any]) -> WebSettings:
-    """The sent `[web]` table with this worker's own `proxy`; a bad table or a bad worker
-    configuration is a non-retryable `ApplicationError` (one line)."""
+    """This worker's own `[web]` settings, narrowed by the sent table (`narrow_web`: any
+    client of the namespace writes workflow input, so it never chooses the engine URL, the
+    proxy or `allow_private`); a bad worker configuration is a non-retryable
+    `ApplicationError` (one line)."""
     try:
-        proxy = _worker_proxy()
+        own = _worker_web()
     except ProviderError as exc:
         raise ApplicationError(
             f"the worker's configuration is invalid: {exc.message}",
             type="agentport.web.config",
             non_retryable=True,
         ) from None
-    try:
-        return WebSettings.model_validate({**sent, "proxy": proxy})
-    except ValidationError as exc:
-        raise ApplicationError(
-            f"[web] settings in the workflow input are invalid: {str(exc).splitlines()[0]}",
-            type="agentport.web.config",
-            non_retryable=True,
-        ) from None
+    return narrow_web(own, sent)
 
 
 _FETCHERS: dict[WebSettings, tuple[float, Fetcher]] = {}

@@ -13,10 +13,11 @@ import importlib
 import importlib.util
 import re
 import signal
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AsyncExitStack
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -25,7 +26,8 @@ from temporalio.worker import Worker
 
 from ..catalog import get_capability
 from ..core import BackendKind, ErrorKind, ProviderError
-from ._activities import complete
+from ._activities import complete, serve_only
+from ._batch import confine_to
 from ._queues import DEFAULT_PREFIX, _canonical, concurrency_for, queue_for, workflow_queue
 from ._web import WEB_ACTIVITIES, WEB_CONCURRENCY, close_fetchers, web_queue
 
@@ -195,6 +197,7 @@ async def run_worker(
     connect_timeout_s: float = CONNECT_TIMEOUT_S,
     on_ready: Callable[[WorkerPlan], None] | None = None,
     web: bool | None = None,
+    roots: Sequence[Path] | None = None,
 ) -> None:
     """Serve *backends* (and the workflows unless *workflows* is False, and the web queue
     as *web* says, see `plan_worker`) until SIGINT or SIGTERM. Raises `ProviderError` as
@@ -202,6 +205,37 @@ async def run_worker(
     plan = plan_worker(
         backends, concurrency=concurrency, prefix=prefix, workflows=workflows, web=web
     )
+    # workflow input is written by any client of the namespace: this worker runs only the
+    # backends it serves, and its file steps touch only files under *roots*
+    with serving_only(
+        [backend for backend, _ in plan.queues.values()],
+        roots if roots is not None else [Path.cwd()],
+    ):
+        await _serve(plan, address, namespace, connect_timeout_s, on_ready)
+
+
+@contextmanager
+def serving_only(backends: Sequence[str], roots: Sequence[Path]) -> Iterator[None]:
+    """Within the block, this process's `complete` activity runs only *backends* and its
+    file activities touch only files under *roots*; the previous rules come back after."""
+    from . import _activities, _batch
+
+    saved = (_activities._SERVED, _batch._ROOTS)
+    serve_only(backends)
+    confine_to(roots)
+    try:
+        yield
+    finally:
+        _activities._SERVED, _batch._ROOTS = saved
+
+
+async def _serve(
+    plan: WorkerPlan,
+    address: str,
+    namespace: str,
+    connect_timeout_s: float,
+    on_ready: Callable[[WorkerPlan], None] | None,
+) -> None:
     client = await connect(address, namespace, timeout_s=connect_timeout_s)
     workers = [
         Worker(

@@ -18,7 +18,7 @@ from __future__ import annotations
 from ._fetch import Fetcher, html_to_text
 from ._guard import check_url, is_public_address
 from ._search import SearchProvider, SearxngProvider, provider_from_settings
-from ._settings import DEFAULT_USER_AGENT, WebSettings
+from ._settings import DEFAULT_USER_AGENT, WebSettings, narrow_web, without_secrets
 from ._types import FetchedPage, FetchRefused, FetchResult, RefusalKind, SearchError, SearchHit
 
 __all__ = [
@@ -36,5 +36,7 @@ __all__ = [
     "check_url",
     "html_to_text",
     "is_public_address",
+    "narrow_web",
     "provider_from_settings",
+    "without_secrets",
 ]

@@ -12,11 +12,32 @@ from typing import Any, Protocol, runtime_checkable
 import anyio
 import httpx
 
+from .. import _bounded as bounded
 from ..transport import tls_context
-from ._settings import WebSettings
+from ._settings import WebSettings, without_userinfo
 from ._types import SearchError, SearchHit
 
-__all__ = ["SearchProvider", "SearxngProvider", "provider_from_settings"]
+__all__ = ["MAX_ANSWER_BYTES", "SearchProvider", "SearxngProvider", "provider_from_settings"]
+
+MAX_ANSWER_BYTES = 4 << 20  # a SearxNG page of 20 results is a few tens of KB
+_MAX_DEPTH = 32  # results nest 3-4 levels
+
+
+class _TooBig(Exception):
+    pass
+
+
+async def _read_capped(response: httpx.Response) -> bytes:
+    """The body, decoded by httpx as it arrives, counted as it arrives: over
+    `MAX_ANSWER_BYTES` stops reading (`_TooBig`), whatever the headers claim."""
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > MAX_ANSWER_BYTES:
+            raise _TooBig
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 @runtime_checkable
@@ -38,38 +59,51 @@ class SearxngProvider:
         self.base_url = base_url.rstrip("/")
         self.timeout_s = timeout_s
         self.user_agent = user_agent
+        # messages (and Temporal history) name the instance without its credentials
+        self.shown = without_userinfo(self.base_url) + "/search"
 
     async def search(self, query: str, limit: int) -> list[SearchHit]:
-        url = self.base_url + "/search"
+        url, shown = self.base_url + "/search", self.shown
         headers = {"Accept": "application/json"} | (
             {"User-Agent": self.user_agent} if self.user_agent else {}
         )
         try:
             with anyio.fail_after(self.timeout_s):  # httpx's timeout is per read, not total
-                async with httpx.AsyncClient(
-                    timeout=self.timeout_s, trust_env=False, verify=tls_context()
-                ) as client:
-                    response = await client.get(
-                        url, params={"q": query, "format": "json"}, headers=headers
-                    )
+                async with (
+                    httpx.AsyncClient(
+                        timeout=self.timeout_s, trust_env=False, verify=tls_context()
+                    ) as client,
+                    client.stream(
+                        "GET", url, params={"q": query, "format": "json"}, headers=headers
+                    ) as response,
+                ):
+                    status = response.status_code
+                    body = await _read_capped(response) if status == 200 else b""
         except TimeoutError:
-            raise SearchError(self.name, f"{url}: no answer within {self.timeout_s:g} s") from None
+            raise SearchError(
+                self.name, f"{shown}: no answer within {self.timeout_s:g} s"
+            ) from None
+        except _TooBig:
+            raise SearchError(
+                self.name, f"{shown}: the answer is over {MAX_ANSWER_BYTES} bytes"
+            ) from None
         except httpx.HTTPError as exc:
-            raise SearchError(self.name, f"{url}: {str(exc) or type(exc).__name__}") from None
-        if response.status_code == 403:
+            why = without_userinfo(str(exc)) or type(exc).__name__
+            raise SearchError(self.name, f"{shown}: {why}") from None
+        if status == 403:
             raise SearchError(
                 self.name,
-                f"{url}: HTTP 403 (enable json in search.formats of the instance's settings.yml)",
+                f"{shown}: HTTP 403 (enable json in search.formats of the instance's settings.yml)",
             )
-        if response.status_code != 200:
-            raise SearchError(self.name, f"{url}: HTTP {response.status_code}")
+        if status != 200:
+            raise SearchError(self.name, f"{shown}: HTTP {status}")
         try:
-            data: Any = response.json()
+            data: Any = bounded.loads(body.decode("utf-8", "replace"), max_depth=_MAX_DEPTH)
         except ValueError:
-            raise SearchError(self.name, f"{url}: the answer is not JSON") from None
+            raise SearchError(self.name, f"{shown}: the answer is not JSON (or too deep)") from None
         results = data.get("results") if isinstance(data, dict) else None
         if not isinstance(results, list):
-            raise SearchError(self.name, f"{url}: the answer has no results list")
+            raise SearchError(self.name, f"{shown}: the answer has no results list")
         hits: list[SearchHit] = []
         seen: set[str] = set()
         for r in results:

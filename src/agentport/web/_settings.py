@@ -8,11 +8,13 @@ See docs/web.md."""
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["DEFAULT_USER_AGENT", "WebSettings"]
+__all__ = ["DEFAULT_USER_AGENT", "WebSettings", "narrow_web", "without_secrets", "without_userinfo"]
 
 DEFAULT_USER_AGENT = "agentport-research/1.0 (+https://github.com/agentport/agentport)"
 
@@ -69,3 +71,51 @@ class WebSettings(BaseModel):
         if not value.startswith(("http://", "https://")):
             raise ValueError("must be an http:// or https:// URL")
         return value.rstrip("/")
+
+
+# Sent by a client, these may only lower the worker's own value ...
+_LOWER = ("max_results", "search_timeout_s", "timeout_s", "max_bytes", "max_redirects",
+          "per_host_concurrency", "max_page_chars")  # fmt: skip
+# ... and these only raise it (a longer delay between requests to one host).
+_HIGHER = ("per_host_delay_s",)
+
+
+def narrow_web(own: WebSettings, sent: Mapping[str, Any]) -> WebSettings:
+    """The `[web]` settings a worker uses for a call: its *own*, narrowed by what a workflow
+    input *sent* (any client of the namespace can write it). Where to search and with which
+    URL, the proxy, the User-Agent and `allow_private` stay the worker's; limits may only
+    get stricter (`respect_robots` turned on, `allow_private` turned off, caps lowered).
+    Values that do not validate are ignored. Pure."""
+    update: dict[str, Any] = {}
+    for key in _LOWER + _HIGHER:
+        value = sent.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        mine = getattr(own, key)
+        if (key in _LOWER and value < mine) or (key in _HIGHER and value > mine):
+            update[key] = type(mine)(value)
+    if sent.get("respect_robots") is True:
+        update["respect_robots"] = True
+    if sent.get("allow_private") is False:
+        update["allow_private"] = False
+    try:
+        return WebSettings.model_validate({**own.model_dump(), **update})
+    except ValueError:
+        return own
+
+
+def without_secrets(settings: WebSettings) -> dict[str, Any]:
+    """*settings* as data for a workflow input (stored in Temporal's history): no proxy and
+    no credentials in the engine URL."""
+    data = settings.model_dump(mode="json", exclude={"proxy"})
+    if isinstance(data.get("searxng_url"), str):
+        data["searxng_url"] = without_userinfo(data["searxng_url"])
+    return data
+
+
+_USERINFO = re.compile(r"(?<=://)[^/@\s]*@")
+
+
+def without_userinfo(text: str) -> str:
+    """*text* (a URL, or a message holding URLs) without `user:password@` in any URL."""
+    return _USERINFO.sub("", text)
