@@ -28,10 +28,12 @@ import math
 import re
 import time
 import urllib.robotparser
+import zlib
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import anyio
@@ -48,7 +50,12 @@ __all__ = ["Fetcher", "html_to_text"]
 
 _TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
-_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
+_TITLE_SCAN = 256 * 1024  # the <title> is in the head: never scan a whole page for it
+_ENCODINGS = {"gzip": 47, "x-gzip": 47, "deflate": 47}  # zlib wbits: gzip or zlib header
+_MAX_ENCODINGS = 2  # `Content-Encoding: gzip, gzip` at most; a deeper stack is refused
+# Labels Python knows that are not text encodings for a web page: bytes-to-bytes or
+# text-to-text codecs (`hex`, `base64`, `rot13`, ...) and `idna` (strict-only, host names).
+_NOT_PAGE_CODECS = frozenset({"idna", "punycode", "raw_unicode_escape", "unicode_escape"})
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _DISALLOW_ALL = ["User-agent: *", "Disallow: /"]
 _ROBOTS_REDIRECTS = 5  # RFC 9309 section 2.3.1.2: follow at least five consecutive redirects
@@ -145,32 +152,118 @@ def html_to_text(html: str) -> tuple[str, str]:
         text = trafilatura.html2txt(html) or ""
     meta = trafilatura.extract_metadata(html)
     title = (meta.title if meta is not None and meta.title else "") or ""
-    if not title and (m := _TITLE.search(html)) is not None:
-        title = " ".join(m.group(1).split())
+    if not title:
+        title = _title(html)
     lines = text.strip().splitlines()
     if title and lines and lines[0].strip() == title.strip():
         lines = lines[1:]  # the page's own heading repeats the title: not body text
     return title, "\n".join(lines).strip()
 
 
+def _title(html: str) -> str:
+    """The first `<title>`'s text, found by plain searches over the page's head (linear:
+    a regex with a lazy `.*?` is quadratic on a page of unclosed `<title` tags)."""
+    head = html[:_TITLE_SCAN]
+    lower = head.lower()
+    start = lower.find("<title")
+    opened = lower.find(">", start) if start >= 0 else -1
+    end = lower.find("</title", opened) if opened >= 0 else -1
+    return " ".join(head[opened + 1 : end].split()) if end >= 0 else ""
+
+
 def _charset(name: str | None) -> str | None:
+    """The Python codec for a page's charset label, or None: unknown labels and codecs that
+    are not text encodings (`hex`, `base64`, `rot13`, `idna`, ...) are ignored, like a
+    browser ignores a label outside the WHATWG Encoding list."""
     if not name:
         return None
     try:
-        return codecs.lookup(name.strip().strip("\"'")).name
-    except LookupError:
+        info = codecs.lookup(name.strip().strip("\"'"))
+    except (LookupError, ValueError):
         return None
+    if not getattr(info, "_is_text_encoding", True) or info.name in _NOT_PAGE_CODECS:
+        return None
+    return info.name
 
 
 def _decode(body: bytes, header_charset: str | None) -> tuple[str, str]:
     meta = _META_CHARSET.search(body[:4096])
     for name in (header_charset, meta.group(1).decode("ascii", "ignore") if meta else None):
         if (enc := _charset(name)) is not None:
-            return body.decode(enc, errors="replace"), enc
+            try:
+                return body.decode(enc, errors="replace"), enc
+            except (LookupError, UnicodeError, ValueError, TypeError):
+                continue  # a codec that still cannot decode: the next candidate
     try:
         return body.decode("utf-8"), "utf-8"
     except UnicodeDecodeError:
         return body.decode("cp1252", errors="replace"), "cp1252"
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Undecodable(Exception):
+    pass
+
+
+class _Inflater:
+    """The body's content codings undone as bytes arrive, counting output as it is made:
+    every stage inflates at most `limit` + 1 bytes per call (`max_length`), so a small
+    compressed body cannot expand in memory past the limit (a gzip bomb, stacked codings).
+    Raises `_TooLarge` past *limit*, `_Undecodable` for a coding it cannot undo."""
+
+    def __init__(self, header: str, limit: int) -> None:
+        codings = [c.strip().lower() for c in header.split(",") if c.strip()]
+        codings = [c for c in codings if c != "identity"]
+        if len(codings) > _MAX_ENCODINGS:
+            raise _Undecodable(f"{len(codings)} stacked content encodings")
+        unknown = [c for c in codings if c not in _ENCODINGS]
+        if unknown:
+            raise _Undecodable(f"content encoding {unknown[0]!r}")
+        # the coding applied last is undone first
+        self.stages = [zlib.decompressobj(_ENCODINGS[c]) for c in reversed(codings)]
+        self.limit = limit
+        self.size = 0
+
+    def feed(self, data: bytes) -> bytes:
+        for stage in self.stages:
+            data = self._inflate(stage, data)
+        self.size += len(data)
+        if self.size > self.limit:
+            raise _TooLarge
+        return data
+
+    def _inflate(self, stage: Any, data: bytes) -> bytes:
+        out = bytearray()
+        try:
+            while data:
+                room = self.limit - self.size - len(out) + 1
+                if room <= 0:
+                    raise _TooLarge
+                out += stage.decompress(data, room)
+                data = stage.unconsumed_tail
+        except zlib.error as exc:
+            raise _Undecodable(f"bad compressed body ({exc})") from None
+        if self.size + len(out) > self.limit:
+            raise _TooLarge
+        return bytes(out)
+
+
+async def _read(response: httpx.Response, limit: int, *, cut: bool = False) -> bytes:
+    """The body, its content codings undone by `_Inflater` (never by httpx, which inflates a
+    whole chunk before anyone can count it): `_TooLarge` past *limit* bytes, or with *cut*
+    the first *limit* bytes and the rest unread."""
+    inflater = _Inflater(response.headers.get("content-encoding", ""), limit)
+    parts: list[bytes] = []
+    try:
+        async for raw in response.aiter_raw():
+            parts.append(inflater.feed(raw))
+    except _TooLarge:
+        if not cut:
+            raise  # with *cut*: what arrived within the limit is the answer
+    return b"".join(parts)
 
 
 class Fetcher:
@@ -189,7 +282,11 @@ class Fetcher:
             transport=transport,
             follow_redirects=False,
             trust_env=False,  # the address checks must see the host actually connected to
-            headers={"User-Agent": self.settings.user_agent, "Accept": "text/html, text/plain"},
+            headers={
+                "User-Agent": self.settings.user_agent,
+                "Accept": "text/html, text/plain",
+                "Accept-Encoding": "gzip, deflate",  # what `_Inflater` can undo, bounded
+            },
             timeout=httpx.Timeout(self.settings.timeout_s),
         )
         self._hosts: dict[str, _Host] = {}
@@ -311,14 +408,14 @@ class Fetcher:
             raise _Refused(
                 FetchRefused(url, "too_large", f"Content-Length {declared} > {limit} bytes")
             )
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            if size > limit:
-                raise _Refused(FetchRefused(url, "too_large", f"body larger than {limit} bytes"))
-            chunks.append(chunk)
-        return b"".join(chunks)
+        try:
+            return await _read(response, limit)
+        except _TooLarge:
+            raise _Refused(
+                FetchRefused(url, "too_large", f"body larger than {limit} bytes")
+            ) from None
+        except _Undecodable as exc:
+            raise _Refused(FetchRefused(url, "content_type", f"cannot decode: {exc}")) from None
 
     def _host(self, url: str) -> _Host:
         key = urlsplit(url).netloc.lower()
@@ -387,15 +484,12 @@ class _Robots:
 
 
 async def _head(response: httpx.Response, limit: int) -> bytes:
-    """The first *limit* bytes of the body; the rest is not read."""
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        chunks.append(chunk)
-        size += len(chunk)
-        if size >= limit:
-            break
-    return b"".join(chunks)[:limit]
+    """The first *limit* bytes of the (decoded) body; the rest is not read. An undecodable
+    body is empty (robots.txt: no rules)."""
+    try:
+        return await _read(response, limit, cut=True)
+    except _Undecodable:
+        return b""
 
 
 def _one_line(exc: BaseException) -> str:

@@ -53,9 +53,34 @@ def is_public_address(address: str) -> bool:
     return _is_public(ip)
 
 
+# IPv6 ranges Python's `ipaddress` (3.11) calls global but that reach a private network or
+# embed an IPv4 address that decides: RFC 3879 site-local (deprecated, still routed inside
+# sites), RFC 4291 2.5.5.1 IPv4-compatible (deprecated), RFC 8215 local-use NAT64, and the
+# RFC 6052 well-known NAT64 prefix, RFC 3056 6to4 and RFC 4380 Teredo, which carry an IPv4
+# address (checked as that address; Teredo's is obfuscated, so Teredo is refused whole).
+_SITE_LOCAL = ipaddress.IPv6Network("fec0::/10")
+_V4_COMPATIBLE = ipaddress.IPv6Network("::/96")
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
+_TEREDO = ipaddress.IPv6Network("2001::/32")
+
+
+def _embedded(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one stands for (mapped, NAT64, 6to4), or None."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip in _NAT64:
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return ip.sixtofour
+
+
 def _is_public(ip: IPAddress) -> bool:
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        if any(ip in net for net in (_SITE_LOCAL, _V4_COMPATIBLE, _NAT64_LOCAL, _TEREDO)):
+            return False
+        embedded = _embedded(ip)
+        if embedded is not None:
+            ip = embedded
     return not (
         ip.is_private
         or ip.is_loopback
