@@ -47,9 +47,14 @@ def mcp(
         typer.Option(
             "--token",
             envvar="AGENTPORT_MCP_TOKEN",
-            help="Bearer token HTTP clients must send; required for a non-loopback bind.",
+            help="Bearer token HTTP clients must send; required for a non-loopback bind. "
+            "Prefer the variable or --token-file: an argument is visible in the process list.",
             show_envvar=True,
         ),
+    ] = None,
+    token_file: Annotated[
+        Path | None,
+        typer.Option("--token-file", help="Read the bearer token from this file (first line)."),
     ] = None,
 ) -> None:
     """Serve agentport as an MCP server: complete, backends, deep research jobs, DeepRefine."""
@@ -66,6 +71,19 @@ def mcp(
         serve_stdio(server)
         return
     host, port = parse_http(http)
+    if token_file is not None:
+        try:
+            token = token_file.read_text(encoding="utf-8").splitlines()[0].strip()
+        except (OSError, UnicodeDecodeError, IndexError) as exc:
+            fail(f"--token-file {token_file}: cannot read a token ({exc})", 2)
+        if not token:
+            fail(f"--token-file {token_file}: the first line is empty", 2)
+    elif token and os.environ.get("AGENTPORT_MCP_TOKEN") != token:
+        typer.echo(
+            "agentport: warning: --token is visible to every local user in the process list; "
+            "use --token-file or AGENTPORT_MCP_TOKEN",
+            err=True,
+        )
     if (problem := check_bind(host, token)) is not None:
         fail(problem, 2)
     serve_http(server, host, port, token)

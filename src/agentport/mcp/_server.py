@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent
 
 from .. import __version__
@@ -147,9 +148,36 @@ class _BearerToken:
         await self.app(scope, receive, send)
 
 
+MAX_REQUEST_BYTES = 1 << 20  # one JSON-RPC message; a prompt of ~250k words fits
+MAX_SESSIONS = 64
+
+
+def rebinding_protection(host: str) -> TransportSecuritySettings | None:
+    """Host/Origin checks for a loopback bind (DNS rebinding, MCP spec "Security Warning"):
+    only loopback names and addresses, the bound one included (every 127.0.0.0/8 address,
+    `[::1]`), any port. None for a non-loopback bind, which needs a bearer token instead."""
+    if not is_loopback(host):
+        return None
+    bound = host.strip("[]")
+    shown = f"[{bound}]" if ":" in bound else bound
+    hosts = sorted({shown, "127.0.0.1", "localhost", "[::1]"})
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{h}:*" for h in hosts],
+        allowed_origins=[f"http://{h}:*" for h in hosts],
+    )
+
+
 def http_app(server: MCPServer[Any], host: str, token: str | None) -> Any:
-    """The streamable-HTTP ASGI app at `/mcp`, behind the token check when a token is set."""
-    app = server.streamable_http_app(host=host)
+    """The streamable-HTTP ASGI app at `/mcp`: Host/Origin checked on every loopback bind,
+    requests over `MAX_REQUEST_BYTES` refused, at most `MAX_SESSIONS` sessions, behind the
+    token check when a token is set."""
+    app = server.streamable_http_app(
+        host=host.strip("[]"),
+        transport_security=rebinding_protection(host),
+        max_request_body_size=MAX_REQUEST_BYTES,
+        max_sessions=MAX_SESSIONS,
+    )
     return _BearerToken(app, token) if token else app
 
 

@@ -90,8 +90,12 @@ class CoreTools:
     """Tools that call a backend (`complete`) or the research workflow; *adapter_for* makes
     the adapter for a backend name (None = the configured default)."""
 
-    def __init__(self, roots: Roots, jobs: Jobs, adapter_for: AdapterFactory) -> None:
+    def __init__(
+        self, roots: Roots, jobs: Jobs, adapter_for: AdapterFactory, max_calls: int = 4
+    ) -> None:
         self.roots, self.jobs, self.adapter_for = roots, jobs, adapter_for
+        # model calls of `complete` running at once, over every client of the server
+        self.calls = anyio.CapacityLimiter(max_calls)
 
     def register(self, server: Any) -> None:
         for fn, title in (
@@ -139,7 +143,8 @@ class CoreTools:
         adapter = self.adapter_for(backend)
         messages = ([Message.system(system)] if system else []) + [Message.user(text)]
         config = CompletionConfig(**({"output_schema": schema} if schema is not None else {}))
-        result = await adapter.complete(messages, config)
+        async with self.calls:
+            result = await adapter.complete(messages, config)
         if isinstance(result, Failure):
             raise result.failure()
         response = result.unwrap()

@@ -1,0 +1,127 @@
+"""MCP over HTTP on any loopback bind keeps DNS-rebinding protection, caps a request's size,
+and takes its token from a file or the environment.
+
+Regressions: `--http [::1]:PORT` or `127.0.0.2:PORT` turned the Host/Origin checks off (the
+SDK turns them on only for `127.0.0.1`, `localhost` and `::1` spelled exactly so); `--token`
+was the only way to pass a token, visible in the process list.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytest.importorskip("mcp")
+
+from agentport.mcp._server import MAX_REQUEST_BYTES, rebinding_protection
+
+LAUNCHER = Path(__file__).with_name("_mcp_util.py")
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    },
+}
+HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+def _has_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@contextmanager
+def _serving(host: str, tmp_path: Path) -> Iterator[str]:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as s:
+        s.bind((host, 0))
+        port = int(s.getsockname()[1])
+    shown = f"[{host}]" if ":" in host else host
+    proc = subprocess.Popen(
+        [sys.executable, str(LAUNCHER), "--http", f"{shown}:{port}", "--root", str(tmp_path)],
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        end = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection((host, port), timeout=0.2):
+                    break
+            except OSError:
+                assert proc.poll() is None, "the HTTP server exited"
+                assert time.monotonic() < end, "the HTTP server did not start"
+                time.sleep(0.05)
+        yield f"http://{shown}:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+BINDS = ["127.0.0.1", "127.0.0.2"] + (["::1"] if _has_ipv6_loopback() else [])
+
+
+@pytest.mark.parametrize("host", BINDS)
+def test_every_loopback_bind_checks_host_and_origin(host: str, tmp_path: Path) -> None:
+    with _serving(host, tmp_path) as url, httpx.Client(timeout=10) as client:
+        port = url.rsplit(":", 1)[1].split("/")[0]
+        ok = client.post(url, json=INIT, headers=HEADERS)
+        assert ok.status_code == 200, ok.text
+        rebound = client.post(
+            url, json=INIT, headers=HEADERS | {"Host": f"attacker.example:{port}"}
+        )
+        assert rebound.status_code == 421
+        foreign = client.post(
+            url, json=INIT, headers=HEADERS | {"Origin": "http://attacker.example"}
+        )
+        assert foreign.status_code == 403
+        huge = client.post(
+            url, content=json.dumps({**INIT, "pad": "x" * MAX_REQUEST_BYTES}), headers=HEADERS
+        )
+        assert huge.status_code == 413
+
+
+def test_the_protection_names_only_loopback() -> None:
+    settings = rebinding_protection("127.0.0.2")
+    assert settings is not None
+    assert settings.enable_dns_rebinding_protection
+    assert set(settings.allowed_hosts) == {
+        "127.0.0.2:*", "127.0.0.1:*", "localhost:*", "[::1]:*"
+    }  # fmt: skip
+    v6 = rebinding_protection("[::1]")
+    assert v6 is not None
+    assert "http://[::1]:*" in v6.allowed_origins
+    assert rebinding_protection("0.0.0.0") is None  # a token guards a non-loopback bind
+
+
+def test_the_token_can_come_from_a_file(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from agentport.cli import app
+
+    empty = tmp_path / "empty"
+    empty.write_text("\n")
+    result = CliRunner().invoke(app, ["mcp", "--http", "0.0.0.0:1", "--token-file", str(empty)])
+    assert result.exit_code == 2
+    assert "first line is empty" in result.output
+    missing = CliRunner().invoke(
+        app, ["mcp", "--http", "0.0.0.0:1", "--token-file", str(tmp_path / "no")]
+    )
+    assert missing.exit_code == 2
+    assert "cannot read a token" in missing.output
