@@ -125,3 +125,49 @@ def test_the_token_can_come_from_a_file(tmp_path: Path) -> None:
     )
     assert missing.exit_code == 2
     assert "cannot read a token" in missing.output
+
+
+def test_stdio_answers_every_malformed_message() -> None:
+    """Over stdio the SDK dropped a line that is not a valid JSON-RPC message: the client
+    waited for an answer that never came. Now: -32700 / -32600, then the session goes on."""
+    import select
+
+    proc = subprocess.Popen(
+        [sys.executable, str(LAUNCHER), "--root", str(Path.cwd())],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+
+    def ask(line: str) -> dict[str, object]:
+        proc.stdin.write(line.encode() + b"\n")  # type: ignore[union-attr]
+        proc.stdin.flush()  # type: ignore[union-attr]
+        ready, _, _ = select.select([proc.stdout], [], [], 20)
+        assert ready, f"no answer to {line[:80]}"
+        return dict(json.loads(proc.stdout.readline()))  # type: ignore[union-attr]
+
+    try:
+        assert "result" in ask(json.dumps(INIT))
+        proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        deep = (
+            '{"jsonrpc":"2.0","id":7,"method":"tools/list","params":'
+            + "[" * 5000
+            + "]" * 5000
+            + "}"
+        )
+        cases = [
+            ("{not json", -32700, None),
+            (deep, -32700, None),
+            ('{"jsonrpc":"2.0","id":3,"method":"tools/call","params":[1]}', -32600, 3),
+            ('{"id":4,"method":"tools/list"}', -32600, 4),
+        ]
+        for line, code, ident in cases:
+            answer = ask(line)
+            assert answer["error"]["code"] == code, answer  # type: ignore[index]
+            assert answer["id"] == ident
+        listed = ask('{"jsonrpc":"2.0","id":9,"method":"tools/list"}')
+        assert listed["id"] == 9
+        assert "result" in listed
+    finally:
+        proc.kill()
+        proc.wait(10)

@@ -17,8 +17,11 @@ from typing import Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp_types import CallToolResult, TextContent
+from mcp.shared.message import SessionMessage
+from mcp_types import CallToolResult, ErrorData, JSONRPCError, TextContent
+from pydantic import ValidationError
 
 from .. import __version__
 from ._errors import Roots, flatten_sdk_error
@@ -118,8 +121,71 @@ def check_bind(host: str, token: str | None) -> str | None:
     return None
 
 
+class _AnsweringReader:
+    """The stdio transport's read stream, answering what the SDK only drops: a line that is
+    not JSON (or nests too deep) gets `-32700 Parse error`, a message that is not a valid
+    JSON-RPC request `-32600 Invalid Request`, with the request's id when it has one (JSON-RPC
+    2.0 section 5.1). The streamable-HTTP transport answers these itself."""
+
+    def __init__(self, inner: Any, write: Any) -> None:
+        self.inner, self.write = inner, write
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self.inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        while True:
+            item = await self.inner.receive()
+            if not isinstance(item, Exception):
+                return item
+            await self.write.send(SessionMessage(_error_for(item)))
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def __aiter__(self) -> _AnsweringReader:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _AnsweringReader:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _error_for(exc: Exception) -> JSONRPCError:
+    errors = exc.errors() if isinstance(exc, ValidationError) else []
+    parse = not errors or any(e.get("type") == "json_invalid" for e in errors)
+    ident: Any = None
+    for e in errors:
+        given = e.get("input")
+        if isinstance(given, dict) and isinstance(given.get("id"), int | str):
+            ident = given["id"]
+            break
+    code, what = (-32700, "Parse error") if parse else (-32600, "Invalid Request")
+    detail = (errors[0].get("msg") if errors else str(exc)) or type(exc).__name__
+    return JSONRPCError(
+        jsonrpc="2.0", id=ident, error=ErrorData(code=code, message=f"{what}: {detail}"[:300])
+    )
+
+
+async def _run_stdio(server: MCPServer[Any]) -> None:
+    lowlevel = server._lowlevel_server  # what `MCPServer.run_stdio_async` runs, as well
+    async with stdio_server() as (read, write):
+        await lowlevel.run(
+            _AnsweringReader(read, write), write, lowlevel.create_initialization_options()
+        )
+
+
 def serve_stdio(server: MCPServer[Any]) -> None:
-    anyio.run(server.run_stdio_async)
+    anyio.run(_run_stdio, server)
 
 
 class _BearerToken:
