@@ -160,7 +160,7 @@ def test_research_batch_resumes_without_redoing_finished_questions(
     assert "2 done, 1 failed of 3" in result.stderr
     state = json.loads((out / "batch.json").read_text(encoding="utf-8"))
     assert [i["status"] for i in state["items"]] == ["done", "done", "failed"]
-    assert "Scope agent returned no result" in state["items"][2]["error"]
+    assert "the scope call returned no result" in state["items"][2]["error"]
     done = sorted(p.name for p in out.glob("*.md") if p.name != "summary.md")
     assert done == sorted(f"{question_id(q)}.md" for q in ("How do retries wait?", "Why back off?"))
 

@@ -163,7 +163,7 @@ def test_model_returning_invalid_json_ends_with_one_line(
     _use(monkeypatch, ScriptedAdapter(default="not json at all"))
     result = runner.invoke(app, ["research", "Q", "--corpus", str(docs), "-q"])
     assert result.exit_code == 1
-    assert "Scope agent returned no result" in _one_line_error(result)
+    assert "the scope call returned no result" in _one_line_error(result)
 
 
 def test_corpus_run_writes_markdown_report_atomically(

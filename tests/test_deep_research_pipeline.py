@@ -101,7 +101,7 @@ async def test_scope_failure_is_a_one_line_error_not_an_exception() -> None:
     llm = ScriptedAdapter().add("I cannot help with that.", label="scope")
     out = await run_research("Q", llm, config=WEB)
     assert out.error is not None
-    assert "Scope agent returned no result" in out.error
+    assert "the scope call returned no result" in out.error
     assert "schema_mismatch" in out.error
     assert "\n" not in out.error
 

@@ -49,9 +49,11 @@ def test_apply_writes_graphify_format_and_backs_up_the_exact_pre_image(tiny: Pat
     assert len(raw["nodes"]) == 7  # no node created
     assert _layout(tiny).backup.read_bytes() == before
     second = '<refinement>delete_edge("app/cli.py::run()", "calls", "helper()")</refinement>'
-    assert apply_refinement(_layout(tiny), second, trace={"interaction_history": [
+    # run() does call helper(): review rates that delete LOW (R7), so it needs allow_low
+    trace = {"interaction_history": [
         {"retrieved_subgraph": [{"subject": "run()", "relation": "r", "object": "q",
-                                 "subject_id": "app_cli_run"}]}]}).written  # fmt: skip
+                                 "subject_id": "app_cli_run"}]}]}  # fmt: skip
+    assert apply_refinement(_layout(tiny), second, trace=trace, allow_low=True).written
     assert _layout(tiny).backup.read_bytes() == after  # pre-image of THIS apply (F-02)
 
 

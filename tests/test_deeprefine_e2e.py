@@ -175,7 +175,7 @@ def test_agentport_refine_apply_without_yes_writes_nothing(real_project: Path) -
 
 def test_agentport_refine_unknown_graph_is_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["refine", Q, "--graph", str(tmp_path / "graph.json")])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # bad input, as docs/deeprefine.md says
     assert result.output.strip() == f"agentport: {tmp_path / 'graph.json'}: file not found"
 
 

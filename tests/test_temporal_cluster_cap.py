@@ -294,8 +294,9 @@ async def test_a_refine_batch_from_the_command_line_obeys_the_configured_cap(
 
         async with anyio.create_task_group() as group:
             for _ in range(2):  # the default prefix, as `agentport worker` without options
-                group.start_soon(lambda: run_worker(temporal_server, ["openai_compat"],
-                                                    on_ready=on_ready, roots=[tmp_path]))  # fmt: skip
+                group.start_soon(lambda: run_worker(
+                    temporal_server, ["openai_compat"], on_ready=on_ready, roots=[tmp_path]
+                ))  # fmt: skip
             await ready.wait()
             argv = [
                 "refine",

@@ -26,6 +26,7 @@ from agentport.backends._web_events import web_activity, web_meta
 from agentport.catalog import all_backends, get_capability
 from agentport.core import (
     AgentEvent,
+    BackendKind,
     CompletionConfig,
     CompletionResponse,
     EventType,
@@ -74,7 +75,9 @@ def _call(tmp: Path, config: CompletionConfig) -> CliCall:
 
 def _cli_modules() -> list[tuple[str, Any]]:
     out = []
-    for cap in all_backends():
+    for cap in all_backends():  # CLI backends: their modules import without any extra
+        if cap.kind is not BackendKind.cli:
+            continue
         module = importlib.import_module(cap.module) if cap.module else None
         if module is not None and hasattr(module, "SPEC"):
             out.append((cap.name, module))

@@ -24,6 +24,7 @@ from typing import BinaryIO
 __all__ = [
     "append_text",
     "atomic_write",
+    "check_writable",
     "ensure_private_dir",
     "ensure_real_dir",
     "open_lock_file",
@@ -80,6 +81,14 @@ def ensure_real_dir(path: Path, *, mode: int = 0o777, create: bool = True) -> Pa
     if info.st_uid != os.geteuid():
         raise _refuse(path, "belongs to another user; refusing to write in it", errno.EPERM)
     return path
+
+
+def check_writable(folder: Path) -> None:
+    """`OSError` naming *folder* unless a file can be created in it (checked by creating and
+    removing one): callers check before the first model call, not after it."""
+    fd, name = tempfile.mkstemp(prefix=".agentport-probe-", dir=folder)
+    os.close(fd)
+    os.unlink(name)
 
 
 def ensure_private_dir(path: Path) -> Path:

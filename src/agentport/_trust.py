@@ -232,9 +232,14 @@ def narrow_budget(
 def warn_dropped(label: str, dropped: list[str]) -> None:
     """One warning line per ignored key, naming the file and key."""
     for key in dropped:
+        instead = (
+            "; the backend comes from your own configuration (or `auto`) instead"
+            if key == "llm.backend"
+            else ""
+        )
         warnings.warn(
             f"{label}: {key} ignored: this project folder is not trusted (add it to "
-            f"trusted_projects in your own agentport config to allow it)",
+            f"trusted_projects in your own agentport config to allow it){instead}",
             UntrustedConfigWarning,
             stacklevel=2,
         )

@@ -137,8 +137,9 @@ def resolve_auto() -> str:
     raise ProviderError(
         ErrorKind.config,
         "llm.backend is 'auto' but no backend is available (tried: "
-        f'{tried}); set one with AGENTPORT_LLM_BACKEND=<name>, `[llm] backend = "<name>"` in '
-        "agentport.toml, or install an agent CLI or `agentport[local]`",
+        f'{tried}); set one with AGENTPORT_LLM_BACKEND=<name> or `[llm] backend = "<name>"` in '
+        "your own ~/.config/agentport/config.toml (a project's agentport.toml may set it only "
+        "in a trusted folder), or install an agent CLI or `agentport[local]`",
     )
 
 

@@ -38,6 +38,29 @@ app = typer.Typer(
 _LETTER = {"native": "N", "translated": "T", "ignored": "I"}
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"agentport {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print agentport's version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """One stable way to call any LLM backend."""
+
+
 def fail(message: str, code: int = 1) -> NoReturn:
     """Print one line on stderr and exit."""
     typer.echo(f"agentport: {redact(message)}", err=True)
@@ -265,8 +288,8 @@ def config_rows(settings: Any) -> list[tuple[str, str, Any, str]]:
 def config_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Show the settings in effect ([llm], [budget], [web], [temporal]) and which file (or
-    variable) chose each of them; secrets print as ***."""
+    """Show the settings in effect (\\[llm], \\[budget], \\[web], \\[temporal]) and which
+    file (or variable) chose each of them; secrets print as ***."""
     from ..config import load_settings
 
     try:

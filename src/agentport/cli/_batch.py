@@ -219,6 +219,18 @@ def _web_input() -> dict[str, Any]:
         fail_error(exc)
 
 
+def _embedded(backend: str) -> bool:
+    """Whether *backend* (or a member of its chain) is the embedded model."""
+    from .._chain import parse_chain
+    from ..catalog import get_capability
+    from ..core import BackendKind
+
+    try:
+        return any(get_capability(n).kind is BackendKind.local for n in parse_chain(backend))
+    except (ProviderError, ValueError):
+        return False
+
+
 def refine_batch_command(
     question: str | None,
     batch: Path | None,
@@ -256,6 +268,9 @@ def refine_batch_command(
             fail_error(exc)
         if target is None:
             fail("--temporal needs a named backend (--backend or llm.backend)", 2)
+        if _embedded(target):  # as research: the embedded model runs locally only
+            fail("small-model mode (the embedded local model) is not supported with "
+                 "--temporal yet; run the batch locally", 2)  # fmt: skip
         _submit(
             "refine",
             parsed,

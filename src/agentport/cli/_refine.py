@@ -44,6 +44,17 @@ __all__ = ["refine", "run_refine"]
 Echo = Callable[[str], object]
 
 
+def _writable(layout: Layout, graph: Path, apply: bool) -> None:
+    """`OSError` naming the folder unless the trace, the actions (`.deeprefine/`) and, with
+    *apply*, the new graph.json can be written there."""
+    from .._fs import check_writable
+    from ..workflows.deeprefine._files import ensure_state
+
+    check_writable(ensure_state(layout.state))
+    if apply:
+        check_writable(graph.parent)
+
+
 def run_refine(
     question: str,
     graph_path: Path,
@@ -61,13 +72,17 @@ def run_refine(
     layout = Layout.for_graph(graph_path)
     try:
         graph = load_graph(graph_path)
+        _writable(layout, graph_path, apply)
         if adapter is None:
             from ..factory import create_llm_adapter
 
             adapter = create_llm_adapter(backend)
     except InputError as exc:
         err(str(exc))
-        return 1
+        return 2
+    except OSError as exc:  # a read-only graphify-out/ or .deeprefine/: before any call
+        err(f"{exc.filename or layout.state}: cannot write there ({exc.strerror or exc})")
+        return 2
     except ProviderError as exc:
         err(str(exc))
         return 2

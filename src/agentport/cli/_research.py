@@ -110,6 +110,25 @@ def _own_web(backend: str | None) -> bool:
     return backend is not None and uses_own_web(backend)
 
 
+def _no_web_in_small_mode(target: str | None) -> str:
+    """Why small-model research without --corpus cannot run, with what can make it run:
+    never `--full-model` for the embedded model (refused too), and the web extra when an
+    engine is configured but the extra is missing."""
+    from ..workflows.deep_research import check_web_search
+    from ..workflows.deep_research._web_own import own_web_refusal
+
+    local = target is not None and get_capability(target).kind is BackendKind.local
+    full = "" if local else " (or --full-model for web research)"
+    refusal = check_web_search(target) if target is not None else None
+    why = own_web_refusal(refusal) if refusal is not None else None
+    if why is not None and "agentport[web]" in why:  # an engine is set, the extra is not
+        return f"small-model mode researches a local folder: add --corpus DIR{full}; {why}"
+    return (
+        f"small-model mode researches a local folder: add --corpus DIR{full}, or configure "
+        "a search engine for agentport's own web tools: [web] searxng_url (docs/web.md)"
+    )
+
+
 def _check_out(out: Path) -> None:
     """Fail (exit 2) before any model call when *out* cannot be written."""
     if out.is_dir():
@@ -310,12 +329,7 @@ def research(
     except ValueError as exc:  # a bad --budget spec
         fail(str(exc), 2)
     if config.small_model and corpus is None and not plan and not _own_web(target):
-        fail(
-            "small-model mode researches a local folder: add --corpus DIR "
-            "(or --full-model for web research), or configure a search engine for "
-            "agentport's own web tools: [web] searxng_url (docs/web.md)",
-            2,
-        )
+        fail(_no_web_in_small_mode(target), 2)
     loaded: Corpus | None = None
     if corpus is not None:
         result = load_corpus(corpus, max_passage_chars=config.max_passage_chars)

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..._fs import atomic_write, ensure_real_dir, open_lock_file
+from ..._fs import atomic_write, check_writable, ensure_real_dir, open_lock_file
 from ._questions import BatchInputError, Question
 
 __all__ = ["STATE_FILE", "BatchState", "Item", "Status"]
@@ -65,6 +65,7 @@ class BatchState:
         Raises `BatchInputError` (one line) for an unusable folder or state file."""
         try:
             ensure_real_dir(out)
+            check_writable(out)  # before the first model call, not after it
         except OSError as exc:
             raise BatchInputError(
                 f"{out}: cannot use as the batch folder: {exc.strerror or exc}"

@@ -137,6 +137,7 @@ async def run_research(
                         question=q,
                         mode=mode,
                         summary="No claims extracted. 0 sources fetched, all empty/failed.",
+                        error=own.engine_failed(),
                         warnings=own.warnings(),
                         stats=own.stats(),
                     )
@@ -235,8 +236,7 @@ async def _pipeline(
         return ResearchReport(
             question=q,
             mode=mode,
-            error="Scope agent returned no result — cannot decompose the question "
-            f"({run.last_error('scope')}).",
+            error=_first_call_failed(run.last_error("scope")),
             stats=extra_stats(run, {}, started),
             warnings=warnings_of(run),
         )
@@ -488,6 +488,7 @@ async def _pipeline(
         if not ranked:
             return ResearchReport(
                 **common,
+                error=own.engine_failed() if own is not None else None,
                 summary=(
                     f"No claims extracted. {len(all_sources)} sources fetched, all empty/failed."
                     if not ungrounded
@@ -545,3 +546,11 @@ def _source_entry(s: Record, mirrors: dict[str, list[str]]) -> SourceEntry:
             "mirrors": mirrors.get(norm_url(s["url"]), []),
         }
     )
+
+
+def _first_call_failed(last: str) -> str:
+    """The report's error when the first call (scope) failed: the backend's own failure
+    first (`not_installed: 'codex' not found on PATH; ...`), then what it stopped."""
+    if last and last != "no answer":
+        return f"{last} (the scope call returned no result: the question was not researched)"
+    return "the scope call returned no result: the question was not researched (no answer)"

@@ -98,7 +98,8 @@ def _small_plan(cfg: ResearchConfig, corpus: Corpus | None) -> ResearchPlan:
     fetches = cfg.MAX_FETCH if corpus is None else min(cfg.MAX_FETCH, len(corpus.passages))
     claims = min(cfg.MAX_VERIFY_CLAIMS, fetches * 3)
     return ResearchPlan(
-        mode="corpus (small-model mode: every call is a choice)",
+        mode=("corpus" if corpus is not None else "web")
+        + " (small-model mode: every call is a choice)",
         max_angles=4,
         max_fetches=fetches,
         max_claims_verified=claims,

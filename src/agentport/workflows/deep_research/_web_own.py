@@ -160,6 +160,15 @@ class OwnWeb:
             for h in hits
         ]
 
+    def engine_failed(self) -> str | None:
+        """One line when the engine failed on every query it was asked (a dead or
+        misconfigured SearxNG): the run then reports an error, not "no claims"."""
+        if self.searches == 0 or len(self.search_failures) < self.searches:
+            return None
+        return (
+            f"the search engine failed on every query ({self.searches}): {self.search_failures[-1]}"
+        )
+
     # -- fetch -------------------------------------------------------------------------
     async def read(self, url: str) -> FetchedPage | FetchRefused:
         """Fetch *url* once per run; a refusal is recorded in `skipped`."""

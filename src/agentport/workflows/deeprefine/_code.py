@@ -27,7 +27,16 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-__all__ = ["CALLS", "DEFINES", "IMPORTS", "Sources", "code_evidence", "defines_name", "locate"]
+__all__ = [
+    "CALLS",
+    "DEFINES",
+    "IMPORTS",
+    "Sources",
+    "can_check",
+    "code_evidence",
+    "defines_name",
+    "locate",
+]
 
 CALLS = frozenset({"calls", "call", "uses", "instantiates", "indirect_call", "references"})
 _ANY_READ = frozenset({"uses", "references", "instantiates"})
@@ -270,6 +279,23 @@ def code_evidence(
         elif rel == "inherits":
             how = "base class" if _inherits(scope, token) else None
     return f"R9 direct code evidence in {source_file} ({how})" if how else None
+
+
+def can_check(
+    sources: Sources, subject: dict[str, Any], relation: str, obj: dict[str, Any]
+) -> bool:
+    """Whether `code_evidence` can tell for this edge: a relation it knows, the subject's
+    Python file parsed, its scope found, an object label that is a name. Then None from
+    `code_evidence` is evidence that the edge is absent from the code."""
+    rel = relation.lower()
+    if rel not in CALLS | IMPORTS | DEFINES | {"inherits"}:
+        return False
+    parsed = sources.get(str(subject.get("source_file") or ""))
+    if parsed is None or parsed.tree is None:
+        return False
+    if not _token(str(obj.get("label") or "")).isidentifier():
+        return False
+    return rel in IMPORTS or _scope(parsed.tree, subject) is not None
 
 
 def defines_name(sources: Sources, source_file: str, name: str) -> bool:

@@ -19,7 +19,9 @@ R6 existing  — insert_edge of an existing (s, r, o): `skip` (no-op, MEDIUM); a
                --allow-low-confidence: graphify's undirected simple graph collapses parallel
                links and `graphify update` keeps one (F-06), which would hide an AST link.
 R7 delete    — no such (s, r, o) in the stored direction: `reject` (reversed one named);
-               deleting an EXTRACTED (AST) link: LOW.
+               deleting an EXTRACTED (AST) link: LOW; a delete needs code evidence that the
+               edge is absent (the subject's Python source checked as in R9): the code
+               showing it, or a source that cannot tell, gives LOW.
 R8 community — endpoints in different communities, not both in the trace's subgraphs: LOW.
 R9 code      — insert_edge whose relation is visible in the subject's Python syntax tree
                (`_code`: calls/uses: a call of obj inside the subject, direct or through a
@@ -40,7 +42,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ._actions import Action, Rejected, parse_refinement, render_action
-from ._code import Sources, code_evidence, defines_name
+from ._code import Sources, can_check, code_evidence, defines_name
 from ._graph import Graph, Resolution, name_key
 
 __all__ = ["Review", "ReviewContext", "ReviewItem", "review"]
@@ -242,6 +244,7 @@ def _review_edge(graph: Graph, item: ReviewItem, ctx: ReviewContext, sources: So
         item.evidence.append("Exact edge exists in graph.json.")
         if any(link.get("confidence") == "EXTRACTED" for link in exact):
             item.warnings.append("R7 deletes an EXTRACTED (AST) edge")
+        _delete_evidence(graph, item, sources, s, relation, o)
     c_s, c_o = graph.nodes[s].get("community"), graph.nodes[o].get("community")
     in_trace = {s, o} <= ctx.trace_ids
     if c_s is not None and c_o is not None and c_s != c_o and not in_trace:
@@ -252,6 +255,27 @@ def _review_edge(graph: Graph, item: ReviewItem, ctx: ReviewContext, sources: So
             item.evidence.append(code)
     if s in ctx.trace_ids or o in ctx.trace_ids:
         item.evidence.append("R10 k-hop context of the trace contains an endpoint")
+
+
+def _delete_evidence(
+    graph: Graph, item: ReviewItem, sources: Sources, s: str, relation: str, o: str
+) -> None:
+    """R7: a delete needs code evidence that the edge is absent. The subject's source showing
+    the edge (`loads()` calling `JSONDecoder`) makes it LOW, and so does a source that cannot
+    tell (a relation the code check does not know, no readable Python file)."""
+    subject, obj = graph.nodes[s], graph.nodes[o]
+    shown = code_evidence(sources, subject, relation, obj)
+    if shown is not None:
+        where = shown.removeprefix("R9 direct code evidence in ")
+        item.warnings.append(
+            f"R7 the code shows this edge ({where}): deleting it removes a true link"
+        )
+    elif can_check(sources, subject, relation, obj):
+        item.evidence.append(
+            f"R7 code evidence: the subject's source has no {relation} of the object"
+        )
+    else:
+        item.warnings.append("R7 no code evidence that the edge is absent (the code cannot tell)")
 
 
 def _review_replace(graph: Graph, item: ReviewItem, ctx: ReviewContext, sources: Sources) -> None:
