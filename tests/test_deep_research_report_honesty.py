@@ -113,7 +113,8 @@ async def test_claims_cut_by_the_budget_are_listed_counted_warned_and_told() -> 
     assert "Not verified (budget)" in synth
     assert all(c.claim in synth for c in out.not_verified)
     md = to_markdown(out)
-    assert "7 not verified (budget)" in md.split("## Summary")[0]
+    # no run budget was given: the status line names the seed's cap, not a budget
+    assert "7 not verified (cap: MAX_VERIFY_CLAIMS)" in md.split("## Summary")[0]
 
 
 def _mirrored_search(call: Call) -> Search:

@@ -195,8 +195,9 @@ def status_line(report: ResearchReport) -> str:
         else:
             parts[0] += " (quotes not checked against the sources: web mode)"
     parts += [f"{outcomes.count('refuted')} refuted", f"{outcomes.count('unverified')} unverified"]
-    if report.not_verified:
-        parts.append(f"{len(report.not_verified)} not verified (budget)")
+    if report.not_verified:  # a run budget stopped it, or the seed's cap on verified claims
+        why = "budget" if report.budget_reached else "cap: MAX_VERIFY_CLAIMS"
+        parts.append(f"{len(report.not_verified)} not verified ({why})")
     if report.ungrounded:
         parts.append(f"{len(report.ungrounded)} set aside (quote not found in source)")
     if synthesis := report.stats.get("synthesis"):
