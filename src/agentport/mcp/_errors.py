@@ -7,16 +7,27 @@ values, docs/errors.md), delivered as an MCP tool error (`isError: true`), never
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
 
 from ..core import ErrorKind, ProviderError, redact
 
-__all__ = ["Roots", "ToolFailure", "guarded", "one_line"]
+__all__ = [
+    "Progress",
+    "Roots",
+    "ToolFailure",
+    "describe",
+    "error_line",
+    "guarded",
+    "one_line",
+    "tool_hints",
+]
 
 _log = logging.getLogger("agentport.mcp")
 P = ParamSpec("P")
@@ -42,6 +53,65 @@ class ToolFailure(Exception):
         self.kind = kind
 
 
+def error_line(exc: ProviderError) -> str:
+    """`<kind>: <backend>: <message> (<details>)` with the kind once: `str(exc)` reads
+    `claude: not_installed: ...`, which a plain kind prefix turned into `not_installed:
+    claude: not_installed: ...`."""
+    text = one_line(str(exc))
+    kind = exc.kind.value
+    if exc.backend and text.startswith(f"{exc.backend}: {kind}: "):
+        return f"{kind}: {exc.backend}: {text[len(exc.backend) + len(kind) + 4 :]}"
+    return text if text.startswith(f"{kind}: ") else f"{kind}: {text}"
+
+
+class Progress:
+    """MCP progress for one request, as the spec requires it: the value strictly increases
+    (a repeat is not sent) and the total never drops (the largest estimate so far; a job
+    re-estimates its calls as it learns the question's size)."""
+
+    def __init__(self, ctx: Any) -> None:
+        self.ctx = ctx
+        self.last = 0.0
+        self.total: float | None = None
+
+    async def report(self, value: float, total: float | None, message: str) -> None:
+        if total is not None:
+            self.total = max(self.total or 0.0, total, value)
+        if value <= self.last:
+            return
+        self.last = value
+        await self.ctx.report_progress(value, self.total, message)
+
+    async def finish(self, message: str) -> None:
+        """The last notification: the whole total, when it was not reached yet."""
+        end = max(self.total or 0.0, self.last + 1)
+        self.total = end
+        await self.report(end, end, message)
+
+
+def tool_hints(
+    *,
+    read_only: bool = False,
+    destructive: bool = False,
+    idempotent: bool = False,
+    open_world: bool = False,
+) -> ToolAnnotations:
+    """MCP tool annotations, every hint set explicitly (a client reading an absent hint
+    assumes the worst: destructive, open-world): clients tell `apply` from `backends`."""
+    return ToolAnnotations(
+        read_only_hint=read_only,
+        destructive_hint=destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=open_world,
+    )
+
+
+def describe(fn: Callable[..., Any]) -> str:
+    """*fn*'s docstring as a tool description: dedented (no source indentation for the
+    model to read), paragraphs kept."""
+    return inspect.cleandoc(fn.__doc__ or "")
+
+
 def guarded(fn: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
     """Wrap a tool: every exception becomes a one-line `ToolError` `<kind>: <message>`
     (cancellation passes through; unexpected errors are logged with their traceback on the
@@ -54,10 +124,7 @@ def guarded(fn: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
         except ToolFailure as exc:
             raise ToolError(str(exc)) from None
         except ProviderError as exc:
-            text = one_line(str(exc))
-            if not text.startswith(f"{exc.kind.value}:"):
-                text = f"{exc.kind.value}: {text}"
-            raise ToolError(text) from None
+            raise ToolError(error_line(exc)) from None
         except ToolError:
             raise
         except Exception as exc:

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import Context
-from pydantic import Field
+from pydantic import Field, StrictBool
 from returns.result import Failure
 
 from ..core import ErrorKind
@@ -33,7 +33,7 @@ from ..workflows.deeprefine import (
     validate_trace,
 )
 from ..workflows.deeprefine._budget import partial_trace_path
-from ._errors import Roots, ToolFailure, guarded
+from ._errors import Progress, Roots, ToolFailure, describe, guarded, tool_hints
 from ._tools import AdapterFactory, BackendArg, BudgetArg, run_budget
 
 __all__ = ["RefineTools"]
@@ -97,12 +97,21 @@ class RefineTools:
         self.roots, self.adapter_for = roots, adapter_for
 
     def register(self, server: Any) -> None:
-        for fn, title in (
-            (self.refine, "DeepRefine: run the loop (dry run)"),
-            (self.review, "DeepRefine: review proposed actions"),
-            (self.apply, "DeepRefine: apply reviewed actions"),
+        for fn, title, hints in (
+            # refine writes its trace and actions under .deeprefine/ (never graph.json) and
+            # calls a model; review only reads; apply rewrites graph.json
+            (self.refine, "DeepRefine: run the loop (dry run)", tool_hints(open_world=True)),
+            (self.review, "DeepRefine: review proposed actions", tool_hints(read_only=True)),
+            (self.apply, "DeepRefine: apply reviewed actions", tool_hints(destructive=True)),
         ):
-            server.add_tool(guarded(fn), name=fn.__name__, title=title, structured_output=True)
+            server.add_tool(
+                guarded(fn),
+                name=fn.__name__,
+                title=title,
+                description=describe(fn),
+                annotations=hints,
+                structured_output=True,
+            )
 
     def _layout(self, graph: str) -> tuple[Path, Layout]:
         path = self.roots.check(graph, "graph")
@@ -160,10 +169,12 @@ class RefineTools:
         adapter = self.adapter_for(backend)
         send, receive = anyio.create_memory_object_stream[int](16)
 
+        progress = Progress(ctx)
+
         async def forward() -> None:
             async with receive:
                 async for step in receive:
-                    await ctx.report_progress(step, None, f"hop {step}")
+                    await progress.report(step, None, f"hop {step}")
 
         settings = LoopSettings(on_step=lambda step: send.send_nowait(step))
         async with anyio.create_task_group() as tg:
@@ -199,7 +210,8 @@ class RefineTools:
         """Review a refine run's proposed actions against the current graph.json and the
         project's source files: each action gets HIGH / MEDIUM / LOW confidence, its
         effect (change / skip / reject) and the evidence. Returns {actions, action_set_id,
-        counts, review, markdown}; pass `actions` (or `action_set_id`) back to `apply`."""
+        counts, review, markdown}; pass `graph`, `query_id` and `actions` (the exact list,
+        same order) back to `apply` with `approve` true once the user approved them."""
         path, layout = self._layout(graph)
         _, actions_path, trace = self._files(layout, query_id)
         loaded = load_graph(path)
@@ -220,7 +232,8 @@ class RefineTools:
             ),
         ],
         approve: Annotated[
-            bool, Field(description="Must be true: the user approved these actions.")
+            StrictBool,
+            Field(description="JSON true only: the user approved these actions."),
         ],
         allow_low: Annotated[
             bool,

@@ -19,6 +19,7 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp_types import CallToolResult, ErrorData, JSONRPCError, TextContent
 from pydantic import ValidationError
@@ -47,12 +48,21 @@ def _default_adapter(backend: str | None) -> Any:
     return create_llm_adapter(backend)
 
 
+INVALID_PARAMS = -32602  # JSON-RPC 2.0 section 5.1
+
+
 class _OneLineErrors:
     """Server middleware: every tool error leaves as one line `<ErrorKind>: <message>`,
-    including the SDK's own (unknown tool, arguments that fail the schema)."""
+    including the SDK's own (unknown tool, arguments that fail the schema); an unknown
+    prompt or resource is `-32602 Invalid params` (the MCP spec's code), not code 0."""
 
     async def __call__(self, ctx: Any, call_next: Any) -> Any:
-        result = await call_next(ctx)
+        try:
+            result = await call_next(ctx)
+        except ValueError as exc:  # the SDK's "Unknown prompt/resource" leave as code 0
+            if ctx.method in ("prompts/get", "resources/read") and "Unknown" in str(exc):
+                raise MCPError(INVALID_PARAMS, str(exc)) from None
+            raise
         if ctx.method != "tools/call":
             return result
         if isinstance(result, CallToolResult) and result.is_error:

@@ -30,7 +30,7 @@ from ..workflows.deep_research import (
     to_markdown,
     web_mode_refusal,
 )
-from ._errors import Roots, ToolFailure, guarded
+from ._errors import Progress, Roots, ToolFailure, describe, guarded, tool_hints
 from ._jobs import Job, Jobs
 
 __all__ = ["AdapterFactory", "BudgetArg", "CoreTools", "run_budget"]
@@ -98,16 +98,29 @@ class CoreTools:
         self.calls = anyio.CapacityLimiter(max_calls)
 
     def register(self, server: Any) -> None:
-        for fn, title in (
-            (self.complete, "Ask a model once"),
-            (self.backends, "List agentport backends"),
-            (self.research_start, "Start a deep-research job"),
-            (self.research_status, "Deep-research job status"),
-            (self.research_wait, "Wait for a deep-research job"),
-            (self.research_result, "Deep-research report"),
-            (self.research_cancel, "Cancel a deep-research job"),
+        reads, waits = tool_hints(read_only=True, idempotent=True), tool_hints(read_only=True)
+        for fn, title, hints in (
+            # a model call changes nothing here but reaches a model (the open world)
+            (self.complete, "Ask a model once", tool_hints(read_only=True, open_world=True)),
+            (self.backends, "List agentport backends", reads),
+            (self.research_start, "Start a deep-research job", tool_hints(open_world=True)),
+            (self.research_status, "Deep-research job status", reads),
+            (self.research_wait, "Wait for a deep-research job", waits),
+            (self.research_result, "Deep-research report", reads),
+            (
+                self.research_cancel,
+                "Cancel a deep-research job",
+                tool_hints(destructive=True, idempotent=True),
+            ),
         ):
-            server.add_tool(guarded(fn), name=fn.__name__, title=title, structured_output=True)
+            server.add_tool(
+                guarded(fn),
+                name=fn.__name__,
+                title=title,
+                description=describe(fn),
+                annotations=hints,
+                structured_output=True,
+            )
         server.resource(
             "agentport://research/{job_id}",
             name="research_report",
@@ -270,17 +283,16 @@ class CoreTools:
         notifications (calls done of calls expected, with the phase) when the request
         carries a progressToken; returns the same status as `research_status`."""
         job = self.jobs.get(job_id)
+        progress = Progress(ctx)
         with anyio.move_on_after(timeout_s):
             while job.state == "running":
-                await ctx.report_progress(
-                    job.done, job.expected or None, f"{job.phase}: {job.message}"
-                )
+                await progress.report(job.done, job.expected or None, f"{job.phase}: {job.message}")
                 changed = job.changed
                 with anyio.move_on_after(5):
                     await changed.wait()
         if job.state != "running":
             ended = f"{job.state}: {job.message}" if job.budget_reached else job.state
-            await ctx.report_progress(job.done, job.done or None, ended)
+            await progress.finish(ended)
         return job.status()
 
     async def research_result(self, job_id: JobArg) -> dict[str, Any]:

@@ -1,0 +1,117 @@
+"""What any MCP client sees, checked over stdio with the SDK's own client: every tool carries
+all four annotations (a client tells `apply`, which rewrites graph.json, from `backends`),
+descriptions read without source indentation, `apply` takes only JSON `true` as approval,
+an unknown prompt is -32602, a backend error names its kind once, and progress strictly
+increases with a total that never drops.
+
+Regressions: no annotations; `approve: "yes"` and `approve: 1` approved and wrote graph.json;
+`review` told the model to pass `action_set_id`, which `apply` rejects; progress repeated
+(6 -> 6) and its total dropped (95 -> 13); an unknown prompt was `MCP error 0`; errors read
+`not_installed: claude: not_installed: ...`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+from _deeprefine_util import write_tiny
+from agentport.core import ErrorKind, ProviderError
+from agentport.mcp._errors import Progress, error_line
+
+HERE = Path(__file__).parent
+LAUNCHER = HERE / "_mcp_util.py"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _client(root: Path) -> Client:
+    env = {
+        k: v for k, v in os.environ.items() if k in ("PATH", "HOME") or k.startswith("AGENTPORT_")
+    }
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE), *sys.path])
+    return Client(
+        StdioServerParameters(command=sys.executable, args=[str(LAUNCHER), "--root", str(root)],
+                              env=env),
+        read_timeout_seconds=60,
+    )  # fmt: skip
+
+
+@pytest.mark.anyio
+async def test_every_tool_is_annotated_and_reads_cleanly(tmp_path: Path) -> None:
+    async with _client(tmp_path) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    for tool in tools.values():
+        hints = tool.annotations
+        assert hints is not None, tool.name
+        for hint in ("read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint"):
+            assert getattr(hints, hint) is not None, (tool.name, hint)
+        assert tool.description
+        assert not any(line.startswith("    ") for line in tool.description.splitlines()), tool.name
+    assert tools["apply"].annotations.destructive_hint is True  # type: ignore[union-attr]
+    assert tools["backends"].annotations.read_only_hint is True  # type: ignore[union-attr]
+    review = tools["review"].description or ""
+    assert "(or `action_set_id`)" not in review  # apply takes the actions, not the id
+    assert "`actions`" in review
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("approve", ["yes", 1, "true"])
+async def test_apply_takes_only_json_true_as_approval(tmp_path: Path, approve: Any) -> None:
+    graph = write_tiny(tmp_path)
+    before = graph.read_bytes()
+    async with _client(tmp_path) as client:
+        result = await client.call_tool(
+            "apply",
+            {"graph": str(graph), "query_id": "0" * 16, "actions": [], "approve": approve},
+        )
+    assert result.is_error
+    assert graph.read_bytes() == before
+
+
+@pytest.mark.anyio
+async def test_an_unknown_prompt_is_invalid_params(tmp_path: Path) -> None:
+    async with _client(tmp_path) as client:
+        with pytest.raises(MCPError) as caught:
+            await client.get_prompt("no-such-prompt")
+    assert caught.value.code == -32602
+
+
+def test_an_error_names_its_kind_once() -> None:
+    error = ProviderError(ErrorKind.not_installed, "'claude' not found on PATH", backend="claude")
+    assert error_line(error) == "not_installed: claude: 'claude' not found on PATH"
+
+
+class _Ctx:
+    def __init__(self) -> None:
+        self.sent: list[tuple[float, float | None]] = []
+
+    async def report_progress(self, value: float, total: float | None, message: str) -> None:
+        self.sent.append((value, total))
+
+
+@pytest.mark.anyio
+async def test_progress_strictly_increases_and_its_total_never_drops() -> None:
+    ctx = _Ctx()
+    progress = Progress(ctx)
+    for done, expected in [(0, 95), (6, 95), (6, 95), (12, 13), (12, 13), (13, 13)]:
+        await progress.report(done, expected, "phase")
+    await progress.finish("done")
+    values = [v for v, _ in ctx.sent]
+    totals = [t for _, t in ctx.sent]
+    assert values == sorted(set(values)), values  # strictly increasing
+    assert all(a <= b for a, b in itertools.pairwise(totals)), totals  # type: ignore[operator]
+    assert values[-1] == totals[-1]  # ends complete
