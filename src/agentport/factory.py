@@ -222,7 +222,10 @@ def create_llm_adapter(
 
 
 def _with_policies(
-    adapter: LLMAdapter, capability: BackendCapability, settings: LLMSettings
+    adapter: LLMAdapter,
+    capability: BackendCapability,
+    settings: LLMSettings,
+    hand_over: frozenset[ErrorKind] = frozenset(),
 ) -> RetryingAdapter:
     policy = RetryPolicy(
         attempts=settings.retry_attempts,
@@ -231,7 +234,7 @@ def _with_policies(
     )
     return RetryingAdapter(
         adapter, policy, defaults=settings.completion_config(), cooldown=default_store(),
-        capability=capability,
+        capability=capability, hand_over=hand_over,
     )  # fmt: skip
 
 
@@ -244,21 +247,25 @@ def _chain_adapter(settings: LLMSettings, *, retry: bool) -> FailoverAdapter:
         if names.count(names[-1]) > 1:
             names.pop()
 
-    def member(name: str) -> ChainMember:
-        capability = get_capability(name)
-        own = settings.model_copy(update={"backend": name})
-
-        def build() -> LLMAdapter:
-            adapter = cast(LLMAdapter, _build(capability, own, runtime=False))
-            return _with_policies(adapter, capability, own) if retry else adapter
-
-        return ChainMember(name, build, capability)
-
     kinds = DEFAULT_FAILOVER_ON
     if settings.failover_on is not None:
         kinds = failover_kinds(settings.failover_on)
+
+    def member(name: str, last: bool) -> ChainMember:
+        capability = get_capability(name)
+        own = settings.model_copy(update={"backend": name})
+        # a member before the last hands over at once on what fails the chain over (no
+        # retry, no Retry-After sleep); the last, which no other member can replace, retries
+        hand_over = frozenset() if last else kinds
+
+        def build() -> LLMAdapter:
+            adapter = cast(LLMAdapter, _build(capability, own, runtime=False))
+            return _with_policies(adapter, capability, own, hand_over) if retry else adapter
+
+        return ChainMember(name, build, capability)
+
     return FailoverAdapter(
-        [member(n) for n in names],
+        [member(n, i == len(names) - 1) for i, n in enumerate(names)],
         failover_on=kinds,
         hedge_after_s=settings.hedge_after_s,
         defaults=settings.completion_config(),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 import threading
 import time
 import warnings
@@ -27,7 +28,6 @@ from pathlib import Path
 
 import anyio
 
-from .._fs import ensure_private_dir
 from ..core import MAX_WINDOW, ErrorKind, ProviderError
 
 __all__ = [
@@ -77,6 +77,21 @@ class Cooldown:
         return max((self.until - (now or datetime.now(UTC))).total_seconds(), 0.0)
 
 
+def _private_dir(path: Path) -> None:
+    """*path* as a real folder of this user's, created 0700; `OSError` naming it when it is
+    a symlink, someone else's, or writable by other users (its state could be replaced)."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = path.lstat()
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise OSError(f"{path}: refusing a symlinked cooldown store folder")
+    if info.st_uid != os.geteuid():
+        raise OSError(f"{path}: belongs to another user; refusing it as a state folder")
+    if stat.S_IMODE(info.st_mode) & 0o022:
+        raise OSError(
+            f"{path}: can be written by other users; refusing it as a state folder (chmod 700)"
+        )
+
+
 def state_dir() -> Path:
     """`$AGENTPORT_STATE_DIR`, else `$XDG_STATE_HOME/agentport`, else
     `~/.local/state/agentport` (XDG base directory spec)."""
@@ -100,7 +115,7 @@ class CooldownStore:
 
     def _connect(self) -> sqlite3.Connection:
         # private to the user; a symlink could point the writes anywhere (issue 15)
-        ensure_private_dir(self.path.parent)  # a real 0700 folder only this user writes
+        _private_dir(self.path.parent)  # a real 0700 folder only this user writes
         if self.path.is_symlink():
             raise OSError(f"{self.path}: refusing a symlinked cooldown store")
         if not self.path.exists():  # the file and its WAL/SHM siblings: 0600

@@ -106,6 +106,11 @@ class RetryingAdapter:
     one attempt's bound (module docstring). A failure carries `attempts` (one `Attempt` per
     try); a deadline reached ends in `ProviderError(timeout, timeout="total",
     retryable=False)` naming the last failure; a success's `duration_s` covers the whole call.
+
+    *hand_over*: error kinds that end the call at once, with no retry and no wait (a failover
+    chain's member before the last: its rate limit, exhausted window, outage or missing
+    install moves the chain to the next member instead of sleeping on this one's
+    Retry-After; the attempt history still records it).
     """
 
     def __init__(
@@ -117,8 +122,10 @@ class RetryingAdapter:
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
         cooldown: CooldownStore | None = None,
         capability: BackendCapability | None = None,
+        hand_over: frozenset[ErrorKind] = frozenset(),
     ) -> None:
         self.inner = inner
+        self.hand_over = hand_over
         self.policy = policy or RetryPolicy()
         self.defaults = defaults or CompletionConfig()
         self._sleep = sleep
@@ -187,6 +194,8 @@ class RetryingAdapter:
                     error.timeout,
                 )
             )  # fmt: skip
+            if error.kind in self.hand_over:  # another backend of the chain answers instead
+                return Failure(error.replace(attempts=tuple(attempts)))
             cut = error.kind is ErrorKind.timeout and error.timeout == "total"
             if (cut or error.retryable) and time.monotonic() >= deadline - _CLOCK_SLOP_S:
                 return Failure(self._expired(config, attempts, (last or error) if cut else error))
