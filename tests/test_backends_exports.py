@@ -20,7 +20,8 @@ def test_transport_exports() -> None:
             "MAX_JSON_DEPTH", "NESTING_MARKERS", "Frame", "LineFramer", "LineTooLongError",
             "NestingTooDeepError", "OnFrame", "OnStderrLine", "ProcessRequest",
             "ProcessResult", "check_argv", "child_env", "group_members", "guard_argv",
-            "missing_executable", "parse_line", "run_process", "tls_context",
+            "missing_executable", "parse_line", "private_base", "private_tempdir", "run_capture",
+            "run_capture_sync", "run_process", "tls_context",
         ]
     )  # fmt: skip
     for name in agentport.transport.__all__:

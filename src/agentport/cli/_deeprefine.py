@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..core import redact
-from ..transport import ProcessRequest, run_capture_sync
 from ..workflows.deeprefine import (
     InputError,
     Layout,
@@ -200,6 +199,8 @@ def refresh_wiki(layout: Layout, graph: Path) -> str:
     )
     if exe is None:
         return "graphify is not installed (pip install graphifyy); wiki not refreshed"
+    from ..transport import ProcessRequest, run_capture_sync  # httpx (and click) load late
+
     request = ProcessRequest(
         argv=[exe, "export", "wiki", "--graph", str(graph)],
         cwd=layout.root,
