@@ -23,6 +23,7 @@ import agentport.factory
 from _batch_model import API_KEY, refine_answer, refine_questions, serve_refine
 from _deep_research_util import PASS, scope
 from _deeprefine_util import write_tiny
+from _extras import needs_temporal
 from _temporal_server import WorkerProcess, temporal_server  # noqa: F401
 from agentport.cli import app
 from agentport.testing import Call, FakeModelServer, ScriptedAdapter
@@ -191,6 +192,7 @@ def test_a_refine_batch_at_its_budget_keeps_partial_traces_and_applies_nothing_p
     ceiling=st.integers(1, 40),
     jobs=st.integers(1, 4),
 )
+@needs_temporal
 def test_the_pool_never_grants_past_the_ceiling_and_serves_questions_in_order(
     needs: list[int], ceiling: int, jobs: int
 ) -> None:
@@ -324,6 +326,7 @@ def test_a_bad_batch_budget_is_one_line_before_anything_runs(
     assert not (tmp_path / "o").exists()
 
 
+@needs_temporal
 def test_the_wall_budget_on_temporal_stops_new_questions_and_new_calls() -> None:
     # workflow.now() stands still in a workflow task; here a list plays the clock
     from agentport.core import ErrorKind, Message

@@ -13,6 +13,7 @@ import certifi
 import httpx._transports.default as transports
 import pytest
 
+from _extras import needs_web
 from agentport.core import Message
 from agentport.factory import create_llm_adapter
 from agentport.testing import DEFAULT_PAGES, FakeModelServer, LoopbackWeb
@@ -51,6 +52,7 @@ async def test_openai_compat_calls_share_one_tls_context(
     assert len({id(v) for v in built}) == 1
 
 
+@needs_web
 async def test_web_search_and_fetch_share_the_tls_context(monkeypatch: pytest.MonkeyPatch) -> None:
     built = _count_contexts(monkeypatch)
     with LoopbackWeb() as web:

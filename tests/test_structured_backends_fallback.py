@@ -6,6 +6,7 @@ validated locally and the response carries a warning. A length-cut answer says s
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import sys
 import types
@@ -132,7 +133,19 @@ def _http_adapter(kind: str, server: FakeModelServer, tmp_path: Path, **options:
     return create_llm_adapter(kind, cwd=tmp_path, retry=False, model="fake-model", **{kind: table})
 
 
-HTTP = pytest.mark.parametrize("kind", ["openai_compat", "litellm"])
+_NO_LITELLM = importlib.util.find_spec("litellm") is None
+HTTP = pytest.mark.parametrize(
+    "kind",
+    [
+        "openai_compat",
+        pytest.param(
+            "litellm",
+            marks=pytest.mark.skipif(
+                _NO_LITELLM, reason="needs the litellm extra: pip install -e '.[litellm]'"
+            ),
+        ),
+    ],
+)
 # LiteLLM's own models trip pydantic deprecation and TypedDict warnings: not ours to fix.
 QUIET = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning")
 

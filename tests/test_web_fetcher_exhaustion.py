@@ -20,6 +20,8 @@ from typing import Any
 import anyio
 import pytest
 
+pytest.importorskip("trafilatura", reason="needs the web extra: pip install -e '.[web]'")
+
 from agentport.web import FetchedPage, Fetcher, FetchRefused, WebSettings, is_public_address
 from agentport.web._fetch import _title
 from agentport.web._search import SearxngProvider

@@ -20,6 +20,8 @@ from urllib.parse import quote
 import anyio
 import httpx
 import pytest
+
+pytest.importorskip("trafilatura", reason="needs the web extra: pip install -e '.[web]'")
 from hypothesis import given
 from hypothesis import strategies as st
 

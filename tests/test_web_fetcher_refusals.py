@@ -7,6 +7,8 @@ import ipaddress
 from collections.abc import Iterator
 
 import pytest
+
+pytest.importorskip("trafilatura", reason="needs the web extra: pip install -e '.[web]'")
 from hypothesis import given
 from hypothesis import strategies as st
 

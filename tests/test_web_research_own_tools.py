@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from _extras import needs_web
 from agentport.cli import app
 from agentport.testing import (
     ALLOW_ENV,
@@ -155,6 +156,7 @@ def _llm_table(server: FakeModelServer) -> str:
     )
 
 
+@needs_web
 def test_openai_compat_web_research_on_agentports_own_tools(
     web: LoopbackWeb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -225,6 +227,7 @@ def test_no_search_engine_refusal_says_how_to_configure(
     assert "--corpus" in line
 
 
+@needs_web
 def test_a_dead_search_engine_is_an_error_not_an_empty_success(
     web: LoopbackWeb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -33,6 +33,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import sys
 import tempfile
 import threading
 import time
@@ -60,7 +61,9 @@ from ..core import (
 )
 from ..structured import complete_constrained, schema_dict
 
-if importlib.util.find_spec("llama_cpp") is None:  # pragma: no cover - without the extra
+if (
+    "llama_cpp" not in sys.modules and importlib.util.find_spec("llama_cpp") is None
+):  # pragma: no cover
     raise ImportError("the local backend needs llama-cpp-python: pip install 'agentport[local]'")
 
 from ._local_client import ModelWorker, worker_for
