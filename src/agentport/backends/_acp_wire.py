@@ -8,11 +8,26 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core import AgentEvent, EventType, Message, Sandbox, ToolPolicy, Usage
+from returns.result import Failure, Result, Success
+
+from ..core import (
+    AgentEvent,
+    BackendCapability,
+    CompletionConfig,
+    CompletionResponse,
+    EventType,
+    Message,
+    ProviderError,
+    Sandbox,
+    ToolPolicy,
+    Usage,
+    check_params,
+)
+from ..structured import complete_constrained
 from ._cli import render_prompt
 
 __all__ = [
@@ -21,6 +36,7 @@ __all__ = [
     "decode_update",
     "permission_allowed",
     "prompt_text",
+    "schema_or_plain",
     "usage_of",
 ]
 
@@ -148,3 +164,22 @@ def absolute_cwd(path: str | Path) -> Path:
 def prompt_text(messages: Sequence[Message]) -> str:
     # ACP has no system role: the system prompt is folded in (TRANSLATED).
     return render_prompt(messages, fold_system=True)
+
+
+async def schema_or_plain(
+    capability: BackendCapability,
+    messages: Sequence[Message],
+    config: CompletionConfig,
+    once: Callable[[list[Message]], Awaitable[Result[CompletionResponse, ProviderError]]],
+) -> Result[CompletionResponse, ProviderError]:
+    """One ACP completion: the catalog's parameter check, then *once* under the structured
+    output loop (a schema TRANSLATED into the prompt and validated), warnings kept."""
+    checked = check_params(capability, messages, config)
+    if isinstance(checked, Failure):
+        return checked
+    warnings = checked.unwrap()
+    result = await complete_constrained(once, messages, config, backend=capability.name)
+    if warnings and isinstance(result, Success):
+        response = result.unwrap()
+        return Success(response.model_copy(update={"warnings": warnings + response.warnings}))
+    return result

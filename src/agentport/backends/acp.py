@@ -57,11 +57,9 @@ from ..core import (
     ToolPolicy,
     as_messages,
     as_quota,
-    check_params,
     merge_config,
     until_consumer_leaves,
 )
-from ..structured import complete_constrained
 from ..transport import DEFAULT_MAX_LINE_BYTES, child_env, private_tempdir
 from ._acp_rpc import PROTOCOL_VERSION, AgentConnection, RpcFailure
 from ._acp_wire import (
@@ -70,6 +68,7 @@ from ._acp_wire import (
     decode_update,
     permission_allowed,
     prompt_text,
+    schema_or_plain,
     usage_of,
 )
 from ._endstate import ToolLedger, refusal_error
@@ -390,23 +389,6 @@ class _Session:
 # ---------------------------------------------------------------------- adapter and runtime
 
 
-async def _schema_or_plain(
-    capability: BackendCapability,
-    messages: Sequence[Message],
-    config: CompletionConfig,
-    once: Callable[[list[Message]], Awaitable[Result[CompletionResponse, ProviderError]]],
-) -> Result[CompletionResponse, ProviderError]:
-    checked = check_params(capability, messages, config)
-    if isinstance(checked, Failure):
-        return checked
-    warnings = checked.unwrap()
-    result = await complete_constrained(once, messages, config, backend=capability.name)
-    if warnings and isinstance(result, Success):
-        response = result.unwrap()
-        return Success(response.model_copy(update={"warnings": warnings + response.warnings}))
-    return result
-
-
 class AcpAdapter:
     """`LLMAdapter` over an ACP agent: one process per call (spawn, initialize, session,
     prompt, teardown). Options: see the module docstring."""
@@ -424,7 +406,7 @@ class AcpAdapter:
         self, messages: Sequence[Message], config: CompletionConfig | None = None
     ) -> Result[CompletionResponse, ProviderError]:
         config = merge_config(config, self.default_config)
-        return await _schema_or_plain(
+        return await schema_or_plain(
             self.capability, messages, config, lambda convo: self._once(convo, config)
         )
 
@@ -574,7 +556,7 @@ class AcpRuntime:
                 timeout="total", backend=self.capability.name,
             ))  # fmt: skip
 
-        result = await _schema_or_plain(self.capability, messages, config, once)
+        result = await schema_or_plain(self.capability, messages, config, once)
         if isinstance(result, Failure):
             error = result.failure()
             if isinstance(error, ProviderError) and error.kind in (

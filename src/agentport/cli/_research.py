@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,6 +17,7 @@ import anyio
 import typer
 from returns.result import Failure
 
+from .._fs import check_writable
 from ..catalog import get_capability
 from ..core import (
     BackendKind,
@@ -138,9 +138,7 @@ def _check_out(out: Path) -> None:
         why = "is not a folder" if parent.exists() else "does not exist"
         fail(f"{out}: cannot write the report: {str(parent)!r} {why}", 2)
     try:
-        fd, probe = tempfile.mkstemp(dir=parent, prefix=".agentport-probe-")
-        os.close(fd)
-        os.unlink(probe)
+        check_writable(parent)
     except OSError as exc:
         fail(f"{out}: cannot write the report in {str(parent)!r}: {exc.strerror or exc}", 2)
 
