@@ -27,12 +27,20 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+# where the CI steps installed the real CLIs: the test harness's settings, not agentport's
+# (docs/testing.md), so they survive the isolation below
+_HARNESS = (
+    "AGENTPORT_CLI_PREFIX", "AGENTPORT_CLI_BIN_DIR", "AGENTPORT_HERMES_PREFIX",
+    "AGENTPORT_CI_CACHE",
+)  # fmt: skip
+
+
 @pytest.fixture(autouse=True)
 def _isolated_config(
     monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     for key in list(os.environ):
-        if key.startswith("AGENTPORT_") and key not in (BLOCK_ENV, ALLOW_ENV):
+        if key.startswith("AGENTPORT_") and key not in (BLOCK_ENV, ALLOW_ENV, *_HARNESS):
             monkeypatch.delenv(key)
     home = tmp_path_factory.mktemp("config-home")
     user_file = Path(home) / "config.toml"
