@@ -153,3 +153,19 @@ def test_a_hostile_client_on_the_namespace_cannot_redirect_the_worker(
         assert "127.0.0.1:9" not in log
     finally:
         worker.stop()
+
+
+def test_workers_in_one_process_leave_no_rule_behind() -> None:
+    """Regression: two in-process workers ending in the opposite order left the first's
+    rule in place (each restored what it had saved), and later tests' activities refused
+    their backend."""
+    first = serving_only(["scripted"], [Path.cwd()])
+    second = serving_only(["openai_compat"], [Path.cwd()])
+    first.__enter__()
+    second.__enter__()
+    assert {"scripted", "openai_compat"} == _activities._SERVED  # both workers' backends
+    first.__exit__(None, None, None)
+    assert {"openai_compat"} == _activities._SERVED
+    second.__exit__(None, None, None)
+    assert _activities._SERVED is None
+    assert _batch._ROOTS is None

@@ -84,12 +84,12 @@ async def _heartbeat(period: float, call_id: str) -> None:
 _SERVED: frozenset[str] | None = None
 
 
-def serve_only(backends: Iterable[str]) -> None:
+def serve_only(backends: Iterable[str] | None) -> None:
     """The backends this process's `complete` activity runs (each queue's backend or chain,
-    `a+b` for a chain); set by `run_worker`. Unset = any (an embedding that registers the
+    `a+b` for a chain); set by `run_worker`. None = any (an embedding that registers the
     activity itself decides)."""
     global _SERVED
-    _SERVED = frozenset(m for b in backends for m in b.split("+"))
+    _SERVED = None if backends is None else frozenset(m for b in backends for m in b.split("+"))
 
 
 def _refused(data: CompleteInput) -> ProviderError | None:

@@ -214,19 +214,33 @@ async def run_worker(
         await _serve(plan, address, namespace, connect_timeout_s, on_ready)
 
 
+_ACTIVE: list[tuple[frozenset[str], tuple[Path, ...]]] = []
+
+
 @contextmanager
 def serving_only(backends: Sequence[str], roots: Sequence[Path]) -> Iterator[None]:
     """Within the block, this process's `complete` activity runs only *backends* and its
-    file activities touch only files under *roots*; the previous rules come back after."""
-    from . import _activities, _batch
+    file activities touch only files under *roots*. Workers running at once in one process
+    (tests, an embedding) serve the union of their rules; when the last one ends, the
+    activities are unrestricted again, as before any worker ran."""
 
-    saved = (_activities._SERVED, _batch._ROOTS)
-    serve_only(backends)
-    confine_to(roots)
+    entry = (frozenset(backends), tuple(roots))
+    _ACTIVE.append(entry)
     try:
+        _apply_rules()
         yield
     finally:
-        _activities._SERVED, _batch._ROOTS = saved
+        _ACTIVE.remove(entry)
+        _apply_rules()
+
+
+def _apply_rules() -> None:
+    if not _ACTIVE:
+        serve_only(None)
+        confine_to(None)
+        return
+    serve_only([b for served, _ in _ACTIVE for b in served])
+    confine_to([r for _, roots in _ACTIVE for r in roots])
 
 
 async def _serve(
