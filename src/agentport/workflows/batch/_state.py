@@ -80,9 +80,7 @@ class BatchState:
                         f"{path}: holds a {raw.get('kind')!r} batch, not {kind!r}; "
                         "use another --out folder"
                     )
-                for entry in raw.get("items", []):
-                    item = Item(**entry)
-                    state.items[item.id] = item
+                state.items.update(_items(raw))
                 state.extra = dict(raw.get("extra") or {})
             except (ValueError, TypeError, AttributeError) as exc:
                 raise BatchInputError(f"{path}: not a batch state file ({exc})") from None
@@ -113,10 +111,8 @@ class BatchState:
             with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
                 raw = json.loads(path.read_text(encoding="utf-8"))
                 if raw.get("kind") == self.kind:
-                    for entry in raw.get("items", []):
-                        item = Item(**entry)
-                        if item.id not in self.current:
-                            self.items[item.id] = item
+                    theirs = _items(raw)
+                    self.items.update({k: v for k, v in theirs.items() if k not in self.current})
             data = {
                 "version": 1,
                 "kind": self.kind,
@@ -125,6 +121,12 @@ class BatchState:
                 "extra": self.extra,
             }
             atomic_write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def _items(raw: dict[str, Any]) -> dict[str, Item]:
+    """The rows of a parsed `batch.json` by id; raises ValueError / TypeError on bad rows."""
+    items = (Item(**entry) for entry in raw.get("items", []))
+    return {item.id: item for item in items}
 
 
 @contextlib.contextmanager
