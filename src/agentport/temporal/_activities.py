@@ -124,7 +124,6 @@ def _refused(data: CompleteInput) -> ProviderError | None:
 
 
 async def _call(data: CompleteInput) -> Result[CompletionResponse, ProviderError]:
-    from .._trust import filter_untrusted
     from ..factory import create_llm_adapter
 
     try:
@@ -139,8 +138,8 @@ async def _call(data: CompleteInput) -> Result[CompletionResponse, ProviderError
     refused = _refused(data)
     if refused is not None:
         return Failure(refused)
-    try:
-        overrides, _ = filter_untrusted({k: v for k, v in data.settings.items() if k != "backend"})
+    try:  # `_refused` let the settings through: the trust filter keeps every key of them
+        overrides = {k: v for k, v in data.settings.items() if k != "backend"}
         adapter = create_llm_adapter(data.backend, **(overrides | {"retry_attempts": 1}))
     except ProviderError as exc:  # setup problems are values too (config, not_installed)
         return Failure(exc.with_backend(data.backend))
