@@ -3,7 +3,9 @@
 Commands (reference/deeprefine-cli.md section 2.2): `history add|list|sync-memory`,
 `loop init|validate|finish`, `review`, `apply` (plus `--refresh-wiki` from the reference's
 GitHub main), `refine` (agentport's own loop and LLM backend instead of FAISS) and `index`
-(a no-op: nothing to index). argparse keeps the reference's exact flag spelling. Every
+(a no-op: nothing to index), and the reference's skill installers (`cursor`, `copilot`,
+`codex`, `claude`, `opencode`, `gemini`, `install`, `uninstall`: `_skills`). argparse
+keeps the reference's exact flag spelling. Every
 expected failure is one line `deeprefine: <file>: <field>: <message>` on stderr, rc 1
 (2 for usage errors); never a traceback.
 """
@@ -39,10 +41,10 @@ from ..workflows.deeprefine import (
 )
 from ..workflows.deeprefine._files import ensure_state, read_bytes
 from ..workflows.deeprefine._workflow import dump_trace
+from ._skills import add_installers
 
-__all__ = ["build_parser", "main", "refresh_wiki"]
+__all__ = ["build_parser", "command_owner", "main", "refresh_wiki"]
 
-_INSTALLERS = ("cursor", "copilot", "codex", "claude", "opencode", "gemini", "install", "uninstall")
 _OK = "OK — loop trace matches Reafiner.refine() rules."
 
 
@@ -298,11 +300,6 @@ def _refine(args: argparse.Namespace) -> int:
     return combined_exit(codes)
 
 
-def _unsupported(args: argparse.Namespace) -> int:
-    _err(f"`{args.command}` installs the reference's agent skills; use deeprefine-cli for that")
-    return 2
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="deeprefine",
@@ -382,10 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
     idx.add_argument("--rebuild", action="store_true")
     idx.set_defaults(handler=lambda a: print("Nothing to index: agentport reads graph.json.") or 0)
 
-    for name in _INSTALLERS:
-        p = sub.add_parser(name, help="Not provided by agentport.")
-        p.add_argument("rest", nargs=argparse.REMAINDER)
-        p.set_defaults(handler=_unsupported)
+    add_installers(sub)
     return parser
 
 
@@ -404,8 +398,44 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+def command_owner() -> tuple[str, str | None]:
+    """Which program the `deeprefine` on PATH runs ("agentport", "deeprefine-cli", "none"
+    or "other") and, when deeprefine-cli is installed beside agentport, one line saying so:
+    both packages install a `deeprefine` script and pip lets the last install win (and
+    uninstalling that one leaves none). `agentport-deeprefine` is agentport's under a name
+    that cannot clash."""
+    import importlib.metadata
+    import shutil
+
+    exe = shutil.which("deeprefine")
+    try:
+        script = Path(exe).read_text(encoding="utf-8", errors="replace")[:2000] if exe else ""
+    except OSError:
+        script = ""
+    owner = (
+        "none"
+        if exe is None
+        else "agentport"
+        if "agentport" in script
+        else "deeprefine-cli"
+        if "deeprefine_skill" in script
+        else "other"
+    )
+    try:
+        importlib.metadata.distribution("deeprefine-cli")
+    except importlib.metadata.PackageNotFoundError:
+        return owner, None
+    return owner, (
+        f"deeprefine-cli is installed beside agentport: `deeprefine` runs {owner}'s "
+        "(the last package installed wins); agentport's is always `agentport-deeprefine`"
+    )
+
+
 def console() -> None:
     from .._trust import one_line_warnings
 
     one_line_warnings()
+    _, clash = command_owner()
+    if clash:
+        _err(clash)
     raise SystemExit(main())

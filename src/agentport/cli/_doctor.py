@@ -115,6 +115,16 @@ def _local_row() -> dict[str, Any]:
     return row | {"status": "ok", "detail": detail}
 
 
+def _deeprefine_row() -> dict[str, Any]:
+    from ._deeprefine import command_owner
+
+    owner, clash = command_owner()
+    if clash:
+        return {"backend": "deeprefine", "status": "clash", "detail": clash}
+    where = "is not on PATH" if owner == "none" else f"runs {owner}'s"
+    return {"backend": "deeprefine", "status": "ok", "detail": f"the `deeprefine` command {where}"}
+
+
 @app.command()
 def doctor(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
@@ -128,7 +138,7 @@ def doctor(
         load_settings()
     except ProviderError as exc:
         fail_error(exc)
-    rows = [_local_row()]
+    rows = [_local_row(), _deeprefine_row()]
     rows += [_cli_row(c) for c in all_backends() if c.kind is BackendKind.cli and c.executable]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))

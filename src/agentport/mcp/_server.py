@@ -26,6 +26,7 @@ from pydantic import ValidationError
 
 from .. import __version__
 from ._errors import Roots, flatten_sdk_error
+from ._events import BoundedEventStore
 from ._jobs import Jobs
 from ._refine import RefineTools
 from ._tools import AdapterFactory, CoreTools
@@ -226,6 +227,7 @@ class _BearerToken:
 
 MAX_REQUEST_BYTES = 1 << 20  # one JSON-RPC message; a prompt of ~250k words fits
 MAX_SESSIONS = 64
+RETRY_MS = 1000  # the SSE `retry:` a client waits before reconnecting
 
 
 def rebinding_protection(host: str) -> TransportSecuritySettings | None:
@@ -247,9 +249,13 @@ def rebinding_protection(host: str) -> TransportSecuritySettings | None:
 def http_app(server: MCPServer[Any], host: str, token: str | None) -> Any:
     """The streamable-HTTP ASGI app at `/mcp`: Host/Origin checked on every loopback bind,
     requests over `MAX_REQUEST_BYTES` refused, at most `MAX_SESSIONS` sessions, behind the
-    token check when a token is set."""
+    token check when a token is set; every SSE event has an id and a stream tells the
+    client to reconnect after `RETRY_MS`, so a dropped stream resumes with `Last-Event-ID`
+    (`BoundedEventStore`)."""
     app = server.streamable_http_app(
         host=host.strip("[]"),
+        event_store=BoundedEventStore(),  # SSE event ids: a dropped stream resumes
+        retry_interval=RETRY_MS,
         transport_security=rebinding_protection(host),
         max_request_body_size=MAX_REQUEST_BYTES,
         max_sessions=MAX_SESSIONS,

@@ -255,6 +255,12 @@ class Corpus:
     def passage(self, url: str) -> Passage | None:
         return self._by_url.get(url)
 
+    def titled(self, title: str) -> list[Passage]:
+        """The passages, in order, of the documents whose title is *title* (case and
+        spacing ignored): the documents about a name the question gives."""
+        key = " ".join(title.casefold().split())
+        return [p for p in self.passages if " ".join(p.title.casefold().split()) == key]
+
     def grounded(self, quote_text: str, url: str) -> bool:
         """True when every `...`-separated part of the quote occurs in the source document."""
         passage = self._by_url.get(url)

@@ -323,6 +323,10 @@ async def _pipeline(
                 known.append((c["_pos"], c))
         speculate()
 
+    # small-model mode searches without a model call, so angle order costs no time: the
+    # first angles (the documents the question names) always get their fetch slots
+    in_order = [anyio.Event() for _ in angles] if corpus is not None and cfg.small_model else []
+
     async def search_and_fetch(ai: int, angle: Angle) -> None:
         if corpus is not None and cfg.small_model:
             results = small.ranked_candidates(run, angle)
@@ -353,6 +357,8 @@ async def _pipeline(
         else:
             sr = await run.agent("search", prompts.search_prompt(q, angle), Search)
             results = [r.model_dump() for r in sr.results] if sr is not None else []
+        if in_order and ai:  # the code's ranking: the fetch slots go in angle order
+            await in_order[ai - 1].wait()
         async with dedup_lock:  # the shared seen-set / fetch slots: one angle at a time
             ordered = sorted(results, key=lambda r: _REL[r["relevance"]])
             distinct = split_mirrors(ordered, works, mirrors, key_of)
@@ -360,6 +366,8 @@ async def _pipeline(
             searches_done.append(ai)
             # The angle whose search ended last is on the critical path: its fetches first.
             priority = -float(len(searches_done))
+        if in_order:
+            in_order[ai].set()
         per_angle[ai] = [None] * len(novel)
         pending_fetches.update((ai, slot) for slot in range(len(novel)))
         pending_searches.discard(ai)
@@ -489,12 +497,7 @@ async def _pipeline(
             return ResearchReport(
                 **common,
                 error=own.engine_failed() if own is not None else None,
-                summary=(
-                    f"No claims extracted. {len(all_sources)} sources fetched, all empty/failed."
-                    if not ungrounded
-                    else f"No usable claims: all {len(ungrounded)} extracted quotes were not "
-                    "found in their source."
-                ),
+                summary=_nothing_extracted(cfg, all_sources, len(ungrounded)),
                 stats=stats([], {}),
                 warnings=warnings_of(run),
             )
@@ -546,6 +549,18 @@ def _source_entry(s: Record, mirrors: dict[str, list[str]]) -> SourceEntry:
             "mirrors": mirrors.get(norm_url(s["url"]), []),
         }
     )
+
+
+def _nothing_extracted(cfg: ResearchConfig, sources: list[Record], ungrounded: int) -> str:
+    """The summary of a run without a claim to verify (the seed's "No claims extracted"
+    line; small-model mode says the documents do not answer when every passage was read)."""
+    if ungrounded:
+        return (
+            f"No usable claims: all {ungrounded} extracted quotes were not found in their source."
+        )
+    if cfg.small_model and sources and not any(s.get("error") for s in sources):
+        return small.no_answer(len(sources))
+    return f"No claims extracted. {len(sources)} sources fetched, all empty/failed."
 
 
 def _first_call_failed(last: str) -> str:

@@ -36,6 +36,7 @@ from ._config import ResearchConfig
 from ._corpus import Corpus
 from ._limiter import PriorityLimiter
 from ._report import ResearchEvent
+from ._small_qa import Ask
 
 __all__ = [
     "EventCallback",
@@ -136,6 +137,8 @@ class Run:
         self.budget = adapter if isinstance(adapter, BudgetAdapter) else None
         self.budget_reached: str | None = None
         self.budget_refused = 0
+        # small-model mode: what the question asks (`_small_qa.Ask`), set by its scope phase
+        self.ask: Ask | None = None
 
     def emit(self, kind: EventKind, phase: str, **fields: Any) -> None:
         if self.on_event is not None:

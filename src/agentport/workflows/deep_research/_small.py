@@ -20,12 +20,23 @@ Pure helpers (`sentences`, `pick_sentences`, `ids_schema`, `finding_confidence`)
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
-from ._corpus import Corpus, query_terms
+from ._corpus import Corpus, Passage, query_terms
 from ._run import Run, cap
 from ._schemas import Angle, Finding, Report, Scope
+from ._small_qa import (
+    Ask,
+    _stems,
+    ask_of,
+    conflicts,
+    hop_titles,
+    mentions,
+    overlap,
+    unit_score,
+)
 
 __all__ = [
     "SMALL_VOTES",
@@ -54,12 +65,24 @@ _LIST_MARK = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
 _HEADING = re.compile(r"^#{1,6}\s")
 _WORD = re.compile(r"\w+", re.UNICODE)
 _ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.")
+_PRONOUN = re.compile(r"(?:It|Its|This|That|These|Those|They|Their|Them)\b")
 _COMMON = 0.75  # a question word in more than this share of the documents says little
+_FEW_DOCUMENTS = 4  # ...unless there are so few documents that every word is in most
+
+
+def common_words(corpus: Corpus, question: str) -> frozenset[str]:
+    """The question's words that more than 75 % of the documents contain (none in a corpus
+    of fewer than 4 documents, where a share says nothing)."""
+    if corpus.documents < _FEW_DOCUMENTS:
+        return frozenset()
+    return frozenset(w for w in query_terms(question) if corpus.doc_share(w) > _COMMON)
 
 
 def sentences(text: str) -> list[str]:
     """The quotable units of a passage, in reading order: prose sentences, list items and
     table rows; headings, code blocks, table rules and units under 4 words are left out.
+    A sentence opening with a pronoun ("It never ...") stays with the sentence before it in
+    its paragraph, so a finding never starts with a referent it lost.
     Each unit is a contiguous span of *text* (whitespace aside), so it is a verbatim quote;
     a unit over 400 characters is cut at a word and ends with `…` (the grounding check
     treats `…` as a gap)."""
@@ -70,9 +93,11 @@ def sentences(text: str) -> list[str]:
 
     def flush() -> None:
         if prose:
-            for piece in _SENTENCE_END.split(" ".join(prose)):
+            for n, piece in enumerate(_SENTENCE_END.split(" ".join(prose))):
                 if units and units[-1].endswith(_ABBREVIATIONS) and not is_item[-1]:
                     units[-1] += " " + piece  # "e.g. X" is one sentence
+                elif n and _PRONOUN.match(piece):
+                    units[-1] += " " + piece  # "It ..." keeps the sentence it refers to
                 else:
                     units.append(piece)
                     is_item.append(False)
@@ -112,25 +137,6 @@ def sentences(text: str) -> list[str]:
     return out
 
 
-_SUFFIXES = (
-    ("ies", "y"), ("ied", "y"), ("sses", "ss"), ("shes", "sh"), ("ches", "ch"), ("xes", "x"),
-    ("ing", ""), ("ed", ""), ("ss", "ss"), ("s", ""),
-)  # fmt: skip
-
-
-def stem(word: str) -> str:
-    """A light English stem, so "retry", "retries" and "retried" meet (and "source" and
-    "sources")."""
-    for suffix, repl in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) + len(repl) >= 3:
-            return word[: -len(suffix)] + repl
-    return word
-
-
-def _stems(text: str, ignore: frozenset[str] = frozenset()) -> set[str]:
-    return {stem(w) for w in query_terms(text) if len(w) > 2 and w not in ignore}
-
-
 def pick_sentences(
     question: str, units: Sequence[str], limit: int = 8, *, ignore: frozenset[str] = frozenset()
 ) -> list[str]:
@@ -143,17 +149,6 @@ def pick_sentences(
     scored = [(overlap(terms, _stems(u)), i, u) for i, u in enumerate(units)]
     relevant = [s for s in scored if s[0] > 0]
     return [u for _, _, u in sorted(relevant, key=lambda s: (-s[0], s[1]))[:limit]]
-
-
-def overlap(terms: set[str], words: set[str]) -> int:
-    """How many of *terms* meet one of *words*: equal stems, or one a prefix of the other
-    when the shorter has 4+ letters ("fail" and "failure", "retry" and "retryable")."""
-    return sum(
-        1
-        for t in terms
-        if t in words
-        or any(len(min(t, w, key=len)) >= 4 and (w.startswith(t) or t.startswith(w)) for w in words)
-    )
 
 
 def relevance(question: str, unit: str, ignore: frozenset[str] = frozenset()) -> int:
@@ -305,13 +300,46 @@ def _short(url: str) -> str:
     return url.removeprefix("corpus://")
 
 
-def small_report(question: str, confirmed: Sequence[Record], best: Sequence[int]) -> Report:
+def no_answer(read: int) -> str:
+    """The summary when no passage read held a candidate sentence (`candidates`)."""
+    return (
+        f"The documents do not answer the question: none of the {read} passage(s) read "
+        "has a sentence that names what the question is about and states what it asks."
+    )
+
+
+def _document(url: str) -> str:
+    head, _, tail = _short(url).rpartition("/")
+    return head if tail.isdigit() else _short(url)
+
+
+def place(corpus: Corpus | None, url: str) -> str:
+    """Where a reader finds a passage: "errors.md › The retry policy" (its document and
+    section heading), the document alone before the first heading."""
+    passage = corpus.passage(url) if corpus is not None else None
+    if passage is None:
+        return _short(url)
+    return f"{passage.path} › {passage.heading}" if passage.heading else passage.path
+
+
+def small_report(
+    question: str,
+    confirmed: Sequence[Record],
+    best: Sequence[int],
+    label: Callable[[str], str] = _short,
+) -> Report:
     """The report assembled by code from *confirmed* claims (records with claim, sourceUrl,
     valid, refutedVotes): identical claims merged with their sources, the *best* indexes
-    first, the summary made of the best claims' own words with their sources."""
+    first, the summary made of the best claims' own words with their sources (named by
+    *label*: `place` names the document and section). Claims that
+    contradict a claim of another document (`_small_qa.conflicts`: the same sentence with
+    one value changed) are no finding: the caveats name both sides."""
+    disputed = conflicts([(c["claim"], _document(c["sourceUrl"])) for c in confirmed])
     merged: dict[str, Record] = {}
     order = [*best, *(i for i in range(len(confirmed)) if i not in best)]
     for i in order:
+        if i in disputed:
+            continue
         c = confirmed[i]
         key = " ".join(_WORD.findall(c["claim"].casefold()))
         entry = merged.setdefault(key, {"claim": c["claim"], "sources": [], "unanimous": True})
@@ -323,22 +351,32 @@ def small_report(question: str, confirmed: Sequence[Record], best: Sequence[int]
             claim=m["claim"],
             confidence=finding_confidence(len(m["sources"]), m["unanimous"]),
             sources=list(dict.fromkeys(m["sources"])),
-            evidence="Quoted verbatim from " + ", ".join(_short(s) for s in m["sources"]),
+            evidence="Quoted verbatim from " + ", ".join(label(s) for s in m["sources"]),
             vote=m["vote"],
         )
         for m in merged.values()
     ]
-    top = findings[: max(1, min(3, len(best) or 1))]
-    summary = " ".join(f"{f.claim} [{_short(f.sources[0])}]" for f in top)
+    ranked = [i for i in best if i not in disputed]
+    top = findings[: max(1, min(3, len(ranked) or 1))]
+    summary = " ".join(f"{f.claim} [{label(f.sources[0])}]" for f in top)
+    caveats = (
+        "Small-model mode: every finding is a sentence quoted verbatim from the "
+        "documents, chosen by the model and kept by constrained votes; the summary "
+        "is assembled from those sentences, not written by the model."
+    )
+    if disputed:
+        sides = "; ".join(
+            f'"{confirmed[i]["claim"]}" ({label(confirmed[i]["sourceUrl"])})'
+            for i in sorted(disputed)
+        )
+        caveats += " The documents disagree, so none of these is a finding: " + sides + "."
+        if not findings:
+            summary = "The documents disagree on what the question asks; see the caveats."
     return Report.model_validate(
         {
             "summary": summary,
             "findings": [f.model_dump() for f in findings],
-            "caveats": (
-                "Small-model mode: every finding is a sentence quoted verbatim from the "
-                "documents, chosen by the model and kept by constrained votes; the summary "
-                "is assembled from those sentences, not written by the model."
-            ),
+            "caveats": caveats,
             "openQuestions": [],
         }
     )
@@ -348,12 +386,28 @@ def small_report(question: str, confirmed: Sequence[Record], best: Sequence[int]
 
 
 async def run_scope(question: str, run: Run) -> Scope:
-    """The code's angles, plus up to 2 sections the model picks; a picked section becomes
+    """The code's angles: first the documents titled with a name the question gives and
+    those a sentence about the names links to (a second hop, `_small_qa.hop_titles`), then
+    the question's terms, then up to 2 sections the model picks; a picked section becomes
     an angle only when its query's best hits include a passage of that section."""
     assert run.corpus is not None
     corpus = run.corpus
-    common = frozenset(w for w in query_terms(question) if corpus.doc_share(w) > _COMMON)
-    angles = angle_queries(question, common)
+    common = common_words(corpus, question)
+    ask = ask_of(question, common)
+    titles = {p.title for p in corpus.passages}
+    named = [n for n in ask.names if corpus.titled(n)]
+    seen = [p for n in named for p in corpus.titled(n)] + corpus.search(question, 4)
+    hops: list[str] = []
+    linking = ask_of(question)  # a link may be a word most documents share ("region")
+    for p in seen:
+        links = hop_titles(linking, sentences(p.text), f"{p.title} {p.heading}", titles, p.title)
+        hops += [t for t in links if t not in hops and t not in named]
+    run.ask = replace(ask, hops=tuple(hops[:2]))
+    angles = [
+        Angle(label=f"document: {t}", query=t, rationale="named" if t in named else "link")
+        for t in (*named, *hops[:2])
+    ]
+    angles += angle_queries(question, common)
     sections = sections_for(corpus, question)
     if len(sections) > 1:
         ids = [f"H{i}" for i in range(1, len(sections) + 1)]
@@ -372,13 +426,26 @@ async def run_scope(question: str, run: Run) -> Scope:
     return small_scope(question, angles)
 
 
+def best_of_document(ask: Ask, passages: Sequence[Passage], share: int) -> list[Passage]:
+    """The *share* passages of one document whose best sentence `unit_score` rates
+    highest (none rated 0): the document's answer, wherever its words are."""
+    rated = [
+        (max((unit_score(ask, u, _context(p)) for u in sentences(p.text)), default=0), i, p)
+        for i, p in enumerate(passages)
+    ]
+    return [p for s, _, p in sorted(rated, key=lambda x: (-x[0], x[1])) if s > 0][:share]
+
+
 def ranked_candidates(run: Run, angle: Angle) -> list[Record]:
     """BM25 results for *angle*, relevance by rank (2 high, 2 medium, the rest low)."""
     assert run.corpus is not None
     levels = ["high", "high", "medium", "medium"]
     # Each angle gets a share of the fetch budget, so the later angles add something.
     share = {"question terms": 3, "key terms": 2}.get(angle.label, 1)
-    hits = run.corpus.search(angle.query, min(share, run.config.corpus_candidates))
+    if angle.label.startswith("document: ") and run.ask is not None:
+        hits = best_of_document(run.ask, run.corpus.titled(angle.query), share=2)
+    else:
+        hits = run.corpus.search(angle.query, min(share, run.config.corpus_candidates))
     if hits and angle.label == "question terms":
         # A section states its point first: the best hit's section comes with its opening.
         opening = run.corpus.section_opening(hits[0])
@@ -395,14 +462,48 @@ def ranked_candidates(run: Run, angle: Angle) -> list[Record]:
     ]
 
 
+def _context(passage: Passage) -> str:
+    return f"{passage.title} {passage.heading}"
+
+
+def _namesake(passage: Passage, names: Sequence[str], titles: set[str]) -> bool:
+    """True when *passage*'s document is about a longer namesake ("Port Velmora") of a name
+    that has a document of its own ("Velmora"): a hard negative, never a candidate."""
+    return any(passage.title != n and mentions(passage.title, n) and n in titles for n in names)
+
+
+def candidates(
+    question: str, run: Run, passage: Passage | None, common: frozenset[str]
+) -> dict[str, int]:
+    """The sentences of *passage* offered to the model (at most 8, best first) with the
+    code's score of each: with no names known, those sharing a content word with the
+    question (`pick_sentences`, score 0); with names, those `_small_qa.unit_score` accepts
+    (a name, and an asked word or the answer's type), on a document that is not a
+    namesake's."""
+    if passage is None:
+        return {}
+    units = sentences(passage.text)
+    ask = run.ask
+    if ask is None or not ask.every_name:
+        return dict.fromkeys(pick_sentences(question, units, ignore=common), 0)
+    assert run.corpus is not None
+    titles = {p.title for p in run.corpus.passages}
+    if _namesake(passage, ask.every_name, titles):
+        return {}
+    scored = [(unit_score(ask, u, _context(passage)), i, u) for i, u in enumerate(units)]
+    best = sorted((x for x in scored if x[0] > 0), key=lambda x: (-x[0], x[1]))[:8]
+    return {u: score for score, _, u in best}
+
+
 async def run_extract(question: str, run: Run, url: str, priority: float) -> Record:
     """Claims of one passage by sentence choice: `sourceQuality`, `claims` (claim = quote =
     a chosen sentence, verbatim), and `error` when the call failed. A passage with no
     sentence sharing a word with the question is skipped without a call."""
     assert run.corpus is not None
     passage = run.corpus.passage(url)
-    common = frozenset(w for w in query_terms(question) if run.corpus.doc_share(w) > _COMMON)
-    units = pick_sentences(question, sentences(passage.text if passage else ""), ignore=common)
+    common = common_words(run.corpus, question)
+    scores = candidates(question, run, passage, common)
+    units = list(scores)
     if passage is None or not units:
         return {"sourceQuality": "primary", "claims": []}
     ids = [f"S{i}" for i in range(1, len(units) + 1)]
@@ -424,7 +525,7 @@ async def run_extract(question: str, run: Run, url: str, priority: float) -> Rec
                 "claim": u,
                 "quote": u,
                 "importance": importance_of(question, u, common),
-                "_score": relevance(question, u, common),
+                "_score": relevance(question, u, common) + scores[u],
             }
             for u in picks
         ],
@@ -458,6 +559,10 @@ async def run_synthesis(question: str, run: Run, confirmed: Sequence[Record]) ->
     returns it with the synthesis status: "model choice", "model choice (retried)" or
     "fallback (rank order)" when the choice failed twice."""
     texts = [cap(c["claim"], run.config.max_field_chars) for c in confirmed[:9]]
+
+    def label(url: str) -> str:
+        return place(run.corpus, url)
+
     ids = [f"C{i}" for i in range(1, len(texts) + 1)]
     prompt = synth_prompt(question, texts)
     for attempt in range(2):
@@ -471,9 +576,9 @@ async def run_synthesis(question: str, run: Run, confirmed: Sequence[Record]) ->
         best = [ids.index(i) for i in chosen(parsed, ids)]
         if best:
             status = "model choice" + (" (retried)" if attempt else "")
-            return small_report(question, confirmed, best), status
+            return small_report(question, confirmed, best, label), status
     run.warn(
         "synthesis: the model's choice failed twice; the report lists the confirmed claims "
         "in rank order"
     )
-    return small_report(question, confirmed, []), "fallback (rank order)"
+    return small_report(question, confirmed, [], label), "fallback (rank order)"

@@ -1,0 +1,214 @@
+"""What a question asks, and which sentences can answer it (small-model mode, pure: no I/O).
+
+A small model picks well among few good candidates and badly among many near-misses, so
+the code decides which sentences are candidates, from the question alone:
+
+- `Ask.names`: the names the question is about (capitalised words past its first word,
+  runs kept whole: "Port Velmora"); a candidate must mention one, in the sentence or in its
+  document's title or section heading;
+- `Ask.asked`: the other content words (what is asked about the names); a candidate must
+  share one, or carry the answer's type;
+- `Ask.kind`: the answer's type from the question's form (classic question classification:
+  "when" / "which year" -> year, "how many" / "how large" / "more ... or" -> quantity,
+  "who" -> person); a sentence carrying it ranks first;
+- `hop_titles`: a second hop: the titles of other documents that a sentence about the
+  names mentions where it shares an asked word ("X is a town in the Kundova region" ->
+  the document titled "Kundova region"), so a two-document answer is reachable;
+- `conflicts`: sentences of different documents that differ in one word only (a planted
+  near-copy: "founded in 1608" against "founded in 1578"); neither is a finding.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ._corpus import STOP_WORDS, query_terms
+
+__all__ = [
+    "Ask",
+    "ask_of",
+    "conflicts",
+    "hop_titles",
+    "mentions",
+    "overlap",
+    "stem",
+    "unit_score",
+]
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_TOKEN = re.compile(r"\d[\d,.\u202f]*\d|\w+", re.UNICODE)  # "125,400" is one value
+_NAME_RUN = re.compile(r"\b[A-Z][\w.\-]*(?:\s+[A-Z][\w.\-]*)*")
+_YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
+_QUANTITY = re.compile(r"\b\d{1,3}(?:[,.\u202f]\d{3})+\b|\b\d{5,}\b|\b\d+(?:\.\d+)?\s*%")
+_PERSON = re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]+\s+[A-Z][a-z]+\b")
+_KINDS = (
+    ("year", re.compile(r"^\s*when\b|\b(?:which|what) year\b|\bin which year\b", re.I)),
+    (
+        "quantity",
+        re.compile(
+            r"\bhow (?:many|much|large|big|long|far|old|tall|high|wide)\b|"
+            r"\b(?:more|fewer|larger|smaller|bigger|less)\b.*\bor\b",
+            re.I,
+        ),
+    ),
+    ("person", re.compile(r"^\s*who(?:m|se)?\b", re.I)),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """A question taken apart: `names` (as written), `asked` (stems of the other content
+    words, minus the ones most documents contain), `kind` (year, quantity, person or
+    None), `hops` (titles of the second hop's documents, found by the scope phase)."""
+
+    names: tuple[str, ...]
+    asked: frozenset[str]
+    kind: str | None
+    hops: tuple[str, ...] = ()
+    question: str = ""
+
+    @property
+    def every_name(self) -> tuple[str, ...]:
+        """The names a candidate must mention: the question's and the hops'."""
+        return (*self.names, *self.hops)
+
+
+_SUFFIXES = (
+    ("ies", "y"),
+    ("ied", "y"),
+    ("sses", "ss"),
+    ("shes", "sh"),
+    ("ches", "ch"),
+    ("xes", "x"),
+    ("ing", ""),
+    ("ed", ""),
+    ("ss", "ss"),
+    ("s", ""),
+)
+
+
+def stem(word: str) -> str:
+    """A light English stem, so "retry", "retries" and "retried" meet (and "source" and
+    "sources")."""
+    for suffix, repl in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) + len(repl) >= 3:
+            return word[: -len(suffix)] + repl
+    return word
+
+
+def _stems(text: str, ignore: frozenset[str] = frozenset()) -> set[str]:
+    return {stem(w) for w in query_terms(text) if len(w) > 2 and w not in ignore}
+
+
+def overlap(terms: set[str], words: set[str]) -> int:
+    """How many of *terms* meet one of *words*: equal stems, or one a prefix of the other
+    when the shorter has 4+ letters ("fail" and "failure", "retry" and "retryable")."""
+    return sum(
+        1
+        for t in terms
+        if t in words
+        or any(len(min(t, w, key=len)) >= 4 and (w.startswith(t) or t.startswith(w)) for w in words)
+    )
+
+
+def ask_of(question: str, common: Iterable[str] = ()) -> Ask:
+    """Take *question* apart (see `Ask`); *common* words never count as asked."""
+    names: list[str] = []
+    for m in _NAME_RUN.finditer(question):
+        words = m.group(0).split()
+        if m.start() == len(question) - len(question.lstrip()):
+            words = words[1:]  # the question's first word is capitalised anyway
+        words = [w for w in words if w.lower() not in STOP_WORDS]
+        if words:
+            names.append(" ".join(words).rstrip(".-"))
+    name_words = {w.lower() for n in names for w in _WORD.findall(n)}
+    ignore = set(common)
+    asked = frozenset(
+        stem(w)
+        for w in query_terms(question)
+        if w not in name_words and w not in ignore and len(w) > 2 and not w.isdigit()
+    ) | frozenset(w for w in _WORD.findall(question) if w.isdigit())
+    kind = next((k for k, rx in _KINDS if rx.search(question)), None)
+    return Ask(tuple(dict.fromkeys(names)), asked, kind, question=question)
+
+
+def _norm(text: str) -> str:
+    return " " + " ".join(_WORD.findall(text.casefold())) + " "
+
+
+def mentions(text: str, name: str) -> bool:
+    """True when *name* occurs in *text* as whole words (case ignored)."""
+    needle = _norm(name)
+    return needle.strip() != "" and needle in _norm(text)
+
+
+def carries(kind: str | None, unit: str, question: str) -> bool:
+    """True when *unit* holds a value of the answer's *kind* that the question does not."""
+    if kind == "year":
+        found = set(_YEAR.findall(unit))
+    elif kind == "quantity":
+        found = {m.group(0) for m in _QUANTITY.finditer(unit)}
+    elif kind == "person":
+        found = {m.group(0) for m in _PERSON.finditer(unit)}
+    else:
+        return False
+    return any(not mentions(question, v) for v in found)
+
+
+def unit_score(ask: Ask, unit: str, context: str) -> int:
+    """How well *unit* (a sentence; *context* its document title and section heading) may
+    answer: 0 = not a candidate. It must mention one of `ask.every_name` (any unit when
+    there is none) and share an asked word or carry a year or a quantity the question asks
+    for; the score is the shared asked words plus 2 for the answer's type."""
+    names = ask.every_name
+    if names and not any(mentions(unit, n) or mentions(context, n) for n in names):
+        return 0
+    shared = overlap(set(ask.asked), _stems(unit)) if ask.asked else 1
+    typed = carries(ask.kind, unit, ask.question)
+    # a year or a quantity is specific enough to stand alone ("how many people live" ->
+    # "has a population of 48,200"); any sentence naming someone holds a person
+    if not shared and not (typed and ask.kind in ("year", "quantity")):
+        return 0
+    return shared + 2 * typed
+
+
+def hop_titles(
+    ask: Ask, units: Sequence[str], context: str, titles: Iterable[str], own: str
+) -> list[str]:
+    """Titles (of *titles*, other than *own* and the names) that a unit about the names
+    mentions whole where it shares an asked word, and that share an asked word themselves:
+    the documents of a second hop."""
+    out: list[str] = []
+    candidates = [t for t in titles if t and t != own and t not in ask.names]
+    for unit in units:
+        if ask.names and not any(mentions(unit, n) or mentions(context, n) for n in ask.names):
+            continue
+        if not overlap(set(ask.asked), _stems(unit)):
+            continue
+        # "the Karsk region" answers "the region that ...", "the river Isker" does not
+        out += [
+            t
+            for t in candidates
+            if mentions(unit, t) and t not in out and overlap(set(ask.asked), _stems(t))
+        ]
+    return out
+
+
+def conflicts(claims: Sequence[tuple[str, str]]) -> set[int]:
+    """Indexes of (sentence, document) pairs that contradict a pair of another document:
+    the same words but one, where the two differing words hold a digit or a capital (a
+    value, not a rewording)."""
+    words = [_TOKEN.findall(text) for text, _ in claims]
+    out: set[int] = set()
+    for i, (_, doc_i) in enumerate(claims):
+        for j in range(i + 1, len(claims)):
+            if claims[j][1] == doc_i or len(words[i]) != len(words[j]):
+                continue
+            diff = [(a, b) for a, b in zip(words[i], words[j], strict=True) if a != b]
+            if len(diff) == 1 and all(
+                any(ch.isdigit() for ch in w) or w[:1].isupper() for w in diff[0]
+            ):
+                out |= {i, j}
+    return out
