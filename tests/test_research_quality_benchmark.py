@@ -111,3 +111,20 @@ def test_a_slice_on_the_embedded_model_keeps_quotes_verbatim_and_planted_values_
         assert row["quote_precision"] in (1.0, None), row["id"]
         assert row.get("refuted", True), f"{row['id']}: a planted value was stated"
     assert result["summary"]["unanswerable"]["abstained"] == 1.0
+
+
+def test_the_seed_path_with_a_perfect_reader_loses_nothing_it_retrieves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # openai_compat against FakeModelServer scripted as a reader that never misses a gold
+    # answer it is shown: single and reverse lookups are answered, quotes verbatim, planted
+    # values refuted, unanswerable questions abstain (what is lost elsewhere is retrieval)
+    monkeypatch.setenv("AGENTPORT_ALLOW_REAL_BACKENDS", "1")
+    result = bench.run(_args(runner="perfect-reader", slice=3))
+    summary = result["summary"]
+    for kind in ("single", "reverse"):
+        assert summary[kind]["correct"] == 1.0, kind
+        assert summary[kind]["recall"] == 1.0, kind
+    assert all(s["quote_precision"] in (1.0, None) for s in summary.values())
+    assert summary["planted"]["refuted"] == 1.0
+    assert summary["unanswerable"]["abstained"] == 1.0

@@ -8,7 +8,10 @@
 
 Runners: `oracle` writes the report a perfect researcher would (must score 100 %: proves
 the harness), `adversary` writes hostile reports (wrong and planted values, fabricated
-quotes, malformed fields; must score near 0 and never crash), `--backend NAME` runs
+quotes, malformed fields; must score near 0 and never crash), `perfect-reader` runs the
+seed's full path on `openai_compat` against `FakeModelServer` scripted as a reader that
+never misses a gold answer it is shown (reader.py: what is lost is lost by the pipeline,
+i.e. retrieval), `--backend NAME` runs
 `run_research` with that backend (the command line's mode: small-model mode for the
 embedded model, the seed's full path otherwise; `--small` forces small-model mode).
 `--oracle-retrieval` gives each question a corpus of its gold documents only: the ceiling
@@ -123,14 +126,30 @@ async def _model_reports(
     questions: Sequence[Mapping[str, Any]], corpus_dir: Path, args: argparse.Namespace
 ) -> list[tuple[Report, float]]:
     from agentport.factory import create_llm_adapter
+
+    if args.runner != "perfect-reader":
+        return await _reports(questions, corpus_dir, args, create_llm_adapter(args.backend))
+    from reader import perfect_reader
+
+    from agentport.testing import FakeModelServer
+
+    with FakeModelServer(default=perfect_reader(questions)) as server:
+        adapter = create_llm_adapter(
+            "openai_compat",
+            retry_attempts=1,
+            openai_compat={"base_url": server.openai_base_url, "model": "fake-model"},
+        )
+        return await _reports(questions, corpus_dir, args, adapter)
+
+
+async def _reports(
+    questions: Sequence[Mapping[str, Any]], corpus_dir: Path, args: argparse.Namespace, adapter: Any
+) -> list[tuple[Report, float]]:
     from agentport.workflows.deep_research import ResearchConfig, load_corpus, run_research
 
-    adapter = create_llm_adapter(args.backend)
-    local = args.backend == "local"
-    small = args.small or local
-    config = ResearchConfig.for_small_model(small_model=small) if small or local else None
-    full = load_corpus(corpus_dir, max_passage_chars=(config or ResearchConfig()).max_passage_chars)
-    shared = full.unwrap()
+    small = args.small or args.backend == "local"
+    config = ResearchConfig.for_small_model(small_model=small) if small else ResearchConfig()
+    shared = load_corpus(corpus_dir, max_passage_chars=config.max_passage_chars).unwrap()
     docs = _read_docs(corpus_dir)
     out: list[tuple[Report, float]] = []
     try:
@@ -144,8 +163,9 @@ async def _model_reports(
             report = await run_research(q["question"], adapter, config=config, corpus=corpus)
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
-            out.append((report.model_dump(mode="json", by_alias=True), time.monotonic() - started))
-            print(f"  {q['id']}: {time.monotonic() - started:.1f} s", file=sys.stderr)
+            wall = time.monotonic() - started
+            out.append((report.model_dump(mode="json", by_alias=True), wall))
+            print(f"  {q['id']}: {wall:.1f} s", file=sys.stderr)
     finally:
         shared.close()
     return out
@@ -232,7 +252,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     who = parser.add_mutually_exclusive_group(required=True)
-    who.add_argument("--runner", choices=("oracle", "adversary"))
+    who.add_argument("--runner", choices=("oracle", "adversary", "perfect-reader"))
     who.add_argument("--backend", help="a backend name (local = the embedded model)")
     parser.add_argument("--small", action="store_true", help="small-model mode on any backend")
     parser.add_argument("--oracle-retrieval", action="store_true")

@@ -29,12 +29,12 @@ from ._run import Run, cap
 from ._schemas import Angle, Finding, Report, Scope
 from ._small_qa import (
     Ask,
-    _stems,
     ask_of,
     conflicts,
     hop_titles,
     mentions,
     overlap,
+    stems,
     unit_score,
 )
 
@@ -145,24 +145,24 @@ def pick_sentences(
     the largest overlap first, then reading order. A small model tends to pick the first
     ids it is shown, so the code puts the likeliest answers there. Empty when no unit shares
     a word (the passage is skipped without a call)."""
-    terms = _stems(question, ignore)
-    scored = [(overlap(terms, _stems(u)), i, u) for i, u in enumerate(units)]
+    terms = stems(question, ignore)
+    scored = [(overlap(terms, stems(u)), i, u) for i, u in enumerate(units)]
     relevant = [s for s in scored if s[0] > 0]
     return [u for _, _, u in sorted(relevant, key=lambda s: (-s[0], s[1]))[:limit]]
 
 
 def relevance(question: str, unit: str, ignore: frozenset[str] = frozenset()) -> int:
     """`overlap` of the question's content words (minus *ignore*) with *unit*'s."""
-    return overlap(_stems(question, ignore), _stems(unit))
+    return overlap(stems(question, ignore), stems(unit))
 
 
 def importance_of(question: str, unit: str, ignore: frozenset[str] = frozenset()) -> str:
     """central when the unit meets at least half of the question's content words (minus
     *ignore*), otherwise supporting."""
-    terms = _stems(question, ignore)
+    terms = stems(question, ignore)
     if not terms:
         return "supporting"
-    return "central" if 2 * overlap(terms, _stems(unit)) >= len(terms) else "supporting"
+    return "central" if 2 * overlap(terms, stems(unit)) >= len(terms) else "supporting"
 
 
 def ids_schema(ids: Sequence[str], *, max_items: int) -> dict[str, Any]:
@@ -396,7 +396,10 @@ async def run_scope(question: str, run: Run) -> Scope:
     ask = ask_of(question, common)
     titles = {p.title for p in corpus.passages}
     named = [n for n in ask.names if corpus.titled(n)]
-    seen = [p for n in named for p in corpus.titled(n)] + corpus.search(question, 4)
+    # a hop leaves from a name the question gives: without one, nothing links
+    seen = [p for n in named for p in corpus.titled(n)] + (
+        corpus.search(question, 4) if ask.names else []
+    )
     hops: list[str] = []
     linking = ask_of(question)  # a link may be a word most documents share ("region")
     for p in seen:

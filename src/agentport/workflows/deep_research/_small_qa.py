@@ -98,7 +98,7 @@ def stem(word: str) -> str:
     return word
 
 
-def _stems(text: str, ignore: frozenset[str] = frozenset()) -> set[str]:
+def stems(text: str, ignore: frozenset[str] = frozenset()) -> set[str]:
     return {stem(w) for w in query_terms(text) if len(w) > 2 and w not in ignore}
 
 
@@ -165,7 +165,7 @@ def unit_score(ask: Ask, unit: str, context: str) -> int:
     names = ask.every_name
     if names and not any(mentions(unit, n) or mentions(context, n) for n in names):
         return 0
-    shared = overlap(set(ask.asked), _stems(unit)) if ask.asked else 1
+    shared = overlap(set(ask.asked), stems(unit)) if ask.asked else 1
     typed = carries(ask.kind, unit, ask.question)
     # a year or a quantity is specific enough to stand alone ("how many people live" ->
     # "has a population of 48,200"); any sentence naming someone holds a person
@@ -185,13 +185,13 @@ def hop_titles(
     for unit in units:
         if ask.names and not any(mentions(unit, n) or mentions(context, n) for n in ask.names):
             continue
-        if not overlap(set(ask.asked), _stems(unit)):
+        if not overlap(set(ask.asked), stems(unit)):
             continue
         # "the Karsk region" answers "the region that ...", "the river Isker" does not
         out += [
             t
             for t in candidates
-            if mentions(unit, t) and t not in out and overlap(set(ask.asked), _stems(t))
+            if mentions(unit, t) and t not in out and overlap(set(ask.asked), stems(t))
         ]
     return out
 
