@@ -216,3 +216,15 @@ def test_a_person_alone_does_not_answer_who_did_something_else() -> None:
         )
         > 0
     )
+
+
+def test_the_sentence_that_links_a_name_to_its_hop_is_a_candidate() -> None:
+    from dataclasses import replace
+
+    ask = replace(
+        ask_of("Who governs the region that Velmora is in?", common=["region"]),
+        hops=("Karsk region",),
+    )
+    link = "Velmora is a town in the Karsk region, on the river Isker."
+    assert unit_score(ask, link, "Velmora") > 0
+    assert unit_score(ask, "Velmora was founded in 1712 as a market.", "Velmora") == 0

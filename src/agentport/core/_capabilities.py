@@ -105,7 +105,7 @@ class BackendCapability(BaseModel):
             to it from the caller's environment unless `[llm.<backend>] base_url` is set.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str
     aliases: tuple[str, ...] = ()

@@ -73,7 +73,7 @@ class ToolPolicy(BaseModel):
     holds. Source: issue 15 (safe by default), docs/security.md.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     allowed_tools: tuple[str, ...] | None = ()
     sandbox: Sandbox | None = Sandbox.read_only
@@ -145,7 +145,9 @@ class CompletionConfig(BaseModel):
             `agentport.testing.ScriptedAdapter` matches on it.
     """
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, extra="forbid")
+    model_config = ConfigDict(
+        frozen=True, arbitrary_types_allowed=True, extra="forbid", defer_build=True
+    )
 
     model: str | None = None
     temperature: float | None = Field(default=None, ge=0, le=2)
@@ -159,7 +161,7 @@ class CompletionConfig(BaseModel):
     idle_timeout_s: float = Field(default=300.0, gt=0)
     total_timeout_s: float = Field(default=1800.0, gt=0)
     attempt_timeout_s: float | None = Field(default=None, gt=0)
-    tools: ToolPolicy = ToolPolicy()
+    tools: ToolPolicy = Field(default_factory=ToolPolicy)
     cwd: Path | None = None
     web_search: bool = False
     session_id: str | None = None

@@ -19,7 +19,7 @@ class MessageRole(enum.StrEnum):
 class Message(BaseModel):
     """One chat message: `role` and text `content`. Immutable."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     role: MessageRole
     content: str

@@ -39,7 +39,7 @@ class AgentEvent(BaseModel):
     error events, `response` (a `CompletionResponse`) on the final event.
     """
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)
 
     type: EventType
     content: str = ""
@@ -51,7 +51,7 @@ class AgentEvent(BaseModel):
 class RuntimeHandle(BaseModel):
     """Where a runtime lives: backend, session id (for resume, None until known), cwd."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
 
     backend: str
     session_id: str | None = None

@@ -15,7 +15,7 @@ __all__ = ["CompletionResponse", "ParamReceipt", "RawInfo", "SkippedBackend", "U
 class Usage(BaseModel):
     """Token counts (0 when the backend does not report them) and cost in USD when known."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -39,7 +39,7 @@ class Usage(BaseModel):
 class RawInfo(BaseModel):
     """Backend-specific facts kept for debugging and resume."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     session_id: str | None = None
     exit_code: int | None = None
@@ -64,7 +64,7 @@ class SkippedBackend(BaseModel):
         usage: what it spent, when it reported it (a cancelled hedge reports nothing).
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     backend: str
     kind: ErrorKind | None
@@ -83,7 +83,7 @@ class ParamReceipt(BaseModel):
     """How the answering backend treated one parameter the caller set (issue 12): its
     catalog `ParamSupport` and the catalog's note."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     param: Param
     support: ParamSupport
@@ -109,17 +109,17 @@ class CompletionResponse(BaseModel):
             (NATIVE / TRANSLATED / IGNORED with the catalog's note), when known.
     """
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)
 
     content: str
     parsed: Any = None
     model: str | None = None
-    usage: Usage = Usage()
+    usage: Usage = Field(default_factory=Usage)
     finish_reason: str | None = None
     warnings: tuple[str, ...] = ()
     backend: str = ""
     duration_s: float = 0.0
-    raw: RawInfo = RawInfo()
+    raw: RawInfo = Field(default_factory=RawInfo)
     skipped: tuple[SkippedBackend, ...] = ()
     receipt: tuple[ParamReceipt, ...] = ()
 

@@ -183,7 +183,7 @@ class BudgetSettings(BaseModel):
     `agentport refine`, `deeprefine refine`); unset = no ceiling. Same keys as `--budget`.
     A budget only lowers what a run may spend, so a project file may set it untrusted."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     calls: int | None = Field(default=None, gt=0)
     input_tokens: int | None = Field(default=None, gt=0)

@@ -17,6 +17,8 @@ calls of a workflow are in its history and are never made again.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -56,6 +58,8 @@ ERROR_TYPE_PREFIX = "agentport."  # ApplicationError.type = "agentport.<ErrorKin
 # A dead worker's call moves to another worker after this much silence.
 DEFAULT_HEARTBEAT_TIMEOUT = timedelta(seconds=30)
 _MAX_HEARTBEAT_EVERY_S = 5.0
+# Temporal's default blob limit is 2 MiB per payload; the rest is the envelope's headroom
+MAX_RESULT_BYTES = 1_800_000
 
 # Back-off for retryable failures that name no time (server_error, network, attempt
 # timeouts); a rate limit's retry_after / a window's retry_at replace the interval.
@@ -168,7 +172,24 @@ async def complete(data: CompleteInput) -> CompleteOutput:
                 non_retryable=False,
                 next_retry_delay=delay,
             )
-    return CompleteOutput.of(result)
+    return _within_payload_limit(CompleteOutput.of(result), data.backend)
+
+
+def _within_payload_limit(output: CompleteOutput, backend: str) -> CompleteOutput:
+    """*output*, or a typed `bad_output` failure (a value: never retried) when its JSON is
+    over `MAX_RESULT_BYTES`: Temporal refuses a payload over 2 MiB (TMPRL1103), and the
+    refusal fails the activity untyped after every retry."""
+    size = len(json.dumps(dataclasses.asdict(output), ensure_ascii=False).encode("utf-8"))
+    if size <= MAX_RESULT_BYTES:
+        return output
+    error = ProviderError(
+        ErrorKind.bad_output,
+        f"the answer is {size} bytes, over the {MAX_RESULT_BYTES} a Temporal payload may "
+        "carry; ask for less (max_tokens, a narrower question)",
+        backend=backend,
+        retryable=False,
+    )
+    return CompleteOutput(error=error_to_dict(error))
 
 
 def _deadline_s(config: CompletionConfig | None) -> float:

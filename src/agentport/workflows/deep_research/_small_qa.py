@@ -160,12 +160,17 @@ def carries(kind: str | None, unit: str, question: str) -> bool:
 def unit_score(ask: Ask, unit: str, context: str) -> int:
     """How well *unit* (a sentence; *context* its document title and section heading) may
     answer: 0 = not a candidate. It must mention one of `ask.every_name` (any unit when
-    there is none) and share an asked word or carry a year or a quantity the question asks
-    for; the score is the shared asked words plus 2 for the answer's type."""
+    there is none) and share an asked word, carry a year or a quantity the question asks
+    for, or link a question's name to a hop's document; the score is the shared asked
+    words (at least 1 for a link) plus 2 for the answer's type."""
     names = ask.every_name
     if names and not any(mentions(unit, n) or mentions(context, n) for n in names):
         return 0
     shared = overlap(set(ask.asked), stems(unit)) if ask.asked else 1
+    if any(mentions(unit, h) for h in ask.hops) and any(
+        mentions(unit, n) or mentions(context, n) for n in ask.names
+    ):
+        shared = max(shared, 1)  # the link itself: "Velmora is a town in the Karsk region"
     typed = carries(ask.kind, unit, ask.question)
     # a year or a quantity is specific enough to stand alone ("how many people live" ->
     # "has a population of 48,200"); any sentence naming someone holds a person
