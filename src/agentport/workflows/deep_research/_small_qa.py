@@ -7,7 +7,8 @@ the code decides which sentences are candidates, from the question alone:
   runs kept whole: "Port Velmora"); a candidate must mention one, in the sentence or in its
   document's title or section heading;
 - `Ask.asked`: the other content words (what is asked about the names); a candidate must
-  share one, or carry the answer's type;
+  share one, carry a year or a quantity the question asks for, or be the sentence that
+  links a name to a hop's document;
 - `Ask.kind`: the answer's type from the question's form (classic question classification:
   "when" / "which year" -> year, "how many" / "how large" / "more ... or" -> quantity,
   "who" -> person); a sentence carrying it ranks first;
@@ -34,6 +35,7 @@ __all__ = [
     "mentions",
     "overlap",
     "stem",
+    "stems",
     "unit_score",
 ]
 
