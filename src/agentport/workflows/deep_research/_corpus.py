@@ -180,6 +180,10 @@ def _code_of(text: str) -> str:
     return "\n".join(m.group(0) for m in _FENCED.finditer(text))
 
 
+def _title_key(title: str) -> str:
+    return " ".join(title.casefold().split())
+
+
 def _normalise(text: str) -> str:
     """Case-folded words joined by single spaces (quote grounding ignores punctuation)."""
     return " ".join(_WORD.findall(text.casefold()))
@@ -189,7 +193,8 @@ class Corpus:
     """An in-memory FTS5 index over passages. Build it with `load_corpus`.
 
     `search(query, k)` returns at most *k* passages by BM25 rank; `passage(url)` looks one
-    up; `grounded(quote, url)` says whether *quote* occurs (ignoring case, punctuation and
+    up; `titled(title)` gives a document's passages by its title, `titles` every title;
+    `grounded(quote, url)` says whether *quote* occurs (ignoring case, punctuation and
     spacing) in the document the passage comes from.
     """
 
@@ -198,6 +203,11 @@ class Corpus:
         self.passages = list(passages)
         self.skipped = list(skipped)
         self._by_url = {p.url: p for p in self.passages}
+        self._by_title: dict[str, list[Passage]] = {}
+        for p in self.passages:
+            self._by_title.setdefault(_title_key(p.title), []).append(p)
+        # as written, in corpus order (a stable order: hop links are taken in it)
+        self.titles = tuple(dict.fromkeys(p.title for p in self.passages))
         self._doc_text: dict[str, str] = {}
         for p in self.passages:
             self._doc_text[p.path] = self._doc_text.get(p.path, "") + " " + _normalise(p.text)
@@ -258,8 +268,7 @@ class Corpus:
     def titled(self, title: str) -> list[Passage]:
         """The passages, in order, of the documents whose title is *title* (case and
         spacing ignored): the documents about a name the question gives."""
-        key = " ".join(title.casefold().split())
-        return [p for p in self.passages if " ".join(p.title.casefold().split()) == key]
+        return list(self._by_title.get(_title_key(title), ()))
 
     def grounded(self, quote_text: str, url: str) -> bool:
         """True when every `...`-separated part of the quote occurs in the source document."""

@@ -394,7 +394,6 @@ async def run_scope(question: str, run: Run) -> Scope:
     corpus = run.corpus
     common = common_words(corpus, question)
     ask = ask_of(question, common)
-    titles = {p.title for p in corpus.passages}
     named = [n for n in ask.names if corpus.titled(n)]
     # a hop leaves from a name the question gives: without one, nothing links
     seen = [p for n in named for p in corpus.titled(n)] + (
@@ -403,7 +402,7 @@ async def run_scope(question: str, run: Run) -> Scope:
     hops: list[str] = []
     linking = ask_of(question)  # a link may be a word most documents share ("region")
     for p in seen:
-        links = hop_titles(linking, sentences(p.text), f"{p.title} {p.heading}", titles, p.title)
+        links = hop_titles(linking, sentences(p.text), _context(p), corpus.titles, p.title)
         hops += [t for t in links if t not in hops and t not in named]
     run.ask = replace(ask, hops=tuple(hops[:2]))
     angles = [
@@ -469,7 +468,7 @@ def _context(passage: Passage) -> str:
     return f"{passage.title} {passage.heading}"
 
 
-def _namesake(passage: Passage, names: Sequence[str], titles: set[str]) -> bool:
+def _namesake(passage: Passage, names: Sequence[str], titles: Sequence[str]) -> bool:
     """True when *passage*'s document is about a longer namesake ("Port Velmora") of a name
     that has a document of its own ("Velmora"): a hard negative, never a candidate."""
     return any(passage.title != n and mentions(passage.title, n) and n in titles for n in names)
@@ -490,8 +489,7 @@ def candidates(
     if ask is None or not ask.every_name:
         return dict.fromkeys(pick_sentences(question, units, ignore=common), 0)
     assert run.corpus is not None
-    titles = {p.title for p in run.corpus.passages}
-    if _namesake(passage, ask.every_name, titles):
+    if _namesake(passage, ask.every_name, run.corpus.titles):
         return {}
     scored = [(unit_score(ask, u, _context(passage)), i, u) for i, u in enumerate(units)]
     best = sorted((x for x in scored if x[0] > 0), key=lambda x: (-x[0], x[1]))[:8]
