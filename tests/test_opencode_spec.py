@@ -34,7 +34,7 @@ def test_message_goes_through_stdin(tmp_path: Path) -> None:
     # logs on stderr: they carry the retry notice (agentport owns retries, issue 10)
     assert inv.argv == (
         *("/bin/opencode", "run", "--format", "json"),
-        *("--print-logs", "--log-level", "WARN"),
+        *("--print-logs", "--log-level", "INFO"),
     )
 
 

@@ -337,8 +337,9 @@ def judge(module: ModuleType, stdout: str, stderr: str, code: int | None) -> Pro
     """What the generic CLI adapter makes of the run (CliAdapter._once, then `_fail`)."""
     spec = module.SPEC
     if spec.retry_notice is not None:
+        watch_line = spec.retry_notice()
         for line in stderr.splitlines():
-            stopped = spec.retry_notice(line)
+            stopped = watch_line(line)
             if stopped is not None:
                 return as_quota(stopped.replace(stderr_tail=stderr[-4000:]))
     events, watch = [], RunWatch()

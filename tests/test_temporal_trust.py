@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 pytest.importorskip("temporalio")
@@ -94,6 +94,9 @@ _SENT = st.dictionaries(
 
 
 @given(_SENT)
+@example({"max_results": float("-inf")})  # int(-inf) raised OverflowError (a CI run found it)
+@example({"max_bytes": float("nan"), "timeout_s": float("inf")})
+@example({"max_results": -5, "timeout_s": 1})  # an invalid value drops only itself
 def test_sent_web_settings_only_narrow_the_workers_own(sent: dict[str, object]) -> None:
     own = WebSettings(searxng_url="http://127.0.0.1:8888", max_bytes=1 << 20, timeout_s=10)
     used = narrow_web(own, sent)
@@ -104,6 +107,12 @@ def test_sent_web_settings_only_narrow_the_workers_own(sent: dict[str, object]) 
     for key in ("max_results", "timeout_s", "max_bytes", "max_page_chars", "max_redirects"):
         assert getattr(used, key) <= getattr(own, key)
     assert used.per_host_delay_s >= own.per_host_delay_s
+
+
+def test_one_invalid_sent_value_does_not_undo_the_others() -> None:
+    own = WebSettings(timeout_s=10, max_results=8)
+    used = narrow_web(own, {"max_results": -5, "timeout_s": 1, "max_bytes": float("-inf")})
+    assert (used.timeout_s, used.max_results, used.max_bytes) == (1, 8, own.max_bytes)
 
 
 def test_no_engine_password_in_workflow_input_or_errors() -> None:

@@ -178,8 +178,9 @@ ENTRIES: tuple[BackendCapability, ...] = (
     BackendCapability(
         name="opencode",
         retries=(
-            "no retry setting: run with --print-logs --log-level WARN, the run ends at the "
-            "first 'stream error' log line (classified from its text)"
+            "no retry setting: run with --print-logs --log-level INFO, the run ends at the "
+            "first 'stream error' log line (classified from its text) or at a model request "
+            "sent again with no new step (a stream cut after it began: network)"
         ),
         aliases=("open_code", "sst_opencode"),
         kind=BackendKind.cli,

@@ -274,6 +274,7 @@ class CliAdapter:
                     await self.spec.prepare(call, invocation, env)
                 except ProviderError as exc:
                     return self._fail(exc)
+            watcher = self.spec.retry_notice
             request = ProcessRequest(
                 argv=invocation.argv,
                 env=env,
@@ -287,7 +288,7 @@ class CliAdapter:
                 stdout_to_file=self.spec.stdout_to_file,
                 max_line_bytes=int(self.options.get("max_line_bytes", DEFAULT_MAX_LINE_BYTES)),
                 max_events=int(self.options.get("max_events", DEFAULT_MAX_EVENTS)),
-                on_stderr_line=self.spec.retry_notice,
+                on_stderr_line=None if watcher is None else watcher(),
                 log_dir=invocation.log_dir,
             )
             outcome = await run_process(request, on_frame)

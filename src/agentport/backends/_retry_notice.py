@@ -20,7 +20,7 @@ from typing import Any
 from ..core import AgentEvent, ErrorKind, EventType, ProviderError
 from ._classify import kind_from_status, kind_from_text
 
-__all__ = ["notice_error", "notice_event", "status_in", "stderr_notice"]
+__all__ = ["LineWatch", "notice_error", "notice_event", "status_in", "stderr_notice"]
 
 _STATUS = re.compile(r"(?<![\d.])([45]\d\d)(?![\d.])")
 
@@ -74,10 +74,14 @@ def notice_error(event: AgentEvent, exit_code: int | None, stderr_tail: str) -> 
     )
 
 
-def stderr_notice(pattern: re.Pattern[str]) -> Callable[[str], ProviderError | None]:
+LineWatch = Callable[[str], ProviderError | None]
+
+
+def stderr_notice(pattern: re.Pattern[str]) -> Callable[[], LineWatch]:
     """A `BackendSpec.retry_notice` for stderr lines matching *pattern*: a named group
     `status`, when matched, is the HTTP status; a group `text` the part of the line that
-    names the error (else the whole line, which is also searched for a status)."""
+    names the error (else the whole line, which is also searched for a status). Stateless:
+    every run gets the same watcher."""
 
     def notice(line: str) -> ProviderError | None:
         found = pattern.search(line)
@@ -93,4 +97,4 @@ def stderr_notice(pattern: re.Pattern[str]) -> Callable[[str], ProviderError | N
             status=status,
         )
 
-    return notice
+    return lambda: notice

@@ -136,9 +136,11 @@ class BackendSpec:
         extra_env: environment this CLI always needs headless (auto-updaters off, ...).
         stdout_to_file: the CLI loses the end of large outputs on a pipe; the runner gives it
             a file to follow instead (`ProcessRequest.stdout_to_file`).
-        retry_notice: a stderr line -> the failure it announces, for a CLI that says on stderr
-            that it is about to retry ("Attempt 1 failed with status 500. Retrying..."): the
-            run ends there with that failure, since agentport owns retries (issue 10). A
+        retry_notice: makes, for each run, a watcher of its stderr lines (a line -> the
+            failure it announces, or None), for a CLI that says on stderr that it is about to
+            retry ("Attempt 1 failed with status 500. Retrying...", or a second request line
+            with no new step between): the run ends there with that failure, since agentport
+            owns retries. One watcher per run, so it may keep state across lines. A
             decoder marks a retry notice on stdout with `metadata["retry_notice"] = True`
             (plus `terminal`; `status` and `retry_after` when known) instead.
         prepare: an async step after `build` and before the spawn, given the call, the
@@ -156,5 +158,5 @@ class BackendSpec:
     restore_schema: bool = False
     extra_env: Mapping[str, str] = field(default_factory=dict)
     stdout_to_file: bool = False
-    retry_notice: Callable[[str], ProviderError | None] | None = None
+    retry_notice: Callable[[], Callable[[str], ProviderError | None]] | None = None
     prepare: Callable[[CliCall, Invocation, Mapping[str, str]], Awaitable[None]] | None = None

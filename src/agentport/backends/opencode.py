@@ -36,7 +36,7 @@ from ..core import (
 from ._classify import kind_from_status, kind_from_text
 from ._endstate import unrecovered
 from ._policy import endpoint_passthrough, opencode_config_env, refuse
-from ._retry_notice import stderr_notice
+from ._retry_notice import LineWatch, stderr_notice
 from ._spec import BackendSpec, CliCall, Invocation, RunOutcome
 
 __all__ = ["SPEC", "build", "classify", "decode"]
@@ -56,6 +56,39 @@ _HEADLESS_ENV = {
 # within milliseconds and then decides): `... level=ERROR ... message="stream error" ...
 # error.error="AI_APICallError: fake: internal server error"`
 _RETRY_NOTICE = re.compile(r'message="stream error".*?error\.error="(?P<text>.*)"\s*$')
+# A stream that breaks after its body began is retried with no log line at WARN (measured on
+# 1.18.33 against a cut stream: up to 6 requests over 70 s, then one `message=process` ERROR).
+# At INFO every model request of the main agent logs `message=stream ... small=false`, and
+# every step logs `message=process` before its request (`loop step=N`, `process`, `stream`):
+# a second request line with no `process` line between is the CLI retrying.
+_CHATTER = re.compile(r"\blevel=(INFO|DEBUG)\b")  # what never names a failure
+_STEP = re.compile(r"\bmessage=process\b")
+_REQUEST = re.compile(r"\bmessage=stream\b.*\bsmall=false\b")
+
+
+def _retry_watch() -> LineWatch:
+    """A watcher for one run's stderr: the `stream error` line names the failure; a repeated
+    request line with no new step between ends the run as a retry with no logged reason."""
+    named = stderr_notice(_RETRY_NOTICE)()
+    requested = False
+
+    def watch(line: str) -> ProviderError | None:
+        nonlocal requested
+        if (error := named(line)) is not None:
+            return error
+        if _STEP.search(line):
+            requested = False
+        elif _REQUEST.search(line):
+            if requested:
+                return ProviderError(
+                    ErrorKind.network,
+                    "the CLI's own retry was stopped at its first notice: opencode sent its "
+                    "model request again without logging why (a stream cut after it began)",
+                )
+            requested = True
+        return None
+
+    return watch
 
 
 def _model_ref(call: CliCall) -> str | None:
@@ -115,9 +148,9 @@ def build(call: CliCall) -> Invocation:
     in an env variable it references (`{env:...}`), never in argv."""
     opts = call.options
     argv = [call.executable, "run", "--format", "json"]
-    # its 5xx/429 retry loop (about 75 s) has no setting and no event; only its log says
-    # `message="stream error"` before each retry: logs on stderr, read by `retry_notice`
-    argv += ["--print-logs", "--log-level", "WARN"]
+    # its 5xx/429 and cut-stream retry loop (about 75 s) has no setting and no event; only its
+    # log shows each retry: logs on stderr at INFO, read by `retry_notice` (`_retry_watch`)
+    argv += ["--print-logs", "--log-level", "INFO"]
     ref = _model_ref(call)
     if ref:
         argv.append(f"--model={ref}")
@@ -264,7 +297,8 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
             kind, failed.content, status=status, exit_code=outcome.exit_code, stderr_tail=tail
         )
     if (outcome.exit_code or 0) > 0:
-        line = (tail.strip().splitlines() or [f"exit code {outcome.exit_code}"])[-1]
+        said = [ln for ln in tail.strip().splitlines() if not _CHATTER.search(ln)]
+        line = (said or [f"exit code {outcome.exit_code}"])[-1]
         return ProviderError(
             kind_from_text(line) or ErrorKind.process_failed, line,
             exit_code=outcome.exit_code, stderr_tail=tail,
@@ -280,5 +314,5 @@ SPEC = BackendSpec(
     final_text=final_text,
     extra_env=_HEADLESS_ENV,
     stdout_to_file=True,  # Bun exits without flushing a pipe: an 8 MiB answer arrived cut short
-    retry_notice=stderr_notice(_RETRY_NOTICE),
+    retry_notice=_retry_watch,
 )

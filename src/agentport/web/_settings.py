@@ -8,6 +8,7 @@ See docs/web.md."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -86,10 +87,13 @@ def narrow_web(own: WebSettings, sent: Mapping[str, Any]) -> WebSettings:
     URL, the proxy, the User-Agent and `allow_private` stay the worker's; limits may only
     get stricter (`respect_robots` turned on, `allow_private` turned off, caps lowered).
     Values that do not validate are ignored. Pure."""
+    used = own.model_dump()
     update: dict[str, Any] = {}
     for key in _LOWER + _HIGHER:
         value = sent.get(key)
         if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        if not math.isfinite(value):  # inf and nan: no limit, and int() cannot take them
             continue
         mine = getattr(own, key)
         if (key in _LOWER and value < mine) or (key in _HIGHER and value > mine):
@@ -98,10 +102,13 @@ def narrow_web(own: WebSettings, sent: Mapping[str, Any]) -> WebSettings:
         update["respect_robots"] = True
     if sent.get("allow_private") is False:
         update["allow_private"] = False
-    try:
-        return WebSettings.model_validate({**own.model_dump(), **update})
-    except ValueError:
-        return own
+    for key, value in update.items():  # one value that does not validate drops only itself
+        try:
+            WebSettings.model_validate({**used, key: value})
+        except ValueError:
+            continue
+        used[key] = value
+    return WebSettings.model_validate(used)
 
 
 def without_secrets(settings: WebSettings) -> dict[str, Any]:
