@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -19,7 +20,7 @@ from typer.testing import CliRunner
 
 from _batch_model import CONFIG, options, refine_questions, serve, serve_refine
 from _deeprefine_util import write_tiny
-from _temporal_server import WorkerProcess, temporal_server  # noqa: F401
+from _temporal_server import WorkerProcess, temporal_binary, temporal_server  # noqa: F401
 from agentport.testing import FakeModelServer
 
 pytest.importorskip("temporalio")
@@ -229,3 +230,117 @@ def test_an_existing_batch_id_and_an_unreachable_server_are_one_line(
         assert len(lines) == 1, result.stderr
         assert "127.0.0.1:9" in lines[0]
         assert "Traceback" not in result.output
+
+
+def _pad_graph(graph: Path, target_bytes: int) -> int:
+    """Grow the tiny graph to *target_bytes* or more with nodes and links the refine
+    questions never match (labels and paths from letters no question term holds), the way
+    a real repository's graph is mostly code a question does not touch. Returns the size."""
+    data = json.loads(graph.read_text(encoding="utf-8"))
+    letters = "jkqwxz"
+
+    def name(i: int) -> str:
+        out = ""
+        for _ in range(7):
+            i, r = divmod(i, len(letters))
+            out += letters[r]
+        return out
+
+    size, i = graph.stat().st_size, 0
+    while size < target_bytes:
+        batch = []
+        for _ in range(5000):
+            n = name(i)
+            node = {"id": f"pad_{n}", "label": f"{n}()", "community": 7, "file_type": "code",
+                    "norm_label": f"{n}()", "source_file": f"vendor/{n[:3]}/{n}.py",
+                    "source_location": "L1"}  # fmt: skip
+            batch.append(node)
+            if i:
+                data["links"].append({"source": f"pad_{name(i - 1)}", "target": node["id"],
+                                      "relation": "calls", "confidence": "EXTRACTED",
+                                      "confidence_score": 1.0, "weight": 1.0,
+                                      "source_file": node["source_file"]})  # fmt: skip
+            i += 1
+        data["nodes"].extend(batch)
+        size = len(json.dumps(data, separators=(",", ":")))
+    graph.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
+    return graph.stat().st_size
+
+
+def test_refine_batch_on_a_20_mb_graph_keeps_graph_json_out_of_history(
+    temporal_server: str,  # noqa: F811
+    workers: list[WorkerProcess],
+    server: FakeModelServer,
+    tmp_path: Path,
+) -> None:
+    """graph.json travels by reference (the workers read it under their roots): a graph
+    ten times Temporal's 2 MB payload limit runs, a worker killed mid-batch included, and
+    no question's history holds more than a small fraction of the graph."""
+    graph = write_tiny(tmp_path)
+    size = _pad_graph(graph, 20_000_000)
+    qfile = tmp_path / "q.txt"
+    # the last question matches nothing in the graph: it fails, and Temporal's status says so
+    unmatched = "Where is the flux capacitor?"
+    qfile.write_text("\n".join([*refine_questions(6), unmatched]) + "\n", encoding="utf-8")
+    parsed = read_questions(qfile)
+    serve_refine(server, LATENCY_S)
+    job = BatchJob(
+        "refine",
+        [[q.id, q.line, q.text] for q in parsed.questions],
+        "openai_compat",
+        str(tmp_path / "reviews"),
+        jobs=7,
+        graph=str(graph),
+        apply=True,
+        allow_low=True,
+        heartbeat_s=HEARTBEAT_S,
+    )
+    stop = threading.Event()
+    killed: list[int] = []
+
+    def kill_mid_batch() -> None:
+        while not stop.wait(0.05):
+            if len(server.requests) >= 6:  # every question is past its first judge call
+                killed.append(len(server.requests))
+                workers[0].kill()
+                return
+
+    watcher = threading.Thread(target=kill_mid_batch, daemon=True)
+    watcher.start()
+    try:
+        final = asyncio.run(_run_batch(temporal_server, job, "test-refine-20mb", None))
+    finally:
+        stop.set()
+        watcher.join(10)
+    assert killed, "the batch ended before a worker could be killed"
+    assert final.state == "completed", final
+    assert (final.progress.done, final.progress.failed) == (6, 1)
+    failed = [i for i in final.progress.items if i.status == "failed"]
+    assert [i.question for i in failed] == [unmatched]
+    assert "no node matches the question" in (failed[0].error or "")
+    after = json.loads(graph.read_text(encoding="utf-8"))
+    assert len([link for link in after["links"] if link["relation"] == "uses"]) == 6
+
+    # an operator finds the failed question with the `temporal` CLI alone
+    binary = temporal_binary()
+    assert binary is not None
+    query = 'ExecutionStatus="Failed" AND WorkflowId STARTS_WITH "test-refine-20mb."'
+    listed = subprocess.run(
+        [binary, "workflow", "list", "--address", temporal_server, "--query", query,
+         "--output", "json"],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    rows = json.loads(listed.stdout or "[]")
+    assert [r["execution"]["workflowId"] for r in rows] == [f"test-refine-20mb.{failed[0].id}"]
+
+    async def history_bytes() -> dict[str, int]:
+        client = await connect(temporal_server)
+        sizes = {}
+        for q in parsed.questions[:6]:
+            handle = client.get_workflow_handle(f"test-refine-20mb.{q.id}")
+            sizes[q.id] = len((await handle.fetch_history()).to_json())
+        return sizes
+
+    per_question = asyncio.run(history_bytes())
+    # the graph never crosses the wire: each history is the hops' triples and prompts
+    assert max(per_question.values()) < size // 100, (size, per_question)

@@ -5,7 +5,7 @@
 order (`agentport.policies.FailoverAdapter`). Names are resolved through the catalog (aliases
 allowed); `auto` may appear once, as the last member. Bad input is a one-line `ValueError` (the
 settings loader adds the source and field): an empty chain or member, an unknown name (with
-"did you mean"), the same backend twice. Source: issue 12 (deliverable 3).
+"did you mean"), the same backend twice.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ _BILLING = {
 
 
 def billing_label(capability: BackendCapability) -> str:
-    """How the backend is paid for, the usual way first (issue 12): e.g. "subscription
+    """How the backend is paid for, the usual way first: e.g. "subscription
     login, API key"; "undeclared" when the catalog does not say."""
     return ", ".join(_BILLING[b.value] for b in capability.billing) or "undeclared"
 

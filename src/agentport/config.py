@@ -113,7 +113,7 @@ class LLMSettings(BaseModel):
     @field_validator("backend", mode="before")
     @classmethod
     def _chain(cls, value: Any) -> Any:
-        # a list (TOML) or a comma list (environment) is a failover chain (issue 12)
+        # a list (TOML) or a comma list (environment) is a failover chain
         from ._chain import parse_chain
 
         if isinstance(value, list | tuple) or (isinstance(value, str) and "," in value):
@@ -322,7 +322,7 @@ def _measure(key: str, value: Any) -> float:
 
 
 class TemporalSettings(BaseModel):
-    """The `[temporal]` table (issue 13; read by `agentport worker` and the batch commands).
+    """The `[temporal]` table.
 
     Attributes:
         address: the Temporal frontend, `HOST:PORT` (None: pass `--temporal`).
@@ -372,8 +372,8 @@ class Settings(BaseSettings):
 
     llm: LLMSettings = LLMSettings()
     temporal: TemporalSettings = TemporalSettings()
-    budget: BudgetSettings = BudgetSettings()  # the workflows' ceilings (issue 12)
-    web: WebSettings = WebSettings()  # agentport's own search and fetch (issue 16)
+    budget: BudgetSettings = BudgetSettings()  # the workflows' ceilings
+    web: WebSettings = WebSettings()  # agentport's own search and fetch
 
     _cwd: ClassVar[Path | None] = None
     _sources: ClassVar[list[tuple[str, PydanticBaseSettingsSource]]] = []

@@ -127,7 +127,7 @@ def resolve_auto() -> str:
     cooling: str | None = None
     for capability in ranked:
         if is_installed(capability):
-            if _cooling(capability.name):  # an exhausted window: the next one (issue 12)
+            if _cooling(capability.name):  # an exhausted window: the next one
                 cooling = cooling or capability.name
                 continue
             return capability.name
@@ -239,7 +239,7 @@ def _with_policies(
 
 
 def _chain_adapter(settings: LLMSettings, *, retry: bool) -> FailoverAdapter:
-    """A `FailoverAdapter` over `llm.backend = [...]` (issue 12): each member built on first
+    """A `FailoverAdapter` over `llm.backend = [...]`: each member built on first
     use with the same settings, wrapped in the retry policy (unless *retry* is False)."""
     names = list(parse_chain(settings.backend))
     if names[-1] == "auto":
@@ -281,7 +281,7 @@ def create_agent_runtime(
     Raises `ProviderError` like `create_llm_adapter`, and `unsupported` for a completion-only
     backend."""
     settings = _settings(backend, cwd, overrides)
-    if "," in settings.backend:  # a chain: its first member that can run (issue 12)
+    if "," in settings.backend:  # a chain: its first member that can run
         names = [n for n in parse_chain(settings.backend) if n != "auto"] or [resolve_auto()]
         caps = [get_capability(n) for n in names]
         usable = [c for c in caps if c.supports_runtime and is_installed(c)]

@@ -7,7 +7,7 @@ from ..core import Param, ParamSupport
 __all__ = ["OWN_WEB", "I", "N", "T", "params"]
 
 N, T, I = ParamSupport.NATIVE, ParamSupport.TRANSLATED, ParamSupport.IGNORED  # noqa: E741
-# the end of an IGNORED web_search note of an agent CLI (issue 16)
+# the end of an IGNORED web_search note of an agent CLI
 OWN_WEB = "; deep research uses agentport's own search and fetch instead"
 
 

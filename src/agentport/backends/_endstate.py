@@ -1,7 +1,7 @@
 """End-state rules every CLI backend shares: what the last event of a run means.
 
 Each backend's decoder marks its events (`BackendSpec.decode`); these pure helpers turn the
-marks into the outcome, the same way for every CLI (issue 10, "the CLI's end state decides"):
+marks into the outcome, the same way for every CLI:
 
 - a `terminal` event ends the run (the runner then gives the CLI `linger_s` to exit and
   stops its group; a CLI lingering after its final event is neither a timeout nor retried);

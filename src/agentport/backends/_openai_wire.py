@@ -200,7 +200,7 @@ def classify_http(
             retry_after=parse_retry_after(headers),
             **common,
         )
-        # usage_limit_reached / RESOURCE_EXHAUSTED with a reset: quota_exhausted (issue 12)
+        # usage_limit_reached / RESOURCE_EXHAUSTED with a reset: quota_exhausted
         return as_quota(limited, body=body, headers=headers)
     if status in (400, 413, 422) and _CONTEXT.search(text):
         return ProviderError(ErrorKind.context_length, message, **common)

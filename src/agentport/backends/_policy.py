@@ -1,4 +1,4 @@
-"""Shared pieces of every CLI spec's least-privilege mapping (issue 15): the user's
+"""Shared pieces of every CLI spec's least-privilege mapping: the user's
 environment opt-in, refusing a policy a CLI cannot enforce, and which parent variables a
 backend may read.
 

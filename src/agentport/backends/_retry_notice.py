@@ -1,4 +1,4 @@
-"""A CLI's own retry notice ends the run: agentport owns retries (issue 10, deliverable 3).
+"""A CLI's own retry notice ends the run: agentport owns retries.
 
 Each agent CLI retries a failed model request by itself, some for minutes; under agentport's
 retry policy those loops multiply (gemini's 10+5 attempts x 3). Where a CLI cannot be told to

@@ -4,8 +4,8 @@ Every decoder that sees a web search or a page fetch puts `metadata["web"]` on t
 `"search"` (with `query`, and `urls` when the CLI reports results) or `"fetch"` (with `url`).
 `web_activity` turns a call's events into `CompletionResponse.raw.extra["web"]`:
 `{"searches": [query, ...], "fetches": [url, ...]}`, counting each tool call once (its
-result event when the CLI reports one, else its start). Source: issue 16 (decoders record
-search queries, fetched URLs and results as events).
+result event when the CLI reports one, else its start): decoders record
+search queries, fetched URLs and results as events.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ validated instead); usage and `total_cost_usd` come in `result`; bypassing permi
 refused as root; on a pipe it loses the end of a large output (an 8 MiB answer cut
 short, exit 0), so it writes to a file the runner follows.
 
-Web tools (issue 16): `config.web_search` adds WebSearch and WebFetch to the tool list and
+Web tools: `config.web_search` adds WebSearch and WebFetch to the tool list and
 nothing else (`tool_flags`); WebSearch is Anthropic's server-side search run by a second
 request, WebFetch fetches the page itself (http upgraded to https) and summarises it with a
 second request; the decoder marks both with `web` metadata (`_web_meta`).
@@ -125,7 +125,7 @@ def build(call: CliCall) -> Invocation:
         env["ANTHROPIC_BASE_URL"] = str(opts["base_url"]).rstrip("/")
     if "api_key" in opts:
         env["ANTHROPIC_API_KEY"] = str(opts["api_key"])
-    # agentport owns retries (issue 10): claude's own are off unless `max_retries` says
+    # agentport owns retries: claude's own are off unless `max_retries` says
     env["CLAUDE_CODE_MAX_RETRIES"] = str(opts.get("max_retries", 0))
     return Invocation(
         tuple(argv), env, call.prompt.encode("utf-8"), endpoint_passthrough(opts, _PASSTHROUGH)

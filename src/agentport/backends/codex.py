@@ -120,7 +120,7 @@ def _provider_flags(opts: Mapping[str, Any]) -> list[str]:
         "env_key": str(opts.get("api_key_env", _KEY_ENV)),
         "wire_api": "responses",
     }
-    # agentport owns retries (issue 10): codex's own are off unless the options say
+    # agentport owns retries: codex's own are off unless the options say
     fields["request_max_retries"] = opts.get("request_max_retries", 0)
     fields["stream_max_retries"] = opts.get("stream_max_retries", 0)
     if "stream_idle_timeout_ms" in opts:

@@ -2,7 +2,7 @@
 
 Facts from cli-contracts.md §7 (GitHub Copilot CLI 1.0.102): piped stdin without `-p` runs
 one-shot (we feed the prompt there); tools are limited with `--available-tools` and
-`--deny-tool` (issue 15: no `--allow-all-tools` unless the call asks for sandbox=full); a
+`--deny-tool`; a
 custom endpoint is BYOK through environment variables (`COPILOT_PROVIDER_BASE_URL`,
 `COPILOT_PROVIDER_API_KEY`, `COPILOT_PROVIDER_TYPE` = openai|azure|anthropic,
 `COPILOT_PROVIDER_WIRE_API` = completions|responses, `COPILOT_MODEL`) and needs no GitHub

@@ -10,7 +10,7 @@ feed the prompt there); an untrusted folder exits 55 before any request (we pass
 there is no schema flag (output_schema is TRANSLATED); like claude it loses the end of a
 large output on a pipe, so it writes to a file the runner follows.
 
-Web tools (issue 16): `config.web_search` allows google_web_search (a grounded request:
+Web tools: `config.web_search` allows google_web_search (a grounded request:
 `tools: [{googleSearch: {}}]`) and web_fetch (a `urlContext` request; the CLI fetches itself
 only as a fallback, and refuses private and loopback hosts) in the policy file, and nothing
 else; the decoder marks their tool_use events with `web` metadata.

@@ -117,7 +117,7 @@ def build(call: CliCall) -> Invocation:
     if opts.get("base_url"):
         base_url = str(opts["base_url"])
         home = home or default_home(base_url)
-        retries = int(opts.get("max_retries", 0))  # agentport owns retries (issue 10)
+        retries = int(opts.get("max_retries", 0))  # agentport owns retries
         write_home(home, base_url, config.model or "default", retries, config.max_turns)
     if home is not None:
         env["HERMES_HOME"] = str(home)

@@ -136,7 +136,7 @@ def classify_exception(exc: BaseException, backend: str = "litellm") -> Provider
         status=status,
         details={"exception": type(exc).__name__},
     )
-    # an exhausted window with its reset (issue 12): the provider's body, else the text
+    # an exhausted window with its reset: the provider's body, else the text
     body = getattr(exc, "body", None)
     return as_quota(error, body=body if isinstance(body, dict | str) else message)
 

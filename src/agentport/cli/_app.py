@@ -93,7 +93,7 @@ def backend_rows(probe: bool, llm: LLMSettings | None = None) -> list[dict[str, 
     from ..factory import installed_version, is_installed
     from ..policies import default_store
 
-    cooling = {c.backend: c for c in default_store().all_active()}  # issue 12
+    cooling = {c.backend: c for c in default_store().all_active()}
     rows = []
     for cap in all_backends():
         installed = None

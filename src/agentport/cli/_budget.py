@@ -1,5 +1,5 @@
 """The workflows' budget on the command line: `--budget SPEC` over the `[budget]` table, the
-plan against it, and the "partial" exit code (issue 12, deliverable 5).
+plan against it, and the "partial" exit code.
 
 Typer-free: the `deeprefine` console script uses it too and must not load the typer app.
 """

@@ -4,7 +4,7 @@ It serves the `complete` activity on one task queue per `--backend` (default: th
 `llm.backend`), the workflows on `<prefix>.workflows` and agentport's own web search and
 fetch on `<prefix>.web` (`--web/--no-web`). Refuses (one line, exit 1) a backend
 whose CLI is not installed here; an unreachable server is one line within seconds. Needs
-`agentport[temporal]`. Source: issue 13, docs/deployment.md.
+`agentport[temporal]`. Source: docs/deployment.md.
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ class BackendKind(enum.StrEnum):
 
 
 class Billing(enum.StrEnum):
-    """How calls to a backend are paid for (issue 12): `subscription` = a logged-in plan whose
+    """How calls to a backend are paid for: `subscription` = a logged-in plan whose
     usage windows calls spend (Claude Pro/Max, ChatGPT, Copilot, ...); `api_key` = metered by
     a provider key; `cloud` = a cloud account (Bedrock, Vertex AI); `local` = your own
     hardware; `none` = nothing (test doubles)."""
@@ -94,8 +94,8 @@ class BackendCapability(BaseModel):
         params: a ParamSupport for every `Param` (validated complete).
         notes: per-param explanations shown in docs (why TRANSLATED/IGNORED).
         retries: how the CLI's own retries are kept from multiplying agentport's (a per-run
-            setting that turns them off, or the run ending at its first retry notice;
-            issue 10), shown on the backend's docs page.
+            setting that turns them off, or the run ending at its first retry notice),
+            shown on the backend's docs page.
         billing: how calls are paid for, the usual way first (`Billing`); shown by
             `agentport backends` and the docs, so a user sees which calls spend a
             subscription window.

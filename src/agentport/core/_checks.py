@@ -13,7 +13,7 @@ from ._messages import Message, MessageRole
 
 __all__ = ["SAFETY_PARAMS", "check_params", "unenforced_safety"]
 
-# Parameters that limit what an agent may do: never silently dropped (issue 15).
+# Parameters that limit what an agent may do: never silently dropped.
 SAFETY_PARAMS: frozenset[Param] = frozenset({Param.tool_restriction, Param.sandbox})
 
 
@@ -44,7 +44,7 @@ def check_params(
     `Failure(ErrorKind.unsupported)` naming them under `fail`. Source: DESIGN.md, capabilities.
     Safety parameters (`SAFETY_PARAMS`: tool_restriction, sandbox) fail closed: one the
     backend cannot enforce is `Failure(ErrorKind.unsupported)` whatever `on_ignored` says
-    (`unenforced_safety`; issue 15). A call with no user or assistant message (nothing to
+    (`unenforced_safety`). A call with no user or assistant message (nothing to
     answer) is `Failure(ErrorKind.invalid_request)`.
     """
     if not any(m.role is not MessageRole.system and m.content.strip() for m in messages):

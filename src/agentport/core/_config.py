@@ -43,7 +43,7 @@ def json_schema_problem(schema: dict[str, Any]) -> str | None:
 def merge_config(config: CompletionConfig | None, defaults: CompletionConfig) -> CompletionConfig:
     """The config a backend runs with: *config* (None = nothing set) over *defaults*, field by
     field (`CompletionConfig.with_defaults`). Settings > `CompletionConfig` defaults; the
-    caller's explicit fields > settings. Source: issue 10 (settings merge)."""
+    caller's explicit fields > settings."""
     return defaults if config is None else config.with_defaults(defaults)
 
 
@@ -70,7 +70,7 @@ class ToolPolicy(BaseModel):
 
     Both are safety parameters: a backend that cannot enforce them refuses the call
     (`ErrorKind.unsupported`) whatever `on_ignored` says; with no tools at all, any sandbox
-    holds. Source: issue 15 (safe by default), docs/security.md.
+    holds. Source: docs/security.md (safe by default).
     """
 
     model_config = ConfigDict(frozen=True, defer_build=True)
@@ -95,7 +95,7 @@ class ToolPolicy(BaseModel):
 
     @classmethod
     def cli_defaults(cls) -> ToolPolicy:
-        """Opt in to the CLI's own default tools and sandbox (the default before issue 15)."""
+        """Opt in to the CLI's own default tools and sandbox (no least privilege)."""
         return cls(allowed_tools=None, sandbox=None)
 
     @property

@@ -52,7 +52,7 @@ class RawInfo(BaseModel):
 
 
 class SkippedBackend(BaseModel):
-    """A backend of a failover chain that did not give the answer (issue 12).
+    """A backend of a failover chain that did not give the answer.
 
     Attributes:
         backend: canonical backend name.
@@ -80,7 +80,7 @@ class SkippedBackend(BaseModel):
 
 
 class ParamReceipt(BaseModel):
-    """How the answering backend treated one parameter the caller set (issue 12): its
+    """How the answering backend treated one parameter the caller set: its
     catalog `ParamSupport` and the catalog's note."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)

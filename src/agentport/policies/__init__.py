@@ -9,7 +9,7 @@ call; `FailoverAdapter` = an ordered chain of backends (typed failover, optional
 = ceilings on calls, tokens, dollars and wall-clock time (`parse_budget` reads the `--budget`
 spec, `BudgetSettings` the `[budget]` table); `receipt` =
 how the backend treated each parameter of a call. Source: DESIGN.md ("Policies above the
-adapters"), issues 10 and 12.
+adapters").
 """
 
 from ._budget import Budget, BudgetAdapter

@@ -1,4 +1,4 @@
-"""A budget over an adapter: no new call once a ceiling is reached (issue 12, deliverable 5).
+"""A budget over an adapter: no new call once a ceiling is reached.
 
 `BudgetAdapter(inner, Budget(calls=..., input_tokens=..., output_tokens=..., cost_usd=...,
 deadline_s=...))` counts what the calls through it spend (a call is counted when it starts;

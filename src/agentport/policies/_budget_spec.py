@@ -1,5 +1,5 @@
 """A budget written by a person: the `--budget` spec, the `[budget]` table, durations, and
-the plan-against-budget check (pure; issue 12, deliverable 5).
+the plan-against-budget check (pure).
 
 One spelling for the command line and the configuration: `calls`, `input_tokens`,
 `output_tokens`, `usd`, `wall` (`Budget.calls`, `.input_tokens`, `.output_tokens`,

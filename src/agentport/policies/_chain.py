@@ -1,5 +1,5 @@
 """Which failures move a failover chain on (pure; the chain's names are parsed by
-`agentport._chain`). Source: issue 12 (deliverable 3).
+`agentport._chain`).
 """
 
 from __future__ import annotations

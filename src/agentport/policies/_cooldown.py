@@ -9,7 +9,7 @@ stray file) is moved aside to `cooldown.sqlite3.corrupt` and recreated with a
 nothing. Written by the retry policy (`RetryingAdapter(cooldown=...)`) when a call ends in
 `quota_exhausted` with a `retry_at`; read by the retry policy (a cooling backend is not
 called), `auto` (a cooling backend is passed over), failover chains and `agentport
-backends`. Source: issue 12 (deliverable 2).
+backends`.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ class CooldownStore:
         self._key: tuple[int, int, int] | None = None  # (pid, st_dev, st_ino)
 
     def _connect(self) -> sqlite3.Connection:
-        # private to the user; a symlink could point the writes anywhere (issue 15)
+        # private to the user; a symlink could point the writes anywhere
         _private_dir(self.path.parent)  # a real 0700 folder only this user writes
         if self.path.is_symlink():
             raise OSError(f"{self.path}: refusing a symlinked cooldown store")

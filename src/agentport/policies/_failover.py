@@ -21,7 +21,7 @@ Hedging (`hedge_after_s`): when the running member has not answered after that m
 the next one starts too; the first success wins and every other running member is cancelled
 (a CLI's process group is killed by the runner's cancellation teardown). A loser is recorded
 in `skipped` with `kind=None`, its seconds, and its usage when it reported one (a cancelled
-CLI reports none). Source: issue 12 (deliverables 3 and 4).
+CLI reports none).
 """
 
 from __future__ import annotations

@@ -2,8 +2,7 @@
 
 Pure: the catalog entry (`BackendCapability`) says NATIVE / TRANSLATED / IGNORED and why; the
 call's `CompletionConfig.params_set(messages)` says what was set. Attached to every response
-by the policy layer (`RetryingAdapter(capability=...)`, `FailoverAdapter`). Source: issue 12
-(deliverable 7).
+by the policy layer (`RetryingAdapter(capability=...)`, `FailoverAdapter`).
 """
 
 from __future__ import annotations

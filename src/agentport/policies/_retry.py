@@ -5,14 +5,14 @@ Retries only failures whose `ProviderError.retryable` is true, waits
 (capped by `max_delay_s`). Cancellation is never caught, so never retried.
 
 An exhausted usage window (`quota_exhausted`) is retried only when its `retry_at` comes before
-the deadline, and then not before `retry_at` (issue 12).
+the deadline, and then not before `retry_at`.
 
 The deadline: `CompletionConfig.total_timeout_s` bounds the whole call. Each attempt is handed
 `total_timeout_s = min(attempt_timeout_s, time left)`, so a backend's own limit (the process
 runner's, the HTTP read loop's) fires first and classifies the failure; a backend that does
 not stop in time is cancelled `DEADLINE_SLACK_S` later. A back-off that would end past the
 deadline is not slept: the call ends at once in `Failure(timeout, timeout="total")`.
-Source: issue 10 ("one deadline per call"), DESIGN.md ("Policies above the adapters").
+Source: DESIGN.md ("Policies above the adapters").
 """
 
 from __future__ import annotations
@@ -129,8 +129,8 @@ class RetryingAdapter:
         self.policy = policy or RetryPolicy()
         self.defaults = defaults or CompletionConfig()
         self._sleep = sleep
-        self.cooldown = cooldown  # the shared cooldown store (issue 12), or None
-        self.capability = capability  # for the per-call receipt (issue 12), or None
+        self.cooldown = cooldown  # the shared cooldown store, or None
+        self.capability = capability  # for the per-call receipt, or None
 
     @property
     def backend(self) -> str:

@@ -10,7 +10,7 @@ __all__ = ["NOTHING", "extract_json", "find_json"]
 
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n(.*?)```", re.DOTALL)
 # strict=False: control characters (raw newlines, tabs) inside strings are accepted, which is
-# what small models emit under grammar constraints. Source: issue 11.
+# what small models emit under grammar constraints.
 _DECODER = json.JSONDecoder(strict=False)
 # After `{` or `[` (and blanks), what can start a JSON object member / array element.
 _OBJECT_NEXT = frozenset('"}')
@@ -79,7 +79,7 @@ def find_json(text: str) -> Any:
     the prose. Only outermost values are candidates: a bracketed block that does not parse is
     skipped whole (its inner objects are never taken for the answer), and an opener that is
     never closed (a cut answer) ends the search with `NOTHING`. Raw control characters inside
-    strings are accepted. Source: issue 10 ("Schemas can lie"), issue 11 (root cause).
+    strings are accepted.
     """
     value = _loads(text)
     if value is not NOTHING:

@@ -81,7 +81,7 @@ def native_schema_gaps(output_schema: OutputSchema) -> tuple[str, ...]:
     `dict[str, Any]`, `dict[str, int]`), an array with no item schema (a tuple), and an
     `allOf` of several schemas. Sent to a schema-enforcing backend, such a node is rejected
     or forces a useless answer (a map sent strictly only admits `{}`), so every backend then
-    takes the TRANSLATED path instead (`complete_with_schema`). Source: issue 10.
+    takes the TRANSLATED path instead (`complete_with_schema`).
     """
     schema = _unwrap(schema_dict(output_schema))
     out: list[str] = []
@@ -150,7 +150,7 @@ def strict_schema(output_schema: OutputSchema) -> dict[str, Any]:
     "strict"}` is unwrapped. Undo it on the answer with `restore_strict`.
 
     Raises ValueError naming the nodes when `native_schema_gaps` finds any: such a schema
-    is never sent natively. Source: ouroboros.md §4.2 and §9 #14; issue 10.
+    is never sent natively. Source: ouroboros.md §4.2 and §9 #14.
     """
     gaps = native_schema_gaps(output_schema)
     if gaps:

@@ -17,7 +17,7 @@ The only package of agentport that imports `temporalio` (the `agentport[temporal
   deep research and DeepRefine as durable workflows, one question or a batch;
   `start_batch` / `status` / `follow` submit and follow a batch (`BatchJob`).
 
-Source: issue 13; docs/deployment.md.
+Source: docs/deployment.md.
 """
 
 from __future__ import annotations

@@ -239,7 +239,7 @@ async def execute_complete(
     cap = cluster_cap_for(backend, cluster_concurrency)
     if cap is None:
         return await _execute(data, backend, queue, retry_policy, timeout, heartbeat_timeout)
-    # issue 13 item 4: one of the backend's cluster-wide permits around the call
+    # one of the backend's cluster-wide permits around the call
     async with cluster_permit(queue, cap, call_id, workflow_task_queue=workflow_queue(prefix)):
         return await _execute(data, backend, queue, retry_policy, timeout, heartbeat_timeout)
 

@@ -31,11 +31,8 @@ from ..workflows.batch import (
     save_and_review,
     summary_markdown,
 )
-from ..workflows.deeprefine import InputError
-from ..workflows.deeprefine._files import read_bytes
 
 __all__ = [
-    "BATCH_ACTIVITIES",
     "ApplyItem",
     "BatchJob",
     "BatchResult",
@@ -49,7 +46,6 @@ __all__ = [
     "confine_to",
     "finish_batch",
     "item_status",
-    "read_graph",
     "report_suffix",
     "save_review",
     "write_report",
@@ -62,7 +58,7 @@ _ROOTS: tuple[Path, ...] | None = None
 def confine_to(roots: Sequence[Path] | None) -> None:
     """The folders this process's file activities may read and write (`agentport worker
     --root`, default the worker's working folder); None = anywhere (an embedding that
-    registers `BATCH_ACTIVITIES` itself decides). Workflow input names the paths, and any
+    registers `_workflows.ACTIVITIES` itself decides). Workflow input names the paths, and any
     client of the namespace can write workflow input."""
     global _ROOTS
     _ROOTS = None if roots is None else tuple(Path(os.path.realpath(r)) for r in roots)
@@ -245,18 +241,6 @@ async def write_report(data: WriteReport) -> None:
     await _in_thread(lambda: atomic_write(target, data.text))
 
 
-@activity.defn(name="agentport.batch.read_graph")
-async def read_graph(path: str) -> str:
-    """graph.json's text as it is now (the workflow parses it; a bad file fails the
-    question with the parser's one line)."""
-    graph = _inside(path, "graph")
-    data = await _in_thread(lambda: read_bytes(graph))
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(path, "", "not UTF-8") from None
-
-
 @activity.defn(name="agentport.batch.save_review")
 async def save_review(data: SaveReview) -> ItemResult:
     """Save the loop's trace and actions, review them, write `<out>/<id>.md` (no apply)."""
@@ -330,7 +314,3 @@ async def finish_batch(data: FinishBatch) -> str:
         return str(summary)
 
     return await _in_thread(run)
-
-
-#: the activities a worker on the workflow queue registers (next to `WORKFLOWS`)
-BATCH_ACTIVITIES = [write_report, read_graph, save_review, apply_item, finish_batch]

@@ -1,5 +1,5 @@
 """A batch budget on Temporal: the batch workflow owns it and grants each question an
-allowance (issue 12 item 5 over issue 13).
+allowance.
 
 The client sends the ceilings (`--budget` over `[budget]`), what earlier runs of the batch
 spent (`batch.json`) and the worst case of one question (its plan's upper bound of calls)

@@ -38,7 +38,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ChildWorkflowError
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 with workflow.unsafe.imports_passed_through():
@@ -47,7 +47,9 @@ with workflow.unsafe.imports_passed_through():
     from ..core import CompletionConfig, CompletionResponse, Message, ProviderError
     from ..workflows.batch import loop_to_data, research_outcome
     from ..workflows.deep_research import ResearchConfig, check_web_search, run_research
-    from ..workflows.deeprefine import InputError, parse_graph, run_loop
+    from ..workflows.deeprefine import Graph, InputError, Triple, run_loop
+    from ..workflows.deeprefine import triple_from_row as _triple
+    from ..workflows.deeprefine import triple_row as _row
     from ._activities import execute_complete
     from ._batch import (
         ApplyItem,
@@ -62,12 +64,12 @@ with workflow.unsafe.imports_passed_through():
         apply_item,
         finish_batch,
         item_status,
-        read_graph,
         report_suffix,
         save_review,
         write_report,
     )
     from ._budget import BudgetPool, budget_error, metered, spent_if_metered  # batch budget
+    from ._graph import GraphRead, GraphReadResult, read_graph
     from ._queues import workflow_queue
     from ._semaphore import SEMAPHORE_ACTIVITIES, SemaphoreWorkflow  # the cluster-wide caps
     from ._web import activity_web  # agentport's own search and fetch as activities
@@ -131,6 +133,71 @@ class ActivityAdapter:
         return out.to_result(config.output_schema if config is not None else None)
 
 
+class ActivityGraph:
+    """A `GraphSource` for workflow code: each read of graph.json at *path* is one
+    `read_graph` activity on the workflow queue (`_graph`), so history holds the triples a
+    hop kept, never the graph. A graph that stops loading raises `InputError` (one line)."""
+
+    def __init__(self, path: str, prefix: str) -> None:
+        self._path = path
+        self._prefix = prefix
+
+    @property
+    def path(self) -> Path:
+        return Path(self._path)
+
+    @property
+    def graph(self) -> Graph | None:
+        return None
+
+    async def read(self, op: str, **fields: Any) -> GraphReadResult:
+        got: GraphReadResult = await workflow.execute_activity(
+            read_graph,
+            GraphRead(self._path, op, **fields),
+            task_queue=workflow_queue(self._prefix),
+            start_to_close_timeout=_FILE_STEP,
+            retry_policy=_FILE_RETRY,
+            heartbeat_timeout=_FILE_HEARTBEAT,
+        )
+        if got.error:
+            raise InputError(self.path, "", got.error)
+        return got
+
+    async def match(self, question: str, cap: int) -> tuple[list[Triple], str]:
+        got = await self.read("match", question=question, cap=cap)
+        return [_triple(r) for r in got.triples], got.text
+
+    async def expand(
+        self, question: str, previous: list[Triple], cap: int
+    ) -> tuple[list[Triple], str]:
+        rows = [_row(t) for t in previous]
+        got = await self.read("expand", question=question, previous=rows, cap=cap)
+        return [_triple(r) for r in got.triples], got.text
+
+    async def source_hints(self, triples: list[Triple]) -> str:
+        return (await self.read("hints", previous=[_row(t) for t in triples])).text
+
+
+#: `ApplicationError.type` of a question's workflow that ended FAILED (`ended`)
+QUESTION_FAILED = "agentport.question_failed"
+
+
+def ended(result: ItemResult) -> ItemResult:
+    """*result* as a question workflow's return value; a failed question instead ends its
+    workflow FAILED (non-retryable `ApplicationError` of type `QUESTION_FAILED`, the
+    `ItemResult` as its details), so Temporal's own status finds failures: the UI's filter,
+    `temporal workflow list --query 'ExecutionStatus="Failed"'`. The batch reads the
+    details back (`BatchWorkflow`); `partial` / `not_run` under a budget are not failures."""
+    if result.status == "failed":
+        raise ApplicationError(
+            result.error or "failed",
+            dataclasses.asdict(result),
+            type=QUESTION_FAILED,
+            non_retryable=True,
+        )
+    return result
+
+
 @workflow.defn(name="agentport.research", failure_exception_types=[Exception])
 class ResearchWorkflow:
     """One research question: `run_research` with every model call an activity; the
@@ -138,6 +205,9 @@ class ResearchWorkflow:
 
     @workflow.run
     async def run(self, job: ResearchJob) -> ItemResult:
+        return ended(await self._question(job))
+
+    async def _question(self, job: ResearchJob) -> ItemResult:
         adapter = ActivityAdapter(
             job.backend, job.settings, job.prefix, workflow.info().workflow_id, job.heartbeat_s,
             cluster_concurrency=job.cluster_concurrency,
@@ -178,23 +248,20 @@ class ResearchWorkflow:
 
 @workflow.defn(name="agentport.refine", failure_exception_types=[Exception])
 class RefineWorkflow:
-    """One DeepRefine question: read graph.json (activity), the loop (model calls are
-    activities), then save the trace and actions and review them (activity). Nothing is
-    applied here: the batch applies, one question at a time."""
+    """One DeepRefine question: the loop, its graph reads and model calls activities
+    (graph.json stays on the workers' disk: `ActivityGraph`), then save the trace and
+    actions and review them (activity). Nothing is applied here: the batch applies, one
+    question at a time."""
 
     @workflow.run
     async def run(self, job: RefineJob) -> ItemResult:
+        return ended(await self._question(job))
+
+    async def _question(self, job: RefineJob) -> ItemResult:
         result = ItemResult(job.item_id, 0, job.question, "failed")
-        text = await workflow.execute_activity(
-            read_graph,
-            job.graph,
-            task_queue=workflow_queue(job.prefix),
-            start_to_close_timeout=_FILE_STEP,
-            retry_policy=_FILE_RETRY,
-            heartbeat_timeout=_FILE_HEARTBEAT,
-        )
+        graph = ActivityGraph(job.graph, job.prefix)
         try:
-            graph = parse_graph(text.encode("utf-8"), Path(job.graph))
+            await graph.read("open")  # a graph that does not load fails here, in one line
         except InputError as exc:
             result.error = str(exc)
             return result
@@ -203,7 +270,11 @@ class RefineWorkflow:
             cluster_concurrency=job.cluster_concurrency,
         )  # fmt: skip
         share = metered(adapter, job.allowance)  # a share of the batch budget (_budget)
-        loop = await run_loop(share, graph, job.question)
+        try:
+            loop = await run_loop(share, graph, job.question)
+        except InputError as exc:  # graph.json changed into one that does not load
+            result.error = str(exc)
+            return result
         result.spent = spent_if_metered(share)
         if isinstance(loop, Failure):
             result.error = str(loop.failure()).split("\n")[0]
@@ -271,9 +342,7 @@ class BatchWorkflow:
                         job, item, f"{base}.{item.id}", queue, allowance
                     )
                 except ChildWorkflowError as exc:
-                    got = ItemResult(item.id, item.line, item.question, "failed")
-                    got.error = str(exc.cause or exc).split("\n")[0]
-                    got.spent = None  # unknown: the pool counts the child's whole share
+                    got = _failed_child(exc, item)
                 else:
                     got.spent = got.spent or {}
                 if allowance is not None:
@@ -359,6 +428,24 @@ class BatchWorkflow:
             id=child_id,
             task_queue=queue,
         )
+
+
+def _failed_child(exc: ChildWorkflowError, item: ItemResult) -> ItemResult:
+    """The `ItemResult` of a question workflow that ended FAILED: its own (`ended`), or for
+    any other failure (a crash, a termination) one line of the cause, spent unknown."""
+    cause = exc.cause
+    if isinstance(cause, ApplicationError) and cause.type == QUESTION_FAILED and cause.details:
+        fields = cause.details[0]
+        if isinstance(fields, dict):
+            known = {k: v for k, v in fields.items() if k in ItemResult.__dataclass_fields__}
+            got = ItemResult(**known)
+            got.line, got.status = item.line, "failed"
+            got.spent = got.spent or {}  # counted by the question itself
+            return got
+    got = ItemResult(item.id, item.line, item.question, "failed")
+    got.error = str(cause or exc).split("\n")[0]
+    got.spent = None  # unknown: the pool counts the child's whole share
+    return got
 
 
 #: the workflows a worker on the workflow queue registers

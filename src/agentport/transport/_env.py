@@ -2,7 +2,7 @@
 refuses runaway nesting, and an argv-length guard. Pure apart from reading the mapping it is
 given.
 
-A child sees only what it needs (issue 15): the names in `BASE_ALLOWED` (path, home, user,
+A child sees only what it needs: the names in `BASE_ALLOWED` (path, home, user,
 shell, locale, terminal, temp, proxies, CA bundles, and the Windows basics) and the prefixes in
 `BASE_PREFIXES` (`LC_*`, `XDG_*`); plus the names the backend declares it needs
 (`passthrough`), the user's opt-in (`inherit`, from `[llm.<backend>] inherit_env`) and the
@@ -11,8 +11,8 @@ the names listed in `AGENTPORT_INHERIT_ENV`.
 Everything else (cloud credentials, tokens, other providers' keys) stays behind.
 
 Source: library-anchors.md §2 #5 (argv limits) and #6 (`CLAUDECODE` makes a nested claude
-refuse to start); ouroboros.md §10 #1 (recursive startup, fixed with a depth counter); issue 15
-(children get an allow-listed environment).
+refuse to start); ouroboros.md §10 #1 (recursive startup, fixed with a depth counter);
+children get an allow-listed environment (docs/security.md).
 """
 
 from __future__ import annotations

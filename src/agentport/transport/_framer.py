@@ -30,7 +30,7 @@ consumer after it fail with RecursionError near 1000."""
 
 
 class NestingTooDeepError(Exception):
-    """A JSON line nested deeper than `MAX_JSON_DEPTH` (issue 15: input bombs)."""
+    """A JSON line nested deeper than `MAX_JSON_DEPTH`."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit

@@ -15,7 +15,7 @@ default signal dispositions, and then waits for one of:
 
 SIGTERM / SIGINT / SIGHUP do not stop the guardian: the runner signals the whole group, the
 CLI gets the signal itself, and the guardian relays the CLI's exit. SIGKILL of the group kills
-it with everything else. Source: issue 10 deliverable 4; prctl(2) (PR_SET_CHILD_SUBREAPER).
+it with everything else. Source: prctl(2) (PR_SET_CHILD_SUBREAPER).
 """
 
 from __future__ import annotations

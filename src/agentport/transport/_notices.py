@@ -1,5 +1,5 @@
 """stderr (and log files) line by line, for `ProcessRequest.on_stderr_line`: a CLI's retry
-notice ends the run (issue 10, "no retry multiplication"). Internal to the runner."""
+notice ends the run. Internal to the runner."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A research run under a budget (issue 12, deliverable 5): the partial report.
+"""A research run under a budget: the partial report.
 
 Once a ceiling of the run's `Budget` is reached (`agentport.policies.BudgetAdapter`), no new
 agent call starts (`Run.call` answers None at once, counted in `callsRefusedBudget`) and the

@@ -3,7 +3,7 @@ synthesis with its honesty checks (seed path: degenerate answers retried once, t
 replaced by the confirmed claims; small-model path: `_small.run_synthesis`).
 
 Source: deep-research-port-plan.md, Task 8 (degenerate paths, salvage on synthesis
-failure), workflow-anchors.md §4.2 (three outcomes) and issue 11 deliverable 4.
+failure), workflow-anchors.md §4.2 (three outcomes).
 """
 
 from __future__ import annotations

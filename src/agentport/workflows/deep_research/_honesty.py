@@ -1,6 +1,6 @@
 """Checks that keep a report from overstating (every backend, both modes). Pure functions.
 
-Source: issue 11 deliverable 4. A synthesis that is placeholder text, cites nothing that
+A synthesis that is placeholder text, cites nothing that
 was fetched, or whose findings cannot be traced to the confirmed claims is degenerate; one
 work reachable under several URLs (same DOI, same normalised title, or in corpus mode the
 same passage text) is fetched once and listed with its mirrors.

@@ -38,6 +38,7 @@ from ._core import (
     next_wave_size as _next_wave_size,
 )
 from ._corpus import Corpus, load_corpus
+from ._corpus_source import CorpusSource
 from ._finish import claim_lists, nothing_confirmed_summary, salvage, set_aside, synthesize
 from ._honesty import split_mirrors, work_key
 from ._report import ResearchReport, SourceEntry
@@ -70,7 +71,7 @@ async def run_research(
     adapter: LLMAdapter,
     *,
     config: ResearchConfig | None = None,
-    corpus: Corpus | Path | str | None = None,
+    corpus: Corpus | CorpusSource | Path | str | None = None,
     on_event: EventCallback | None = None,
     cache: CallCache | None = None,
     budget: Budget | None = None,
@@ -86,7 +87,9 @@ async def run_research(
     synthesises; quotes are checked against the source text, and a claim whose quote is
     not in its source is set aside (`report.ungrounded`), never voted on.
     `config.small_model` (corpus mode only) asks the model for checkable choices instead
-    of prose in every phase (see `_small`).
+    of prose in every phase (see `_small`). `corpus=` any `CorpusSource` (a corpus read
+    elsewhere, e.g. by Temporal activities) runs corpus mode on it; small-model mode needs
+    the loaded `Corpus` and is refused in `report.error` with a source.
 
     When the catalog refuses web mode and a search engine is configured (`web`, else the
     `[web]` table of the settings), agentport's own tools search and fetch instead
@@ -115,8 +118,10 @@ async def run_research(
         return ResearchReport(question="", mode=mode, error="No research question provided.")
     loaded: Corpus | None = None
     own: OwnWeb | None = None  # agentport's own web tools (_web_own)
-    if isinstance(corpus, Corpus):
-        loaded = corpus
+    source: Corpus | CorpusSource | None = None
+    if isinstance(corpus, Corpus | CorpusSource):
+        loaded = corpus if isinstance(corpus, Corpus) else None
+        source = corpus
     elif corpus is not None:
         result = load_corpus(corpus, max_passage_chars=cfg.max_passage_chars)
         if isinstance(result, Failure):
@@ -142,16 +147,19 @@ async def run_research(
                         stats=own.stats(),
                     )
     if cfg.small_model and loaded is None:
+        if source is not None:
+            return ResearchReport(question=q, mode=mode, error=_SMALL_NEEDS_CORPUS)
         return ResearchReport(
             question=q,
             mode=mode,
             error="small-model mode researches a local folder (--corpus DIR, corpus=...): "
             "the model chooses sentences the code has read",
         )
-    run = Run(with_budget(adapter, budget), cfg, loaded, on_event, cache)
+    run = Run(with_budget(adapter, budget), cfg, source or loaded, on_event, cache)
     run.native_web = run.native_web and own is None  # agentport searches, not the model
-    if loaded is not None and loaded.skipped:
-        run.warn(f"corpus: skipped {len(loaded.skipped)} unreadable file(s): {loaded.skipped[0]}")
+    skipped = run.source.skipped if run.source is not None else []
+    if skipped:
+        run.warn(f"corpus: skipped {len(skipped)} unreadable file(s): {skipped[0]}")
     try:
         return finish_partial(await _pipeline(q, run, mode, started, own), run)
     finally:
@@ -159,6 +167,12 @@ async def run_research(
             await own.aclose()
         if loaded is not None and not isinstance(corpus, Corpus):
             loaded.close()
+
+
+_SMALL_NEEDS_CORPUS = (
+    "small-model mode needs the corpus loaded in this process: run it locally "
+    "(run_research(corpus=FOLDER))"
+)
 
 
 def _corpus_results(
@@ -218,7 +232,7 @@ async def _pipeline(
     q: str, run: Run, mode: Mode, started: float, own: OwnWeb | None = None
 ) -> ResearchReport:
     cfg = run.config
-    corpus = run.corpus
+    corpus = run.source
     web = own if corpus is None else None  # agentport searches and fetches (_web_own)
     if own is not None:
         own.bind(run)
@@ -297,19 +311,21 @@ async def _pipeline(
             return
         entry: Record = {"url": source["url"], "title": source["title"], "angle": angle.label}
         entry |= got
+        grounded = [
+            await corpus.grounded(c["quote"], source["url"])
+            if corpus is not None
+            else web.grounded(c["quote"], source["url"])
+            if web is not None
+            else None
+            for c in got["claims"]
+        ]
         entry["claims"] = [
             {
                 **c,
                 "_pos": (ai, slot, ci),
                 "sourceUrl": source["url"],
                 "sourceQuality": got["sourceQuality"],
-                "grounded": (
-                    corpus.grounded(c["quote"], source["url"])
-                    if corpus is not None
-                    else web.grounded(c["quote"], source["url"])
-                    if web is not None
-                    else None
-                ),
+                "grounded": grounded[ci],
             }
             for ci, c in enumerate(got["claims"])
         ]
@@ -339,7 +355,7 @@ async def _pipeline(
             sr = await run.agent("search", web_search_prompt(q, angle, found), Search)
             results = _corpus_results(run, angle, sr, found)
         elif corpus is not None:
-            hits = corpus.search(angle.query, cfg.corpus_candidates) or corpus.search(
+            hits = await corpus.search(angle.query, cfg.corpus_candidates) or await corpus.search(
                 q, cfg.corpus_candidates
             )
             candidates: list[Record] = [
@@ -385,7 +401,7 @@ async def _pipeline(
         }
         appendix = ""
         if corpus is not None and not cfg.small_model:
-            counter = corpus.search(
+            counter = await corpus.search(
                 claim["claim"], cfg.counter_passages, exclude=[claim["sourceUrl"]]
             )
             appendix = prompts.corpus_verify_appendix(

@@ -157,7 +157,7 @@ class ResearchReport(_Wire):
     @property
     def partial(self) -> bool:
         """True when the run's budget stopped it (`budget_reached` names the ceiling, e.g.
-        "calls 40/40"): the report holds what was finished before (issue 12)."""
+        "calls 40/40"): the report holds what was finished before."""
         return self.budget_reached is not None
 
 

@@ -34,6 +34,7 @@ from ...structured import match_choice
 from ._cache import CallCache
 from ._config import ResearchConfig
 from ._corpus import Corpus
+from ._corpus_source import CorpusSource, InMemoryCorpus
 from ._limiter import PriorityLimiter
 from ._report import ResearchEvent
 from ._small_qa import Ask
@@ -57,7 +58,7 @@ Record = dict[str, Any]
 
 # The phases whose agent gets its own web tools in native web mode: the seed's search and
 # fetch prompts, and the verify prompt ("Search for contradicting evidence"); never scope or
-# synthesis (least privilege, issue 16).
+# synthesis (least privilege).
 _WEB_PHASES = frozenset({"search", "extract", "verify"})
 
 
@@ -103,13 +104,17 @@ class Run:
         self,
         adapter: LLMAdapter,
         config: ResearchConfig,
-        corpus: Corpus | None,
+        corpus: Corpus | CorpusSource | None,
         on_event: EventCallback | None,
         cache: CallCache | None,
     ) -> None:
         self.adapter = adapter
         self.config = config
-        self.corpus = corpus
+        # small-model mode reads the loaded corpus itself; corpus mode reads any source
+        self.corpus = corpus if isinstance(corpus, Corpus) else None
+        self.source: CorpusSource | None = (
+            InMemoryCorpus(corpus) if isinstance(corpus, Corpus) else corpus
+        )
         self.on_event = on_event
         self.cache = cache
         # Small-model mode decodes greedily where the backend takes a temperature: its
@@ -127,13 +132,13 @@ class Run:
         self.usage = Usage()
         self.failures: list[tuple[str, ProviderError]] = []
         self.warnings: dict[str, None] = {}
-        # native web mode: the backend's own web tools, in _WEB_PHASES only (issue 16);
+        # native web mode: the backend's own web tools, in _WEB_PHASES only;
         # agentport's own web tools (or a corpus) set it False: the model gets no web tools
-        self.native_web = corpus is None
+        self.native_web = self.source is None
         self.web_searches = 0
         self.web_fetches = 0
         self.web_calls_answered = 0  # answered calls that were given web tools
-        # issue 12: once a ceiling is reached no new call starts (`_budget`)
+        # once a ceiling is reached no new call starts (`_budget`)
         self.budget = adapter if isinstance(adapter, BudgetAdapter) else None
         self.budget_reached: str | None = None
         self.budget_refused = 0
@@ -213,7 +218,7 @@ class Run:
             label=phase,
             schema_retries=self.config.schema_retries,
             web_search=self.native_web and phase in _WEB_PHASES,
-            tools=ToolPolicy.none(),  # no shell, no writes, no network (issue 15)
+            tools=ToolPolicy.none(),  # no shell, no writes, no network
             # unset (not None) leaves the configured llm.max_tokens in force
             **({"max_tokens": cap} if cap is not None else {}),
             **({"temperature": 0.0} if self.greedy else {}),

@@ -1,6 +1,6 @@
 """Small-model mode: the model only makes choices the code can check.
 
-Source: DESIGN.md "Small models: the model chooses, the code checks" and issue 11. The
+Source: DESIGN.md "Small models: the model chooses, the code checks". The
 phases and the report are the seed's; what each phase asks of the model changes:
 
 - scope: angles are built by code from the question's own terms; the model only picks

@@ -7,7 +7,7 @@ applies before a run starts (`agentport research`, the MCP server's `research_st
 - else: one line saying why, and how to configure an engine or give a corpus.
 
 `run_research` applies the same rule (it reports the refusal as `report.error`); checking
-first lets an interface refuse before it starts anything. Source: issue 16, docs/web.md.
+first lets an interface refuse before it starts anything. Source: docs/web.md.
 """
 
 from __future__ import annotations

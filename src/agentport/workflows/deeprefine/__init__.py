@@ -6,6 +6,8 @@ defects (reference/deeprefine-cli.md section 5) are fixed, see docs/deeprefine.m
 
 - `load_graph` / `dump_graph` / `Graph`: graph.json with graphify fidelity.
 - `match_question` / `expand` / `Triple`: hop 1 and k-hop retrieval.
+- `GraphSource` / `InMemoryGraph`: what the loop reads of a graph (Temporal reads it by
+  activities, the graph staying on the workers' disk).
 - `run_loop(adapter, graph, question)`: judge -> abduction -> refinement on any `LLMAdapter`,
   `Result[LoopResult, ProviderError]`; calls are labelled `judge`, `abduction`, `refinement`.
   The judge answers by `choices`; on the embedded backend abduction and refinement are
@@ -31,8 +33,9 @@ from ._files import InputError, Layout, atomic_write, find_layout
 from ._graph import Graph, Resolution, dump_graph, load_graph, parse_graph
 from ._history import add_query, memory_question, pending, read_history, sync_memory
 from ._loop import LoopResult, LoopSettings, format_history, parse_judge, run_loop
-from ._retrieval import Triple, expand, match_question, render_triples
+from ._retrieval import Triple, expand, match_question, render_triples, source_hints
 from ._review import Review, ReviewContext, ReviewItem, review
+from ._source import GraphSource, InMemoryGraph, triple_from_row, triple_row
 from ._trace import load_trace, query_id, trace_template, validate_trace
 from ._workflow import finish, save_loop
 
@@ -46,6 +49,8 @@ __all__ = [
     "Action",
     "ApplyReport",
     "Graph",
+    "GraphSource",
+    "InMemoryGraph",
     "InputError",
     "Layout",
     "LoopResult",
@@ -85,7 +90,10 @@ __all__ = [
     "run_loop",
     "save_loop",
     "save_partial",
+    "source_hints",
     "sync_memory",
     "trace_template",
+    "triple_from_row",
+    "triple_row",
     "validate_trace",
 ]

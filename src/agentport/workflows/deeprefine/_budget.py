@@ -1,4 +1,4 @@
-"""DeepRefine under a budget (issue 12, deliverable 5): the worst case of one loop, and the
+"""DeepRefine under a budget: the worst case of one loop, and the
 partial trace a budget stop leaves.
 
 A loop its budget stopped (`LoopResult.budget_reached`) keeps the steps it finished in its

@@ -50,9 +50,8 @@ from ._constants import (
 from ._graph import Graph
 from ._retrieval import (
     Triple,
-    expand,
-    match_question,
     render_triples,
+    source_hints,
     step_cap,
     uncovered_terms,
 )
@@ -66,6 +65,7 @@ from ._small import (
     parse_refinement_choice,
     refinement_schema,
 )
+from ._source import GraphSource, InMemoryGraph
 from ._trace import query_id, trace_template
 
 __all__ = [
@@ -122,19 +122,6 @@ def format_history(steps: list[dict[str, Any]]) -> str:
     return "\n\n".join(blocks)
 
 
-def _original_text(graph: Graph, triples: list[Triple]) -> str:
-    """Source-file hints for the refinement prompt (seed: "source file hints from triples"):
-    `file: label, label` per file, so the model can write file-qualified names."""
-    files: dict[str, list[str]] = {}
-    for t in triples:
-        for node_id in (t.subject_id, t.object_id):
-            node = graph.nodes[node_id]
-            source = str(node.get("source_file") or "")
-            if source and node["label"] not in files.setdefault(source, []):
-                files[source].append(str(node["label"]))
-    return "; ".join(f"{f}: {', '.join(labels)}" for f, labels in files.items()) or "[]"
-
-
 @dataclass(frozen=True)
 class LoopSettings:
     """Knobs of the loop.
@@ -176,7 +163,7 @@ class LoopSettings:
             return CompletionConfig(
                 label=label, max_tokens=max_tokens, tools=ToolPolicy.none(), **extra
             )
-        # the loop's agents never get tools, whatever an override says (issue 15)
+        # the loop's agents never get tools, whatever an override says
         return base.model_copy(update={"label": label, "tools": ToolPolicy.none()})
 
 
@@ -260,7 +247,7 @@ async def _ask(
 
 async def run_loop(
     adapter: LLMAdapter,
-    graph: Graph,
+    graph: Graph | GraphSource,
     question: str,
     settings: LoopSettings | None = None,
     *,
@@ -272,8 +259,13 @@ async def run_loop(
     re-prompts (`bad_output`), or a question that matches nothing in the graph
     (`invalid_request`). Cancellation propagates. With a `budget` (calls, tokens, dollars,
     wall-clock; or an *adapter* that is a `BudgetAdapter`) a ceiling ends the loop in
-    `Success(LoopResult(budget_reached=...))` holding the trace so far (issue 12).
+    `Success(LoopResult(budget_reached=...))` holding the trace so far.
+
+    *graph* is a loaded `Graph` or any `GraphSource` (the graph read elsewhere, e.g. by
+    Temporal activities); the embedded-model tail needs the `Graph` itself, so with a source
+    that holds none, small-model mode is `Failure(unsupported)`.
     """
+    source = InMemoryGraph(graph) if isinstance(graph, Graph) else graph
     settings = settings or LoopSettings()
     if budget is not None:
         adapter = BudgetAdapter(adapter, budget)
@@ -293,17 +285,17 @@ async def run_loop(
         if settings.on_step:
             settings.on_step(step)
         if step == 1:
-            triples, evidence = match_question(graph, question, step_cap(1))
+            triples, evidence = await source.match(question, step_cap(1))
             method = "graphify_query+graph_read"
             if not triples:
                 return Failure(
                     ProviderError(
                         ErrorKind.invalid_request,
-                        f"{graph.path}: no node matches the question {question!r}",
+                        f"{source.path}: no node matches the question {question!r}",
                     )
                 )
         else:
-            triples, evidence = expand(graph, question, steps[-1], step_cap(step))
+            triples, evidence = await source.expand(question, steps[-1], step_cap(step))
             method = "k_hop_expansion"
         user = JUDGE_USER.format(question=question, triples_string=render_triples(triples))
         judged = await _ask(
@@ -348,7 +340,15 @@ async def run_loop(
         return Success(LoopResult(trace, True, steps=steps))
     trace["early_exit"] = False
     if small:
-        return await _small_tail(adapter, graph, question, trace, steps, settings)
+        if source.graph is None:
+            return Failure(
+                ProviderError(
+                    ErrorKind.unsupported,
+                    "small-model mode needs the graph in this process; run the loop locally",
+                    backend=adapter.backend,
+                )
+            )
+        return await _small_tail(adapter, source.graph, question, trace, steps, settings)
     abduced = await _ask(
         adapter,
         ABDUCTION_SYSTEM,
@@ -374,7 +374,7 @@ async def run_loop(
     refined = await _ask(
         adapter,
         REFINEMENT_SYSTEM,
-        _refinement_user(graph, question, last, reason),
+        _refinement_user(await source.source_hints(last), question, last, reason),
         settings.config("refinement", settings.refinement_max_tokens),
         parse,
         REFINEMENT_RETRY,
@@ -405,9 +405,9 @@ def _stopped(
     return Success(LoopResult(trace, False, steps=steps, budget_reached=why))
 
 
-def _refinement_user(graph: Graph, question: str, last: list[Triple], reason: str) -> str:
+def _refinement_user(hints: str, question: str, last: list[Triple], reason: str) -> str:
     return REFINEMENT_USER.format(
-        original_text=_original_text(graph, last),
+        original_text=hints,
         triples_string=render_triples(last),
         question=question,
         error_reasons=reason,
@@ -460,7 +460,7 @@ async def _small_tail(
     refined = await _ask(
         adapter,
         REFINEMENT_SYSTEM,
-        _refinement_user(graph, question, steps[-1], reason),
+        _refinement_user(source_hints(graph, steps[-1]), question, steps[-1], reason),
         settings.config(
             "refinement",
             settings.refinement_max_tokens,

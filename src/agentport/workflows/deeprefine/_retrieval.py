@@ -23,6 +23,7 @@ __all__ = [
     "match_question",
     "question_terms",
     "render_triples",
+    "source_hints",
     "step_cap",
     "uncovered_terms",
 ]
@@ -226,3 +227,17 @@ def expand(
         f"{len(set(candidates))} links; kept {len(triples)}\n" + render_triples(triples)
     )
     return triples, evidence
+
+
+def source_hints(graph: Graph, triples: list[Triple]) -> str:
+    """Source-file hints for the refinement prompt (seed: "source file hints from triples"):
+    `file: label, label` per file, so the model can write file-qualified names; `[]` when
+    none. A node the graph no longer holds (changed since the hop) gives no hint."""
+    files: dict[str, list[str]] = {}
+    for t in triples:
+        for node_id in (t.subject_id, t.object_id):
+            node = graph.nodes.get(node_id)
+            source = str(node.get("source_file") or "") if node else ""
+            if node and source and node["label"] not in files.setdefault(source, []):
+                files[source].append(str(node["label"]))
+    return "; ".join(f"{f}: {', '.join(labels)}" for f, labels in files.items()) or "[]"

@@ -1,5 +1,5 @@
 """Small-model mode of the loop: the model chooses, the code checks (../shared/DESIGN.md,
-"Small models"; issue 11).
+"Small models").
 
 A 270M model cannot be trusted to write `<abduction>` prose or the action grammar, but it can
 pick from lists. In this mode abduction and refinement are asked as JSON whose every string

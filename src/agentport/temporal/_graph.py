@@ -1,0 +1,115 @@
+"""graph.json by reference: the DeepRefine loop's graph reads as one activity.
+
+A refine question on Temporal never carries graph.json in a payload (Temporal refuses a
+payload over 2 MB, and a real graphify graph of a mid-size repository is 4 to 20 MB). The
+workflow sends the graph's path (under the worker's `--root`s) and what to read; the worker
+serving the workflow queue parses the file once and keeps it (`_Graphs`: keyed by path and
+the file's size, mtime and inode, so an applied refinement is read again), and answers with
+the few triples a hop keeps. History per question is then the triples and prompts, not the
+graph. Each hop reads graph.json as it is at that hop, as review does.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from temporalio import activity
+
+from ..workflows.deeprefine import (
+    Graph,
+    InputError,
+    expand,
+    load_graph,
+    match_question,
+    source_hints,
+    triple_from_row,
+    triple_row,
+)
+from ._batch import _in_thread, _inside
+
+__all__ = ["GRAPH_OPS", "GraphRead", "GraphReadResult", "read_graph"]
+
+#: what `GraphRead.op` may name
+GRAPH_OPS = ("open", "match", "expand", "hints")
+
+
+@dataclass(frozen=True)
+class GraphRead:
+    """One read of graph.json at `graph`: `open` (parse and count), `match` (hop 1 for
+    `question`, at most `cap` triples), `expand` (hop k from the `previous` hop's triples),
+    `hints` (source-file hints of `previous`). Triples travel as `triple_row` lists."""
+
+    graph: str
+    op: str
+    question: str = ""
+    previous: list[list[str]] = field(default_factory=list)
+    cap: int = 0
+
+
+@dataclass(frozen=True)
+class GraphReadResult:
+    """`triples` (rows) and `text` (evidence, hints, or `open`'s counts); `error`: the one
+    line of a graph.json that does not load (the question fails with it, never retried)."""
+
+    triples: list[list[str]] = field(default_factory=list)
+    text: str = ""
+    error: str = ""
+
+
+class _Graphs:
+    """The graphs this worker process has parsed: at most `keep`, newest kept. A file
+    whose size, mtime or inode changed is parsed again; one load at a time (a 20 MB graph
+    parsed by every waiting activity at once would hold many copies)."""
+
+    def __init__(self, keep: int = 2) -> None:
+        self._keep = keep
+        self._lock = threading.Lock()
+        self._graphs: dict[str, tuple[tuple[int, int, int], Graph]] = {}
+
+    def get(self, path: Path) -> Graph:
+        real = os.path.realpath(path)
+        with self._lock:
+            st = os.stat(real)
+            stamp = (st.st_size, st.st_mtime_ns, st.st_ino)
+            held = self._graphs.pop(real, None)
+            if held is None or held[0] != stamp:
+                held = (stamp, load_graph(Path(path), lean=True))
+            self._graphs[real] = held
+            while len(self._graphs) > self._keep:
+                self._graphs.pop(next(iter(self._graphs)))
+            return held[1]
+
+
+_GRAPHS = _Graphs()
+
+
+def _read(data: GraphRead) -> GraphReadResult:
+    if data.op not in GRAPH_OPS:
+        return GraphReadResult(error=f"unknown graph read {data.op!r}")
+    try:
+        graph = _GRAPHS.get(Path(data.graph))
+        previous = [triple_from_row(row) for row in data.previous]
+    except (InputError, ValueError) as exc:
+        return GraphReadResult(error=str(exc).split("\n")[0])
+    except OSError as exc:
+        return GraphReadResult(error=f"{data.graph}: {exc.strerror or exc}")
+    if data.op == "open":
+        return GraphReadResult(text=f"{len(graph.nodes)} nodes, {len(graph.links)} links")
+    if data.op == "hints":
+        return GraphReadResult(text=source_hints(graph, previous))
+    if data.op == "match":
+        triples, text = match_question(graph, data.question, data.cap)
+    else:
+        triples, text = expand(graph, data.question, previous, data.cap)
+    return GraphReadResult([triple_row(t) for t in triples], text)
+
+
+@activity.defn(name="agentport.refine.read_graph")
+async def read_graph(data: GraphRead) -> GraphReadResult:
+    """One `GraphRead` of a graph.json under this worker's roots (non-retryable
+    `ApplicationError` outside them); a file that does not load is `error`, not a raise."""
+    _inside(data.graph, "graph")
+    return await _in_thread(lambda: _read(data))
