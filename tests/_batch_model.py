@@ -29,7 +29,7 @@ def answer(text: str) -> dict[str, Any]:
             "question": question,
             "summary": "two angles",
             "angles": [
-                {"label": f"a{i}", "query": f"q{i} {_h(question)}", "rationale": "r"}
+                {"label": f"a{i}", "query": f"q{i} {_h(question)} {question}", "rationale": "r"}
                 for i in range(3)
             ],
         }
@@ -37,6 +37,17 @@ def answer(text: str) -> dict[str, Any]:
         label = text.split("## Web Searcher: ", 1)[1].split("\n", 1)[0]
         url = f"http://{label}.example/{tag}"
         return {"results": [{"url": url, "title": "t", "snippet": "s", "relevance": "high"}]}
+    if "## Corpus Searcher: " in text:  # corpus mode: the first two candidates
+        urls = re.findall(r"url: (corpus://\S+)", text)[:2]
+        return {"results": [{"url": u, "title": "t", "relevance": "high"} for u in urls]}
+    if text.startswith("## Source Extractor") and "**Source:** " in text:
+        url = text.split("**Source:** ", 1)[1].split("\n", 1)[0].strip()
+        passage = text.split("## Passage\n", 1)[1].split("\n\n## Task", 1)[0]
+        quote = " ".join(passage.split()[:8])  # the passage's own words: grounded
+        return {
+            "sourceQuality": "primary",
+            "claims": [{"claim": f"Claim from {url}", "quote": quote, "importance": "central"}],
+        }
     if text.startswith("## Source Extractor"):
         url = text.split("**URL:** ", 1)[1].split("\n", 1)[0].strip()
         return {

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import threading
 from collections import Counter
@@ -344,3 +345,99 @@ def test_refine_batch_on_a_20_mb_graph_keeps_graph_json_out_of_history(
     per_question = asyncio.run(history_bytes())
     # the graph never crosses the wire: each history is the hops' triples and prompts
     assert max(per_question.values()) < size // 100, (size, per_question)
+
+
+def _release_corpus(root: Path, documents: int) -> int:
+    """*documents* release notes (about 12 KB each, so 200 are more than Temporal's 2 MB
+    payload limit), each one sentence a question can find among filler. Returns the size."""
+    root.mkdir()
+    for i in range(documents):
+        filler = "\n\n".join(
+            f"Section {j} of note {i} lists housekeeping item {i * 31 + j} without news." * 6
+            for j in range(28)
+        )
+        (root / f"release-{i}.md").write_text(
+            f"# Release {i}\n\nRelease {i} changed the retry limit to {i % 7 + 2} "
+            f"attempts.\n\n{filler}\n",
+            encoding="utf-8",
+        )
+    return sum(f.stat().st_size for f in root.iterdir())
+
+
+def test_corpus_research_batch_runs_on_temporal_as_it_runs_locally(
+    temporal_server: str,  # noqa: F811
+    workers: list[WorkerProcess],
+    server: FakeModelServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`research --batch --corpus DIR --temporal` (the CLI as a user types it): the corpus
+    stays on the workers' disk and each search or quote check is an activity; with a worker
+    killed mid-batch the reports are those of the local batch on the same corpus, and no
+    question's history holds more than a small part of the corpus."""
+    docs = tmp_path / "docs"
+    size = _release_corpus(docs, 200)
+    assert size > 2_097_152
+    qfile = tmp_path / "q.txt"
+    qfile.write_text(
+        "\n".join(f"What changed in release {i}?" for i in (3, 50, 120, 199)) + "\n",
+        encoding="utf-8",
+    )
+    serve(server, LATENCY_S)
+    monkeypatch.setenv("AGENTPORT_CONFIG_FILE", str(tmp_path / "worker.toml"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("AGENTPORT_ALLOW_REAL_BACKENDS", "1")
+    common = ["research", "--batch", str(qfile), "--corpus", str(docs), "--quiet",
+              "--backend", "openai_compat"]  # fmt: skip
+    local = CliRunner().invoke(app, [*common, "--out", str(tmp_path / "local")])
+    assert local.exit_code == 0, local.output
+    reference = len(server.requests)
+
+    stop = threading.Event()
+    killed: list[int] = []
+
+    def kill_mid_batch() -> None:
+        while not stop.wait(0.05):
+            if len(server.requests) - reference >= reference // 3:
+                killed.append(len(server.requests) - reference)
+                workers[0].kill()
+                return
+
+    watcher = threading.Thread(target=kill_mid_batch, daemon=True)
+    watcher.start()
+    try:
+        result = CliRunner().invoke(
+            app,
+            [*common, "--out", str(tmp_path / "temporal"), "--temporal", temporal_server,
+             "--batch-id", "test-corpus"],
+        )  # fmt: skip
+    finally:
+        stop.set()
+        watcher.join(10)
+    assert result.exit_code == 0, result.output
+    assert killed, "the batch ended before a worker could be killed"
+    assert "completed: 4 done, 0 failed" in result.stderr
+    parsed = read_questions(qfile)
+
+    def comparable(path: Path) -> str:
+        # the angles search alike: which one found a passage first is a race, as is the
+        # measured peak of calls in flight; sources, claims and verdicts are not
+        text = _strip_duration(path.read_text(encoding="utf-8"))
+        text = re.sub(r"via a\d\)", "via an angle)", text)
+        return "\n".join(line for line in text.splitlines() if '"maxInFlight"' not in line)
+
+    for q in parsed.questions:
+        report = comparable(tmp_path / "temporal" / f"{q.id}.md")
+        assert report == comparable(tmp_path / "local" / f"{q.id}.md")
+        assert f"corpus://release-{q.text.split()[-1].rstrip('?')}.md/0" in report
+
+    async def history_bytes() -> list[int]:
+        client = await connect(temporal_server)
+        return [
+            len((await client.get_workflow_handle(f"test-corpus.{q.id}").fetch_history()).to_json())
+            for q in parsed.questions
+        ]
+
+    per_question = asyncio.run(history_bytes())
+    print(f"corpus of {size} bytes: history per question {per_question}")
+    assert max(per_question) < size // 5, (size, per_question)

@@ -137,17 +137,18 @@ def research_batch_command(
     except ProviderError as exc:
         fail_error(exc)
     if temporal is not None:
-        if corpus is not None:
-            fail("--corpus is not supported with --temporal yet; run the batch locally", 2)
+        if corpus is not None and not corpus.is_dir():
+            fail(f"corpus {str(corpus)!r} is not a folder", 2)
         if target is None:
             fail("--temporal needs a named backend (--backend or llm.backend)", 2)
         if config.small_model:
             fail("small-model mode is not supported with --temporal yet; run the batch locally", 2)
-        if (refusal := web_refusal(target)) is not None and not config.assume_web_tools:
+        web_ok = config.assume_web_tools or corpus is not None  # the model needs no web tools
+        if (refusal := web_refusal(target)) is not None and not web_ok:
             fail(refusal, 2)
         settings = {"model": model} if model else {}
         web: dict[str, Any] = {}
-        if not config.assume_web_tools and uses_own_web(target):
+        if not web_ok and uses_own_web(target):
             web = _web_input()  # agentport's own search and fetch run on the workers
         _submit(
             "research",
@@ -164,6 +165,9 @@ def research_batch_command(
             jobs=jobs,
             web=web,
             budget=_research_budget(budget, config),
+            # the workers index the folder themselves (temporal._corpus): it must be under
+            # their --root, at the same path
+            corpus="" if corpus is None else str(corpus.resolve()),
         )
         return
     from ..factory import create_llm_adapter

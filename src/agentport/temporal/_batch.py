@@ -99,6 +99,8 @@ class ResearchJob:
     allowance: dict[str, Any] | None = None  # a share of the batch budget (temporal._budget)
     # the client's [web] table (`_web.web_input`): agentport's own search and fetch
     web: dict[str, Any] = field(default_factory=dict)
+    # corpus mode: a folder the workflow workers can read (under their --root), or ""
+    corpus: str = ""
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,7 @@ class BatchJob:
     cluster_concurrency: dict[str, int] = field(default_factory=dict)  # backend -> cluster cap
     budget: dict[str, Any] = field(default_factory=dict)  # the batch budget (temporal._budget)
     web: dict[str, Any] = field(default_factory=dict)  # research: as in ResearchJob
+    corpus: str = ""  # research: as in ResearchJob
 
 
 @dataclass

@@ -3,7 +3,7 @@
 A refine question on Temporal never carries graph.json in a payload (Temporal refuses a
 payload over 2 MB, and a real graphify graph of a mid-size repository is 4 to 20 MB). The
 workflow sends the graph's path (under the worker's `--root`s) and what to read; the worker
-serving the workflow queue parses the file once and keeps it (`_Graphs`: keyed by path and
+serving the workflow queue parses the file once and keeps it (`Parsed`: keyed by path and
 the file's size, mtime and inode, so an applied refinement is read again), and answers with
 the few triples a hop keeps. History per question is then the triples and prompts, not the
 graph. Each hop reads graph.json as it is at that hop, as review does.
@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from temporalio import activity
 
@@ -30,7 +32,9 @@ from ..workflows.deeprefine import (
 )
 from ._batch import _in_thread, _inside
 
-__all__ = ["GRAPH_OPS", "GraphRead", "GraphReadResult", "read_graph"]
+__all__ = ["GRAPH_OPS", "GraphRead", "GraphReadResult", "Parsed", "file_stamp", "read_graph"]
+
+T = TypeVar("T")
 
 #: what `GraphRead.op` may name
 GRAPH_OPS = ("open", "match", "expand", "hints")
@@ -59,38 +63,46 @@ class GraphReadResult:
     error: str = ""
 
 
-class _Graphs:
-    """The graphs this worker process has parsed: at most `keep`, newest kept. A file
-    whose size, mtime or inode changed is parsed again; one load at a time (a 20 MB graph
-    parsed by every waiting activity at once would hold many copies)."""
+class Parsed(Generic[T]):
+    """What this worker process has parsed (a graph, a corpus): at most `keep`, newest
+    kept. `get` parses again when the file's `stamp` (size, mtime, inode) changed; one
+    parse at a time (a 20 MB graph parsed by every waiting activity at once would hold
+    many copies)."""
 
     def __init__(self, keep: int = 2) -> None:
         self._keep = keep
         self._lock = threading.Lock()
-        self._graphs: dict[str, tuple[tuple[int, int, int], Graph]] = {}
+        self._held: dict[Hashable, tuple[Hashable, T]] = {}
 
-    def get(self, path: Path) -> Graph:
-        real = os.path.realpath(path)
+    def get(self, key: Hashable, stamp: Callable[[], Hashable], parse: Callable[[], T]) -> T:
         with self._lock:
-            st = os.stat(real)
-            stamp = (st.st_size, st.st_mtime_ns, st.st_ino)
-            held = self._graphs.pop(real, None)
-            if held is None or held[0] != stamp:
-                held = (stamp, load_graph(Path(path), lean=True))
-            self._graphs[real] = held
-            while len(self._graphs) > self._keep:
-                self._graphs.pop(next(iter(self._graphs)))
+            now = stamp()
+            held = self._held.pop(key, None)
+            if held is None or held[0] != now:
+                held = (now, parse())
+            self._held[key] = held
+            while len(self._held) > self._keep:
+                self._held.pop(next(iter(self._held)))
             return held[1]
 
 
-_GRAPHS = _Graphs()
+def file_stamp(real: str) -> tuple[int, int, int]:
+    """*real*'s size, mtime (ns) and inode: a rewrite (atomic replace or in place) changes it."""
+    st = os.stat(real)
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+_GRAPHS: Parsed[Graph] = Parsed()
 
 
 def _read(data: GraphRead) -> GraphReadResult:
     if data.op not in GRAPH_OPS:
         return GraphReadResult(error=f"unknown graph read {data.op!r}")
     try:
-        graph = _GRAPHS.get(Path(data.graph))
+        real = os.path.realpath(data.graph)
+        graph = _GRAPHS.get(
+            real, lambda: file_stamp(real), lambda: load_graph(Path(data.graph), lean=True)
+        )
         previous = [triple_from_row(row) for row in data.previous]
     except (InputError, ValueError) as exc:
         return GraphReadResult(error=str(exc).split("\n")[0])

@@ -46,7 +46,13 @@ with workflow.unsafe.imports_passed_through():
 
     from ..core import CompletionConfig, CompletionResponse, Message, ProviderError
     from ..workflows.batch import loop_to_data, research_outcome
-    from ..workflows.deep_research import ResearchConfig, check_web_search, run_research
+    from ..workflows.deep_research import (
+        Passage,
+        ResearchConfig,
+        SearchedPassages,
+        check_web_search,
+        run_research,
+    )
     from ..workflows.deeprefine import Graph, InputError, Triple, run_loop
     from ..workflows.deeprefine import triple_from_row as _triple
     from ..workflows.deeprefine import triple_row as _row
@@ -69,6 +75,7 @@ with workflow.unsafe.imports_passed_through():
         write_report,
     )
     from ._budget import BudgetPool, budget_error, metered, spent_if_metered  # batch budget
+    from ._corpus import CorpusRead, CorpusReadResult, read_corpus
     from ._graph import GraphRead, GraphReadResult, read_graph
     from ._queues import workflow_queue
     from ._semaphore import SEMAPHORE_ACTIVITIES, SemaphoreWorkflow  # the cluster-wide caps
@@ -178,6 +185,46 @@ class ActivityGraph:
         return (await self.read("hints", previous=[_row(t) for t in triples])).text
 
 
+class ActivityCorpus:
+    """A `CorpusSource` for workflow code: each search and quote check of the corpus
+    folder at *path* is one `read_corpus` activity on the workflow queue (`_corpus`), so
+    history holds the passages a search returned, never the corpus. A read that fails (the
+    folder stopped indexing) finds nothing and keeps its one line in `error`: the question
+    then fails with it."""
+
+    def __init__(self, path: str, max_passage_chars: int, prefix: str) -> None:
+        self._path = path
+        self._chars = max_passage_chars
+        self._prefix = prefix
+        self._searched = SearchedPassages()
+        self.skipped: list[str] = []
+        self.error = ""
+
+    async def read(self, op: str, **fields: Any) -> CorpusReadResult:
+        got: CorpusReadResult = await workflow.execute_activity(
+            read_corpus,
+            CorpusRead(self._path, op, self._chars, **fields),
+            task_queue=workflow_queue(self._prefix),
+            start_to_close_timeout=_FILE_STEP,
+            retry_policy=_FILE_RETRY,
+            heartbeat_timeout=_FILE_HEARTBEAT,
+        )
+        self.error = self.error or got.error
+        if op == "open":
+            self.skipped = got.skipped
+        return got
+
+    def passage(self, url: str) -> Passage | None:
+        return self._searched.by_url.get(url)
+
+    async def search(self, query: str, k: int, *, exclude: Sequence[str] = ()) -> list[Passage]:
+        got = await self.read("search", query=query, k=k, exclude=list(exclude))
+        return self._searched.keep(got.passages)
+
+    async def grounded(self, quote_text: str, url: str) -> bool:
+        return (await self.read("grounded", quote=quote_text, url=url)).found
+
+
 #: `ApplicationError.type` of a question's workflow that ended FAILED (`ended`)
 QUESTION_FAILED = "agentport.question_failed"
 
@@ -213,7 +260,14 @@ class ResearchWorkflow:
             cluster_concurrency=job.cluster_concurrency,
         )  # fmt: skip
         config = ResearchConfig.model_validate(job.config)
-        refusal = None if config.assume_web_tools else check_web_search(job.backend)
+        corpus = None
+        if job.corpus:  # corpus mode: the folder stays on the workers' disk (_corpus)
+            corpus = ActivityCorpus(job.corpus, config.max_passage_chars, job.prefix)
+            if (await corpus.read("open")).error:
+                return _failed(job, corpus.error)
+        refusal = (
+            None if config.assume_web_tools or corpus is not None else check_web_search(job.backend)
+        )
         # a backend without web tools: agentport's own search and fetch, as activities (_web)
         tools = (
             None
@@ -223,11 +277,13 @@ class ResearchWorkflow:
             )
         )
         if isinstance(tools, str):  # no search engine in the job's [web] table
-            failed = ItemResult(job.item_id, 0, job.question, "failed")
-            failed.error = tools
-            return failed
+            return _failed(job, tools)
         share = metered(adapter, job.allowance)  # a share of the batch budget (_budget)
-        report = await run_research(job.question, share, config=config, web_tools=tools)
+        report = await run_research(
+            job.question, share, config=config, corpus=corpus, web_tools=tools
+        )
+        if corpus is not None and corpus.error:
+            return _failed(job, corpus.error)
         outcome = research_outcome(report)
         result = ItemResult(job.item_id, 0, job.question, item_status(outcome))
         result.error = budget_error(result.status, outcome.error, outcome.budget)
@@ -244,6 +300,12 @@ class ResearchWorkflow:
             )
             result.report = name
         return result
+
+
+def _failed(job: ResearchJob, error: str) -> ItemResult:
+    failed = ItemResult(job.item_id, 0, job.question, "failed")
+    failed.error = error
+    return failed
 
 
 @workflow.defn(name="agentport.refine", failure_exception_types=[Exception])
@@ -407,6 +469,7 @@ class BatchWorkflow:
                     cluster_concurrency=job.cluster_concurrency,
                     web=job.web,
                     allowance=allowance,
+                    corpus=job.corpus,
                 ),
                 id=child_id,
                 task_queue=queue,
@@ -451,8 +514,8 @@ def _failed_child(exc: ChildWorkflowError, item: ItemResult) -> ItemResult:
 #: the workflows a worker on the workflow queue registers
 WORKFLOWS: list[type] = [ResearchWorkflow, RefineWorkflow, BatchWorkflow, SemaphoreWorkflow]
 #: the batch's file activities, registered on the workflow queue next to `WORKFLOWS`
-ACTIVITIES: list[Any] = [write_report, read_graph, save_review, apply_item, finish_batch,
-                         *SEMAPHORE_ACTIVITIES]  # fmt: skip
+ACTIVITIES: list[Any] = [write_report, read_graph, read_corpus, save_review, apply_item,
+                         finish_batch, *SEMAPHORE_ACTIVITIES]  # fmt: skip
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:

@@ -44,7 +44,14 @@ from ._core import (
     tally,
     vote_str,
 )
-from ._corpus import Corpus, Passage, load_corpus
+from ._corpus import CORPUS_SUFFIXES, Corpus, Passage, load_corpus
+from ._corpus_source import (
+    CorpusSource,
+    InMemoryCorpus,
+    SearchedPassages,
+    passage_from_row,
+    passage_row,
+)
 from ._pipeline import run_research
 from ._plan import ResearchPlan, plan_research
 from ._prompts import (
@@ -75,6 +82,7 @@ from ._web_mode import uses_own_web, web_mode_refusal
 
 __all__ = [
     "CONCURRENCY",
+    "CORPUS_SUFFIXES",
     "MAX_FETCH",
     "MAX_VERIFY_CLAIMS",
     "REFUTATIONS_REQUIRED",
@@ -85,10 +93,12 @@ __all__ = [
     "ClaimEntry",
     "ConfirmedEntry",
     "Corpus",
+    "CorpusSource",
     "Deduper",
     "EventCallback",
     "Extract",
     "Finding",
+    "InMemoryCorpus",
     "Outcome",
     "Passage",
     "RefutedEntry",
@@ -100,6 +110,7 @@ __all__ = [
     "Scope",
     "Search",
     "SearchResult",
+    "SearchedPassages",
     "SetAsideEntry",
     "SourceEntry",
     "UnverifiedEntry",
@@ -119,6 +130,8 @@ __all__ = [
     "next_wave_size",
     "norm_url",
     "outcome_of",
+    "passage_from_row",
+    "passage_row",
     "plan_research",
     "quorum_decided",
     "rank_claims",

@@ -16,7 +16,13 @@ from typing import Any, Protocol, runtime_checkable
 
 from ._corpus import Corpus, Passage
 
-__all__ = ["CorpusSource", "InMemoryCorpus", "passage_from_row", "passage_row"]
+__all__ = [
+    "CorpusSource",
+    "InMemoryCorpus",
+    "SearchedPassages",
+    "passage_from_row",
+    "passage_row",
+]
 
 
 @runtime_checkable
