@@ -150,6 +150,27 @@ def test_tool_call_round_trip(server: FakeModelServer, stream: bool) -> None:
     assert server.model_requests[1].tool_results == ("hi\n",)
 
 
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_tool_call_names_its_namespace(server: FakeModelServer, stream: bool) -> None:
+    """codex 0.171 offers an MCP server's tools as `{"type": "namespace", "name":
+    "mcp__agentport", "tools": [...]}` and resolves a call by `namespace` + `name`: without
+    the field, codex answers `unsupported call`."""
+    server.reply(ToolCallReply("complete", {"prompt": "x"}, namespace="mcp__agentport"))
+    server.reply(ToolCallReply("exec_command", {"cmd": "ls"}))
+    url = server.url_for("responses")
+    items = []
+    for _ in range(2):
+        if stream:
+            _, events = stream_post(url, _body())
+            added = next(d["item"] for n, d in events if n == "response.output_item.added")
+            items.append(events[-1][1]["response"]["output"][0])
+            assert added.get("namespace") == items[-1].get("namespace")
+        else:
+            items.append(post(url, _body(stream=False)).json()["output"][0])
+    assert (items[0]["name"], items[0]["namespace"]) == ("complete", "mcp__agentport")
+    assert "namespace" not in items[1]
+
+
 def test_tool_call_with_text_before(server: FakeModelServer) -> None:
     server.reply(
         ToolCallReply("exec_command", '{"cmd": "ls"}', call_id="call_x", text="Let me look.")

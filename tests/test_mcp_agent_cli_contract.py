@@ -196,3 +196,85 @@ def test_gemini_calls_an_agentport_tool_over_mcp(tmp_path: Path) -> None:
     assert any(token in " ".join(r.tool_results) for r in results), summary
     final = json.loads(done.stdout[done.stdout.index("{") :])
     assert token in final["response"], final
+
+
+def _toml_table(values: dict[str, str]) -> str:
+    return "{" + ", ".join(f"{k} = {json.dumps(v)}" for k, v in values.items()) + "}"
+
+
+def test_codex_calls_an_agentport_tool_over_mcp_and_apply_needs_approval(tmp_path: Path) -> None:
+    """codex with agentport in `$CODEX_HOME/config.toml` `[mcp_servers.agentport]` as
+    docs/mcp.md gives it: `required = true` (codex waits for the server before its first
+    model request; without it the first request offers no agentport tool) and codex's
+    default tool approvals. codex offers the server's tools as a Responses `namespace` tool
+    `mcp__agentport` and runs a call of `complete` (annotated read-only) at once; `apply`
+    (destructive) is refused headless, before it reaches the server. Regression: the
+    documented setup listed no agentport tool, and no test drove codex as a client."""
+    exe = _cli("codex")
+    token = "agentport-" + secrets.token_hex(6)
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    config = tmp_path / "agentport.toml"
+    config.write_text(f'[llm]\nbackend = "scripted"\n[llm.scripted]\ndefault = "{token}"\n')
+    server_env = {
+        "AGENTPORT_CONFIG_FILE": str(config),
+        "AGENTPORT_STATE_DIR": str(tmp_path / "state"),
+        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+    }
+    steps: list[str] = []
+
+    def turn(req: RecordedRequest) -> ReplyLike:
+        offered = [t for t in req.body.get("tools") or [] if t.get("name") == "mcp__agentport"]
+        if not offered:
+            return "no agentport tool offered"
+        if req.has_tool_result and len(steps) == 2:
+            return f"The tool said: {' '.join(req.tool_results)}"
+        if req.has_tool_result:
+            steps.append("apply")
+            args = {"graph": "graph.json", "query_id": "0" * 16, "actions": [], "approve": True}
+            return ToolCallReply("apply", args, namespace="mcp__agentport")
+        steps.append("complete")
+        args = {"prompt": "What is the magic word?"}
+        return ToolCallReply("complete", args, namespace="mcp__agentport")
+
+    with FakeModelServer() as srv:
+        srv.set_default(turn)
+        (home / "config.toml").write_text(
+            'model = "gpt-5.4"\nmodel_provider = "fake"\n'
+            "[model_providers.fake]\n"
+            f'name = "fake"\nbase_url = "{srv.openai_base_url}"\nenv_key = "FAKE_KEY"\n'
+            'wire_api = "responses"\nrequest_max_retries = 0\nstream_max_retries = 0\n'
+            "[mcp_servers.agentport]\n"
+            f"command = {json.dumps(sys.executable)}\n"
+            f'args = ["-m", "agentport", "mcp", "--root", {json.dumps(str(tmp_path))}]\n'
+            f"env = {_toml_table(server_env)}\n"
+            "required = true\nstartup_timeout_sec = 120\ntool_timeout_sec = 600\n"
+        )
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(tmp_path),
+            "CODEX_HOME": str(home),
+            "FAKE_KEY": "test-key",
+        }
+        done = subprocess.run(
+            [str(exe), "exec", "--json", "--skip-git-repo-check", "--color", "never",
+             f"--cd={tmp_path}", "Ask agentport for the magic word."],
+            capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path,
+            stdin=subprocess.DEVNULL, check=False,
+        )  # fmt: skip
+        requests = srv.model_requests
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    assert steps == ["complete", "apply"], (steps, done.stdout[-2000:])
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    calls = {
+        e["item"]["tool"]: e["item"]
+        for e in events
+        if e.get("type") == "item.completed" and e["item"].get("type") == "mcp_tool_call"
+    }
+    assert calls["complete"]["status"] == "completed", calls
+    assert calls["complete"]["result"]["structured_content"]["content"] == token
+    # the token only the agentport server knows reached the model as the tool's result
+    assert any(token in " ".join(r.tool_results) for r in requests if r.has_tool_result)
+    assert calls["apply"]["status"] == "failed", calls
+    assert "requires approval" in calls["apply"]["error"]["message"], calls
+    assert not (tmp_path / "graph.json").exists()

@@ -82,6 +82,46 @@ async def test_apply_takes_only_json_true_as_approval(tmp_path: Path, approve: A
     assert graph.read_bytes() == before
 
 
+#: the fields docs/mcp.md "Tools" promises each tool returns
+RETURNS = {
+    "complete": {"content", "parsed", "backend", "model", "warnings", "duration_s"},
+    "backends": {"backends"},
+    "research_start": {"job_id", "state"},
+    "research_status": {"job_id", "state", "mode", "phase", "calls_done", "calls_expected",
+                        "elapsed_s", "error", "partial", "budget_reached"},
+    "research_result": {"status", "report", "markdown"},
+    "refine": {"query_id", "early_exit", "partial", "trace", "actions", "action_set_id",
+               "review"},
+    "review": {"actions", "action_set_id", "counts", "review", "markdown"},
+    "apply": {"applied", "written", "outcomes", "backup_file"},
+}  # fmt: skip
+
+
+@pytest.mark.anyio
+async def test_every_output_schema_names_and_types_its_fields(tmp_path: Path) -> None:
+    """Regression: every tool returned `dict[str, Any]`, so each output schema was a bare
+    object a client could not check. The SDK's client validates every `structuredContent`
+    against these schemas, so the tests that call the tools check the values too."""
+    async with _client(tmp_path) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        done = await client.call_tool("backends", {})
+    for name, tool in tools.items():
+        schema = tool.output_schema
+        assert schema is not None, name
+        props = schema.get("properties") or {}
+        fields = RETURNS.get(name, RETURNS["research_status"])  # wait and cancel: a status
+        assert fields <= set(props), name
+        assert fields <= set(schema.get("required") or ()), name
+        assert all(v.get("type") or v.get("$ref") or v.get("anyOf") for v in props.values()) or (
+            name == "complete"  # `parsed` is whatever the caller's schema says
+        ), (name, props)
+    row = tools["backends"].output_schema["$defs"]["BackendRow"]  # type: ignore[index]
+    assert {"name", "kind", "installed", "verified_against"} <= set(row["properties"])
+    assert done.structured_content is not None
+    kinds = {r["kind"] for r in done.structured_content["backends"]}
+    assert kinds <= {"cli", "http", "local", "test"}, kinds
+
+
 @pytest.mark.anyio
 async def test_an_unknown_prompt_is_invalid_params(tmp_path: Path) -> None:
     async with _client(tmp_path) as client:

@@ -11,7 +11,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 import anyio
 from anyio.abc import TaskGroup
@@ -19,6 +19,7 @@ from anyio.abc import TaskGroup
 from ..core import ErrorKind
 from ..workflows.deep_research import ResearchEvent, ResearchReport
 from ._errors import ToolFailure
+from ._outputs import JobStatus
 
 __all__ = ["Job", "JobState", "Jobs"]
 
@@ -62,7 +63,7 @@ class Job:
         self.changed.set()
         self.changed = anyio.Event()
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> JobStatus:
         end = self.ended if self.ended is not None else time.monotonic()
         return {
             "job_id": self.id,

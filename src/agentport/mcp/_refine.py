@@ -8,7 +8,7 @@ apply under the graph lock with an atomic write and an exact pre-image backup
 
 import hashlib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import anyio
 from mcp.server.mcpserver import Context
@@ -34,6 +34,7 @@ from ..workflows.deeprefine import (
 )
 from ..workflows.deeprefine._budget import partial_trace_path
 from ._errors import Progress, Roots, ToolFailure, describe, guarded, tool_hints
+from ._outputs import ApplyOutcome, ApplyResult, RefineResult, ReviewItem, ReviewResult
 from ._tools import AdapterFactory, BackendArg, BudgetArg, run_budget
 
 __all__ = ["RefineTools"]
@@ -55,21 +56,22 @@ def action_set_id(texts: list[str]) -> str:
     return hashlib.sha256("\n".join(texts).encode("utf-8")).hexdigest()[:16]
 
 
-def _review_payload(reviewed: Review) -> dict[str, Any]:
+def _review_payload(reviewed: Review) -> ReviewResult:
     texts = [item.text for item in reviewed.items]
-    counts = {
-        c: sum(1 for i in reviewed.items if i.confidence == c) for c in ("HIGH", "MEDIUM", "LOW")
-    }
+
+    def count(c: str) -> int:
+        return sum(1 for i in reviewed.items if i.confidence == c)
+
     return {
         "actions": texts,
         "action_set_id": action_set_id(texts),
-        "counts": counts,
-        "review": reviewed.as_json(),
+        "counts": {"HIGH": count("HIGH"), "MEDIUM": count("MEDIUM"), "LOW": count("LOW")},
+        "review": cast(list[ReviewItem], reviewed.as_json()),
         "markdown": reviewed.markdown(),
     }
 
 
-def _partial(layout: Layout, loop: LoopResult) -> dict[str, Any]:
+def _partial(layout: Layout, loop: LoopResult) -> RefineResult:
     """A loop its budget stopped: the trace so far is written, no actions (`agentport
     refine` exits 3 for the same outcome)."""
     trace_path = save_partial(layout, loop)
@@ -151,7 +153,7 @@ class RefineTools:
         ctx: Context,
         backend: BackendArg = None,
         budget: BudgetArg = None,
-    ) -> dict[str, Any]:
+    ) -> RefineResult:
         """Run the DeepRefine loop (judge -> k-hop retrieval -> abduction -> refinement) for
         a question on a graphify graph. A dry run: writes the trace and proposed actions
         under .deeprefine/ and never touches graph.json. Returns {query_id, early_exit,
@@ -190,23 +192,26 @@ class RefineTools:
         errors = validate_trace(loop.trace, trace_path, layout, actions_path)
         if errors:
             raise ToolFailure(ErrorKind.bad_output, f"trace invalid: {'; '.join(errors)}")
-        out: dict[str, Any] = {
+        out: RefineResult = {
             "query_id": loop.query_id,
             "early_exit": loop.early_exit,
             "partial": False,
             "trace_file": str(trace_path),
             "actions_file": str(actions_path) if actions_path else None,
             "trace": loop.trace,
+            "actions": [],
+            "action_set_id": None,
+            "review": [],
         }
         if loop.early_exit:
             finish(layout, trace_path, None)
-            return out | {"actions": [], "action_set_id": None, "review": []}
+            return out
         assert actions_path is not None
         text = actions_path.read_text(encoding="utf-8")
         reviewed = review(text, loaded, ReviewContext.from_trace(loop.trace, loaded, layout.root))
-        return out | _review_payload(reviewed)
+        return {**out, **_review_payload(reviewed)}
 
-    async def review(self, graph: GraphArg, query_id: QueryArg) -> dict[str, Any]:
+    async def review(self, graph: GraphArg, query_id: QueryArg) -> ReviewResult:
         """Review a refine run's proposed actions against the current graph.json and the
         project's source files: each action gets HIGH / MEDIUM / LOW confidence, its
         effect (change / skip / reject) and the evidence. Returns {actions, action_set_id,
@@ -239,7 +244,7 @@ class RefineTools:
             bool,
             Field(description="Also apply LOW-confidence actions (refused otherwise)."),
         ] = False,
-    ) -> dict[str, Any]:
+    ) -> ApplyResult:
         """Apply reviewed DeepRefine actions to graph.json: only when `approve` is true and
         `actions` is exactly the reviewed set; LOW-confidence actions are refused unless
         `allow_low`. Writes atomically under the graph lock after saving an exact
@@ -280,7 +285,7 @@ class RefineTools:
             "graph_file": str(path),
             "backup_file": str(report.backup_path) if report.backup_path else None,
             "outcomes": [
-                {"action": item.text, "outcome": outcome, "reason": reason}
+                cast(ApplyOutcome, {"action": item.text, "outcome": outcome, "reason": reason})
                 for item, outcome, reason in report.outcomes
             ],
         }

@@ -32,6 +32,14 @@ from ..workflows.deep_research import (
 )
 from ._errors import Progress, Roots, ToolFailure, describe, guarded, tool_hints
 from ._jobs import Job, Jobs
+from ._outputs import (
+    BackendRow,
+    BackendsResult,
+    CompleteResult,
+    JobStarted,
+    JobStatus,
+    ResearchResult,
+)
 
 __all__ = ["AdapterFactory", "BudgetArg", "CoreTools", "run_budget"]
 
@@ -141,7 +149,7 @@ class CoreTools:
         ] = None,
         backend: BackendArg = None,
         system: Annotated[str | None, Field(description="Optional system prompt.")] = None,
-    ) -> dict[str, Any]:
+    ) -> CompleteResult:
         """Ask one model one question through agentport and return its answer.
 
         Returns {content, parsed (when a schema was given), backend, model, warnings,
@@ -164,38 +172,33 @@ class CoreTools:
         parsed = response.parsed
         if parsed is not None and hasattr(parsed, "model_dump"):
             parsed = parsed.model_dump(mode="json")
-        out: dict[str, Any] = json.loads(
-            redact(
-                json.dumps(
-                    {
-                        "content": response.content,
-                        "parsed": parsed,
-                        "backend": response.backend,
-                        "model": response.model,
-                        "warnings": list(response.warnings),
-                        "duration_s": response.duration_s,
-                    }
-                )
-            )
+        out = CompleteResult(
+            content=response.content,
+            parsed=parsed,
+            backend=response.backend,
+            model=response.model,
+            warnings=list(response.warnings),
+            duration_s=response.duration_s,
         )
-        return out
+        redacted: CompleteResult = json.loads(redact(json.dumps(out)))
+        return redacted
 
-    async def backends(self) -> dict[str, Any]:
-        """List agentport's backends: name, aliases, kind (cli/api/local/test), whether it
+    async def backends(self) -> BackendsResult:
+        """List agentport's backends: name, aliases, kind (cli/http/local/test), whether it
         is installed on the server's machine, the CLI version it was verified against, and
         whether it can run agent sessions. Use a `name` as the `backend` of other tools."""
         from ..factory import is_installed
 
         rows = [
-            {
-                "name": cap.name,
-                "aliases": list(cap.aliases),
-                "kind": cap.kind.value,
-                "summary": cap.summary,
-                "installed": is_installed(cap) if cap.name != "acp" else None,
-                "verified_against": cap.verified_against,
-                "supports_runtime": cap.supports_runtime,
-            }
+            BackendRow(
+                name=cap.name,
+                aliases=list(cap.aliases),
+                kind=cap.kind,
+                summary=cap.summary,
+                installed=is_installed(cap) if cap.name != "acp" else None,
+                verified_against=cap.verified_against,
+                supports_runtime=cap.supports_runtime,
+            )
             for cap in all_backends()
         ]
         return {"backends": rows}
@@ -214,7 +217,7 @@ class CoreTools:
         ] = None,
         backend: BackendArg = None,
         budget: BudgetArg = None,
-    ) -> dict[str, Any]:
+    ) -> JobStarted:
         """Start deep research on a local folder or the web and return {job_id} at once.
 
         The job scopes the question, searches (the corpus, or the web), extracts claims
@@ -265,7 +268,7 @@ class CoreTools:
             raise
         return {"job_id": job.id, "state": job.state}
 
-    async def research_status(self, job_id: JobArg) -> dict[str, Any]:
+    async def research_status(self, job_id: JobArg) -> JobStatus:
         """A job's state (running/done/failed/cancelled), phase, agent calls done and
         expected, elapsed seconds, and the error of a failed job. Cheap; poll it."""
         return self.jobs.get(job_id).status()
@@ -278,7 +281,7 @@ class CoreTools:
             float,
             Field(ge=0, le=MAX_WAIT_S, description="Longest to wait, seconds (0-300)."),
         ] = 60.0,
-    ) -> dict[str, Any]:
+    ) -> JobStatus:
         """Wait until the job ends or *timeout_s* passes, sending MCP progress
         notifications (calls done of calls expected, with the phase) when the request
         carries a progressToken; returns the same status as `research_status`."""
@@ -295,7 +298,7 @@ class CoreTools:
             await progress.finish(ended)
         return job.status()
 
-    async def research_result(self, job_id: JobArg) -> dict[str, Any]:
+    async def research_result(self, job_id: JobArg) -> ResearchResult:
         """The finished job's report: {status, report (summary, findings, claims with
         their votes and quotes, confirmed/refuted/unverified, sources, stats, warnings),
         markdown}. Errors while the job runs, and for a cancelled job."""
@@ -329,7 +332,7 @@ class CoreTools:
             raise ResourceNotFoundError(f"job_id {job_id!r}: {job.state}, no report yet")
         return redact(to_markdown(job.report))
 
-    async def research_cancel(self, job_id: JobArg) -> dict[str, Any]:
+    async def research_cancel(self, job_id: JobArg) -> JobStatus:
         """Cancel a running job; returns once it has stopped (its agent processes are
         ended). Errors for an unknown id or a job that already ended."""
         job = self.jobs.cancel(job_id)

@@ -120,7 +120,8 @@ def _turn_for(reply: ServerReply, req: RecordedRequest) -> Turn:
         return Turn(text, (), _usage_for(reply, req, text), model, reply.chunk_size)
     if isinstance(reply, ToolCallReply):
         args = reply.arguments_json
-        call = ToolCallSpec(reply.name, args, reply.call_id or _call_id(req.api))
+        call_id = reply.call_id or _call_id(req.api)
+        call = ToolCallSpec(reply.name, args, call_id, reply.namespace)
         usage = _usage_for(reply, req, (reply.text or "") + args)
         return Turn(reply.text, (call,), usage, model)
     if isinstance(reply, CutStream | Hang):

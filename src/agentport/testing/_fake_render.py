@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from ._fake_turn import Event, TokenUsage, Turn, _new_id, _sse
+from ._fake_turn import Event, TokenUsage, ToolCallSpec, Turn, _new_id, _sse
 from ._fake_web_render import (
     anthropic_web_blocks,
     anthropic_web_events,
@@ -126,6 +126,11 @@ def _responses_usage(u: TokenUsage) -> dict[str, Any]:
     }
 
 
+def _namespace(call: ToolCallSpec) -> dict[str, str]:
+    """A Responses `function_call` names the namespace tool holding it, when it has one."""
+    return {"namespace": call.namespace} if call.namespace else {}
+
+
 def _responses_items(turn: Turn, msg_id: str, fc_ids: list[str]) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = responses_web_items(turn.web)  # server-side tools first
     if turn.text is not None:
@@ -148,6 +153,7 @@ def _responses_items(turn: Turn, msg_id: str, fc_ids: list[str]) -> list[dict[st
                 "call_id": call.call_id,
                 "arguments": call.arguments,
             }
+            | _namespace(call)
         )
     return items
 
@@ -269,7 +275,8 @@ def _responses_stream(turn: Turn) -> Iterator[Event]:
                 "name": call.name,
                 "call_id": call.call_id,
                 "arguments": "",
-            },
+            }
+            | _namespace(call),
         )
         yield ev(
             "response.function_call_arguments.delta",

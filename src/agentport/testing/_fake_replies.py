@@ -173,7 +173,11 @@ class ToolCallReply(ServerReply):
     `then`: the reply for the follow-up request that carries the tool result. It goes to the
     FRONT of the queue, matched to the same API and to requests whose conversation ends with
     a tool result, so a tool round trip is `server.reply(ToolCallReply("bash", {...},
-    then="done"))`. Without `then` the follow-up takes the next queued reply or the default."""
+    then="done"))`. Without `then` the follow-up takes the next queued reply or the default.
+
+    `namespace`: on the Responses API, the `namespace` tool that holds `name` (codex offers
+    each MCP server's tools as `{"type": "namespace", "name": "mcp__<server>", "tools":
+    [...]}` and resolves a call by `namespace` + `name`); other APIs ignore it."""
 
     name: str
     arguments: Mapping[str, Any] | str = field(default_factory=dict)
@@ -181,6 +185,7 @@ class ToolCallReply(ServerReply):
     then: ReplyLike | None = None
     text: str | None = None
     usage: TokenUsage | None = None
+    namespace: str | None = None
 
     @property
     def arguments_json(self) -> str:

@@ -36,6 +36,7 @@ class ToolCallSpec:
     name: str
     arguments: str  # JSON text
     call_id: str
+    namespace: str | None = None  # Responses API: the `namespace` tool holding `name`
 
     @property
     def arguments_obj(self) -> Any:
