@@ -17,7 +17,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "agentport"
 #: the package keeps it today; small enough to build in a few seconds
 SOURCES = sorted(
     p
-    for pattern in ("core/*.py", "retry.py", "policies/*.py", "structured.py", "structured/*.py")
+    for pattern in ("core/*.py", "policies/*.py", "structured.py", "structured/*.py")
     for p in SRC.glob(pattern)
 )
 

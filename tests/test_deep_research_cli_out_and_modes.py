@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 import agentport.factory
 from agentport.cli import app
-from agentport.cli._research import _config
+from agentport.cli._run_config import research_config as _config
 from agentport.testing import ScriptedAdapter
 from test_deep_research_small_model import chooser
 

@@ -20,7 +20,7 @@ pytestmark = [
 from agentport.backends.litellm import classify_exception  # noqa: E402
 from agentport.core import CompletionConfig, ErrorKind, LLMAdapter, Message  # noqa: E402
 from agentport.factory import create_llm_adapter  # noqa: E402
-from agentport.retry import RetryPolicy, with_retry  # noqa: E402
+from agentport.policies import RetryPolicy, with_retry  # noqa: E402
 from agentport.testing import (  # noqa: E402
     CutStream,
     DropConnection,

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from returns.result import Failure, Result, Success
 
 from agentport import ErrorKind, Message, ProviderError
-from agentport.retry import RetryingAdapter, RetryPolicy, with_retry
+from agentport.policies import RetryingAdapter, RetryPolicy, with_retry
 from agentport.testing import ScriptedAdapter
 
 
@@ -118,12 +118,10 @@ async def test_retrying_adapter_wraps_any_adapter() -> None:
     assert adapter.backend == "scripted"
 
 
-def test_the_old_module_re_exports_the_policy_layer() -> None:
-    import agentport.policies
-    import agentport.retry
-
-    for name in agentport.retry.__all__:
-        assert getattr(agentport.retry, name) is getattr(agentport.policies, name)
+def test_the_old_retry_module_is_gone() -> None:
+    """`agentport.retry` was a shim over `agentport.policies`: removed, one home per name."""
+    with pytest.raises(ModuleNotFoundError):
+        __import__("agentport.retry")
 
 
 def test_policies_import_nothing_above_core() -> None:

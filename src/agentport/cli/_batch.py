@@ -126,14 +126,14 @@ def research_batch_command(
     """`agentport research --batch FILE --out DIR [--budget SPEC]`."""
     from ..workflows.deep_research import Corpus, load_corpus, uses_own_web
     from ..workflows.deep_research import web_mode_refusal as web_refusal
-    from ._research import _config, resolved_backend
+    from ._run_config import research_config, resolved_backend
 
     parsed = _questions(question, batch, out)
     assert out is not None
     budget = _budget(budget_spec)
     try:
         target = resolved_backend(backend)
-        config = _config(target, early_quorum, concurrency, small_model)
+        config = research_config(target, early_quorum, concurrency, small_model)
     except ProviderError as exc:
         fail_error(exc)
     if temporal is not None:
@@ -264,7 +264,7 @@ def refine_batch_command(
     except InputError as exc:
         fail(str(exc), 2)
     if temporal is not None:
-        from ._research import resolved_backend
+        from ._run_config import resolved_backend
 
         try:
             target = resolved_backend(backend)

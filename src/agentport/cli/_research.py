@@ -44,22 +44,9 @@ from ..workflows.deep_research import (
 from ..workflows.deep_research._budget import budget_plan
 from ._app import app, fail, fail_error
 from ._budget import BUDGET_HELP, PARTIAL_EXIT, budget_lines, resolve_budget
+from ._run_config import research_config, resolved_backend
 
-__all__ = ["cache_folder", "research", "resolved_backend"]
-
-
-def resolved_backend(backend: str | None) -> str | None:
-    """The canonical backend a run would use (`--backend`, else `llm.backend`), without
-    creating an adapter; *backend* when no backend resolves. Raises `ProviderError` for a
-    bad configuration."""
-    from ..config import load_settings
-    from ..factory import resolve_auto, resolve_backend
-
-    name = load_settings(backend=backend).llm.backend
-    try:
-        return resolve_auto() if name.strip().lower() == "auto" else resolve_backend(name)
-    except ProviderError:
-        return backend
+__all__ = ["cache_folder", "research"]
 
 
 def cache_folder(question: str, backend: str, model: str | None, corpus: Path | None) -> Path:
@@ -68,35 +55,6 @@ def cache_folder(question: str, backend: str, model: str | None, corpus: Path | 
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     key = json.dumps([question, backend, model, str(corpus.resolve()) if corpus else None])
     return root / "agentport" / "research" / hashlib.sha256(key.encode()).hexdigest()[:20]
-
-
-def _is_local(backend: str) -> bool:
-    try:
-        return get_capability(backend).kind is BackendKind.local
-    except ProviderError:
-        return False
-
-
-def _config(
-    backend: str | None,
-    early_quorum: bool,
-    concurrency: int | None,
-    small_model: bool | None = None,
-) -> ResearchConfig:
-    # Small-model mode is chosen automatically for a local (embedded) model and selectable
-    # for any backend; a local model always gets the small-context caps.
-    local = backend is not None and _is_local(backend)
-    small = local if small_model is None else small_model
-    overrides: dict[str, Any] = {}
-    if early_quorum:
-        overrides["early_quorum"] = True
-    if concurrency is not None:
-        overrides["CONCURRENCY"] = concurrency
-    if small:
-        return ResearchConfig.for_small_model(**overrides)
-    if local:
-        return ResearchConfig.for_small_model(small_model=False, **overrides)
-    return ResearchConfig(**overrides)
 
 
 def _web_refusal(backend: str) -> str | None:
@@ -320,7 +278,7 @@ def research(
         fail("the research question is empty", 2)
     try:
         target = resolved_backend(backend)
-        config = _config(target, early_quorum, concurrency, small_model)
+        config = research_config(target, early_quorum, concurrency, small_model)
         budget = resolve_budget(budget_spec)
     except ProviderError as exc:
         fail_error(exc)
@@ -352,7 +310,7 @@ def research(
         fail_error(exc)
     if backend is None and adapter.backend != target:
         # the configured backend resolved to another one (e.g. `auto`): its config applies
-        config = _config(adapter.backend, early_quorum, concurrency, small_model)
+        config = research_config(adapter.backend, early_quorum, concurrency, small_model)
         if corpus is not None and loaded is not None:
             loaded.close()
             reloaded = load_corpus(corpus, max_passage_chars=config.max_passage_chars)

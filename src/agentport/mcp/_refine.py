@@ -32,7 +32,7 @@ from ..workflows.deeprefine import (
     save_partial,
     validate_trace,
 )
-from ..workflows.deeprefine._budget import partial_trace_path
+from ..workflows.deeprefine._workflow import partial_trace_path
 from ._errors import Progress, Roots, ToolFailure, describe, guarded, tool_hints
 from ._outputs import ApplyOutcome, ApplyResult, RefineResult, ReviewItem, ReviewResult
 from ._tools import AdapterFactory, BackendArg, BudgetArg, run_budget

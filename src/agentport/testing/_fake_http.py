@@ -17,7 +17,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 from urllib.parse import parse_qs, urlsplit
 
 from ._fake_replies import (
@@ -46,10 +46,23 @@ from ._fake_wire import (
     render_stream,
 )
 
-if TYPE_CHECKING:
-    from ._fake_server import FakeModelServer
-
 __all__: list[str] = []
+
+
+class Owner(Protocol):
+    """What the HTTP side needs of the `FakeModelServer` that owns it (`_fake_server`
+    implements it; naming it here keeps the import one-way)."""
+
+    models: tuple[str, ...]
+    _lock: threading.Lock
+    _conns: dict[threading.Thread, socket.socket]
+    _seq: int
+    _stopping: threading.Event
+
+    def _next_seq(self) -> int: ...
+    def _choose(self, req: RecordedRequest) -> tuple[ServerReply, str | None]: ...
+    def _note_error(self, message: str) -> None: ...
+    def _record(self, req: RecordedRequest) -> None: ...
 
 
 class _Stop(Exception):
@@ -61,7 +74,7 @@ class _HTTPServer(ThreadingHTTPServer):
     block_on_close = False
     request_queue_size = 128
 
-    def __init__(self, address: tuple[str, int], owner: FakeModelServer) -> None:
+    def __init__(self, address: tuple[str, int], owner: Owner) -> None:
         self.owner = owner
         super().__init__(address, _Handler)
 
@@ -136,7 +149,7 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
 
     @property
-    def owner(self) -> FakeModelServer:
+    def owner(self) -> Owner:
         return cast(_HTTPServer, self.server).owner
 
     def log_message(self, format: str, *args: Any) -> None:

@@ -20,7 +20,7 @@ defects (reference/deeprefine-cli.md section 5) are fixed, see docs/deeprefine.m
 
 from ._actions import Action, Parsed, Rejected, parse_refinement, render_action, render_refinement
 from ._apply import ApplyReport, apply_refinement, apply_reviewed
-from ._budget import RefinePlan, plan_refine, save_partial
+from ._budget import RefinePlan, plan_refine
 from ._constants import (
     BASE_TOP_K,
     HISTORY_HORIZON,
@@ -37,7 +37,7 @@ from ._retrieval import Triple, expand, match_question, render_triples, source_h
 from ._review import Review, ReviewContext, ReviewItem, review
 from ._source import GraphSource, InMemoryGraph, triple_from_row, triple_row
 from ._trace import load_trace, query_id, trace_template, validate_trace
-from ._workflow import finish, save_loop
+from ._workflow import finish, save_loop, save_partial
 
 __all__ = [
     "BASE_TOP_K",

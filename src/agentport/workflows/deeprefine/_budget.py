@@ -1,25 +1,14 @@
-"""DeepRefine under a budget: the worst case of one loop, and the
-partial trace a budget stop leaves.
-
-A loop its budget stopped (`LoopResult.budget_reached`) keeps the steps it finished in its
-trace; the trace is written beside the regular one as `loop_trace_<id>.partial.json` (so a
-complete trace of an earlier run is never overwritten by a partial one, and `loop validate`
-/ `finish` / `apply` never take it for a finished loop), no action file is written and
-nothing is applied.
-"""
+"""DeepRefine under a budget: the worst case of one loop (`plan_refine`). The partial
+trace a budget stop leaves is written by `_workflow.save_partial`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from ._constants import MAX_HOPS
-from ._files import Layout, atomic_write, ensure_state
-from ._loop import LoopResult, LoopSettings
-from ._trace import check_query_id
-from ._workflow import dump_trace
+from ._loop import LoopSettings
 
-__all__ = ["RefinePlan", "plan_refine", "save_partial"]
+__all__ = ["RefinePlan", "plan_refine"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,15 +43,3 @@ def plan_refine(settings: LoopSettings | None = None) -> RefinePlan:
         upper_bound_output_tokens=tries
         * (MAX_HOPS * s.judge_max_tokens + s.abduction_max_tokens + s.refinement_max_tokens),
     )
-
-
-def partial_trace_path(layout: Layout, query_id: str) -> Path:
-    return layout.state / f"loop_trace_{check_query_id(query_id, 'trace')}.partial.json"
-
-
-def save_partial(layout: Layout, result: LoopResult) -> Path:
-    """Write the trace of a loop its budget stopped (atomic); returns its path."""
-    ensure_state(layout.state)
-    path = partial_trace_path(layout, result.query_id)
-    atomic_write(path, dump_trace(result.trace), mode=layout.graph_mode())
-    return path

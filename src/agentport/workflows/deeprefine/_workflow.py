@@ -23,7 +23,7 @@ from ._history import jsonl_line, jsonl_lines, mark_refined
 from ._loop import LoopResult
 from ._trace import check_query_id, load_trace, query_id, refinement_path, validate_trace
 
-__all__ = ["dump_trace", "finish", "save_loop"]
+__all__ = ["dump_trace", "finish", "partial_trace_path", "save_loop", "save_partial"]
 
 
 def dump_trace(trace: dict[str, Any]) -> bytes:
@@ -31,13 +31,27 @@ def dump_trace(trace: dict[str, Any]) -> bytes:
     return redact(json.dumps(trace, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
+def partial_trace_path(layout: Layout, query_id: str) -> Path:
+    """`loop_trace_<id>.partial.json`: beside the regular trace, so a complete trace of an
+    earlier run is never overwritten by a partial one, and `loop validate` / `finish` /
+    `apply` never take it for a finished loop."""
+    return layout.state / f"loop_trace_{check_query_id(query_id, 'trace')}.partial.json"
+
+
+def save_partial(layout: Layout, result: LoopResult) -> Path:
+    """Write the trace of a loop its budget stopped (`LoopResult.budget_reached`: the steps
+    it finished), atomically; no action file, nothing applied. Returns its path."""
+    ensure_state(layout.state)
+    path = partial_trace_path(layout, result.query_id)
+    atomic_write(path, dump_trace(result.trace), mode=layout.graph_mode())
+    return path
+
+
 def save_loop(layout: Layout, result: LoopResult) -> tuple[Path, Path | None]:
     """Write `loop_trace_<id>.json` and, on the refinement path,
     `refinement_actions_<id>.txt` (named in the trace, root-relative). Atomic writes. A loop
-    its budget stopped writes only its partial trace (`_budget.save_partial`), no actions."""
+    its budget stopped writes only its partial trace (`save_partial`), no actions."""
     if result.budget_reached is not None:
-        from ._budget import save_partial
-
         return save_partial(layout, result), None
     qid = check_query_id(result.query_id, "trace")
     trace_path = layout.trace_path(qid)
