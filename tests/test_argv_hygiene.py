@@ -23,6 +23,7 @@ from agentport.backends import (
     copilot,
     gemini,
     goose,
+    grok,
     hermes,
     kiro,
     opencode,
@@ -34,16 +35,18 @@ from agentport.core import CompletionConfig, ErrorKind, ProviderError, Sandbox, 
 HOSTILE = ("--yolo", "-h", "--version")
 MODULES: dict[str, ModuleType] = {
     "agy": agy, "claude": claude, "codex": codex, "copilot": copilot, "gemini": gemini,
-    "goose": goose, "hermes": hermes, "kiro": kiro, "opencode": opencode, "pi": pi,
-    "qwen": qwen,
+    "goose": goose, "grok": grok, "hermes": hermes, "kiro": kiro, "opencode": opencode,
+    "pi": pi, "qwen": qwen,
 }  # fmt: skip
+#: grok runs only with all of its tools (it refuses least privilege: docs/backends/grok.md)
+ALL_TOOLS_ONLY = {"grok"}
 # flags whose parser consumes the next token as the value unconditionally
 GREEDY = {
     "pi": {"--provider", "--model", "--tools", "--system-prompt", "--append-system-prompt"},
     "agy": {"--model", "--conversation", "-p", "--json-schema", "--add-dir", "--print-timeout"},
 }
 # the prompt is an argument only here (no stdin form that keeps the CLI's contract)
-PROMPT_IN_ARGV = {"hermes", "agy"}
+PROMPT_IN_ARGV = {"hermes", "agy", "grok"}
 
 
 def _build(name: str, tmp: Path, text: str, field: str) -> Invocation | ProviderError:
@@ -52,6 +55,8 @@ def _build(name: str, tmp: Path, text: str, field: str) -> Invocation | Provider
         session_id=text if field == "session" else None,
         tools=ToolPolicy(allowed_tools=(text,), sandbox=Sandbox.full)
         if field == "tools"
+        else ToolPolicy.cli_defaults()
+        if name in ALL_TOOLS_ONLY
         else ToolPolicy(),
     )
     call = CliCall(

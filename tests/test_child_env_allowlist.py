@@ -25,6 +25,7 @@ from agentport.backends import (
     copilot,
     gemini,
     goose,
+    grok,
     hermes,
     kiro,
     opencode,
@@ -32,7 +33,7 @@ from agentport.backends import (
     qwen,
 )
 from agentport.backends._policy import inherit_env
-from agentport.core import CompletionConfig, ProviderError
+from agentport.core import CompletionConfig, ProviderError, ToolPolicy
 from agentport.transport import child_env
 from agentport.transport._env import BASE_ALLOWED, DEPTH_ENV, INHERIT_ENV, env_allowed
 
@@ -58,16 +59,21 @@ PARENT = {
 }
 MODULES: dict[str, ModuleType] = {
     "agy": agy, "claude": claude, "codex": codex, "copilot": copilot, "gemini": gemini,
-    "goose": goose, "hermes": hermes, "kiro": kiro, "opencode": opencode, "pi": pi,
-    "qwen": qwen,
+    "goose": goose, "grok": grok, "hermes": hermes, "kiro": kiro, "opencode": opencode,
+    "pi": pi, "qwen": qwen,
 }  # fmt: skip
+#: grok runs only with all of its tools (it refuses least privilege: docs/backends/grok.md)
+ALL_TOOLS_ONLY = {"grok"}
 
 
 def _env(name: str, tmp: Path, options: dict[str, Any], parent: dict[str, str]) -> dict[str, str]:
     """The child's environment as `CliAdapter` builds it."""
     module = MODULES[name]
     call = CliCall(
-        executable=f"/bin/{name}", prompt="p", system_prompt=None, config=CompletionConfig(),
+        executable=f"/bin/{name}", prompt="p", system_prompt=None,
+        config=CompletionConfig(tools=ToolPolicy.cli_defaults())
+        if name in ALL_TOOLS_ONLY
+        else CompletionConfig(),
         schema=None, options=options, run_dir=tmp, cwd=tmp,
     )  # fmt: skip
     inv = module.build(call)

@@ -30,6 +30,7 @@ from agentport.backends import (
     copilot,
     gemini,
     goose,
+    grok,
     hermes,
     kiro,
     opencode,
@@ -599,7 +600,7 @@ def test_fixtures_exist_for_every_case_used_here() -> None:
 @pytest.mark.parametrize(
     "name",
     ["codex", "claude", "gemini", "opencode", "qwen", "pi", "copilot", "hermes", "goose", "kiro",
-     "agy", "acp"],
+     "agy", "grok", "acp"],
 )  # fmt: skip
 def test_every_cli_backend_page_has_its_end_state_table(name: str) -> None:
     page = Path(__file__).parent.parent / "docs" / "backends" / f"{name}.md"
@@ -610,7 +611,7 @@ def test_every_cli_backend_page_has_its_end_state_table(name: str) -> None:
 
 _ALL = {
     m.__name__.rsplit(".", 1)[1]: m
-    for m in (codex, claude, gemini, opencode, qwen, pi, copilot, hermes, goose, kiro, agy)
+    for m in (codex, claude, gemini, opencode, qwen, pi, copilot, hermes, goose, kiro, agy, grok)
 }
 _EVENT_TYPES = [
     "thread.started", "turn.completed", "turn.failed", "error", "item.started",

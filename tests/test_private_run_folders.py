@@ -19,7 +19,7 @@ import pytest
 
 from _runner_util import fake_executable
 from agentport.catalog import all_backends
-from agentport.core import BackendKind, Message
+from agentport.core import BackendKind, CompletionConfig, Message, ToolPolicy
 from agentport.factory import create_llm_adapter
 from agentport.transport import private_base, private_tempdir
 
@@ -63,7 +63,9 @@ def test_each_cli_runs_in_a_private_folder(
         "env": {"FAKE_CLI_RECORD": str(record)},
     }
     llm = create_llm_adapter(backend, retry=False, **{backend: options})
-    anyio.run(llm.complete, [Message.user("hi")])
+    # grok runs only with all of its tools (it refuses least privilege: docs/backends/grok.md)
+    config = CompletionConfig(tools=ToolPolicy.cli_defaults()) if backend == "grok" else None
+    anyio.run(llm.complete, [Message.user("hi")], config)
     assert record.exists(), f"{backend}: the fake CLI never ran"
     _assert_private(Path(json.loads(record.read_text())["cwd"]), shared_tmp)
 

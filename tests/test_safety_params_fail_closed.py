@@ -1,6 +1,7 @@
 """Safety parameters fail closed (issue 15): a tool list or sandbox a backend cannot enforce is
 `ErrorKind.unsupported` whatever `on_ignored` says, from the catalog check or from the spec's
-`build`; and every backend can run the default (no tools, read-only).
+`build`; and every backend can run the default (no tools, read-only) but grok, whose
+headless mode approves every tool it has and has no flag to limit them.
 """
 
 from __future__ import annotations
@@ -27,9 +28,18 @@ from agentport.core import (
 USER = [Message.user("hi")]
 
 
+#: backends that cannot run without tools: the default policy is refused, never dropped
+NO_LEAST_PRIVILEGE = {"grok"}
+
+
 @pytest.mark.parametrize("capability", all_backends(), ids=lambda c: c.name)
 def test_every_backend_accepts_the_default_policy(capability: object) -> None:
     result = check_params(capability, USER, CompletionConfig())  # type: ignore[arg-type]
+    if capability.name in NO_LEAST_PRIVILEGE:  # type: ignore[attr-defined]
+        assert isinstance(result, Failure), result
+        assert result.failure().kind is ErrorKind.unsupported
+        assert capability.auto_priority is None  # type: ignore[attr-defined]  # auto never picks it
+        return
     assert isinstance(result, Success), result
 
 

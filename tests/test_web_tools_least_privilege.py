@@ -101,8 +101,10 @@ def _words(texts: list[str]) -> Counter[str]:
 def test_web_search_adds_no_shell_file_or_sandbox_power(
     name: str, module: Any, tmp_path: Path
 ) -> None:
-    base = _surface(module, tmp_path / "off", CompletionConfig(tools=ToolPolicy.none()))
-    on = CompletionConfig(tools=ToolPolicy.none(), web_search=True)
+    # grok runs only with all of its tools (it refuses least privilege: docs/backends/grok.md)
+    tools = ToolPolicy.cli_defaults() if name == "grok" else ToolPolicy.none()
+    base = _surface(module, tmp_path / "off", CompletionConfig(tools=tools))
+    on = CompletionConfig(tools=tools, web_search=True)
     web = _surface(module, tmp_path / "on", on)
     support = get_capability(name).support(Param.web_search)
     if support is ParamSupport.IGNORED:

@@ -1,4 +1,4 @@
-"""Other agents (hermes, goose, kiro, agy, acp): catalog entries.
+"""Other agents (hermes, goose, kiro, agy, grok, acp): catalog entries.
 
 Part of `agentport.catalog` (the single source of truth); import from there.
 """
@@ -184,6 +184,52 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.cwd: "the process working directory and --add-dir",
             Param.web_search: "not turned on: agy's web tools were not run here (no binary; "
             "it needs a Google login), so turning on only them is unproven" + OWN_WEB,
+        },
+    ),
+    BackendCapability(
+        name="grok",
+        retries=(
+            "the OpenAI Node SDK inside grok retries 429 and 5xx twice (honouring "
+            "Retry-After); nothing turns that off"
+        ),
+        aliases=("grok_cli",),
+        kind=BackendKind.cli,
+        billing=(Billing.api_key,),
+        billing_note="an xAI API key (GROK_API_KEY), or any OpenAI-compatible endpoint's key",
+        summary="Grok CLI (grok --prompt, npm @vibe-kit/grok-cli): runtime and completion "
+        "with every one of its tools approved; refuses least-privilege policies.",
+        module="agentport.backends.grok",
+        executable="grok",
+        env_namespace=("GROK_*",),
+        install_hint="npm install -g @vibe-kit/grok-cli (set GROK_API_KEY)",
+        verified_against="1.0.1",  # what npm @vibe-kit/grok-cli 0.0.34 prints for --version
+        supports_runtime=True,
+        auto_priority=None,  # the default no-tools policy is refused: never picked by auto
+        params=params(
+            system_prompt=T, output_schema=T, temperature=I, max_tokens=T, model=N,
+            tool_restriction=I, sandbox=I, max_turns=T, streaming=I, session_resume=I,
+            cwd=N, web_search=I,
+        ),
+        notes={
+            Param.system_prompt: "folded into the prompt as a 'System instructions' block "
+            "(grok adds its own system prompt; the prompt is an argument: about 100 kB at most)",
+            Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "
+            "validated, re-prompted with the errors",
+            Param.temperature: "fixed at 0.7 by the CLI",
+            Param.max_tokens: "GROK_MAX_TOKENS in the child's environment",
+            Param.model: "--model",
+            Param.tool_restriction: "no tool flag, and headless mode approves every tool "
+            "(bash, file edits): only allowed_tools=None (all of them) is accepted; any "
+            "list, or no tools (the default), is refused (unsupported)",
+            Param.sandbox: "no sandbox: only sandbox=None or full is accepted; read_only and "
+            "workspace_write are refused (unsupported)",
+            Param.max_turns: "--max-tool-rounds (option max_tool_rounds; 0 means its default "
+            "400, so it cannot turn tools off)",
+            Param.streaming: "the conversation is printed once the agent is done, one JSON "
+            "message a line",
+            Param.session_resume: "headless mode keeps no session",
+            Param.cwd: "--directory",
+            Param.web_search: "grok-cli 0.0.34 has no web tool" + OWN_WEB,
         },
     ),
     BackendCapability(
