@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from agentport.backends.openai_compat import OpenAICompatAdapter
 from agentport.core import CompletionConfig, ErrorKind, LLMAdapter, Message
 from agentport.factory import create_llm_adapter
-from agentport.retry import RetryPolicy, with_retry
+from agentport.policies import RetryPolicy, with_retry
 from agentport.testing import (
     ApiKind,
     CutStream,
