@@ -40,6 +40,7 @@ from agentport.backends import (
 from agentport.backends._endstate import (
     ABANDONED_TEXT,
     LENGTH_WARNING,
+    MISSING_TERMINAL,
     EndState,
     RunWatch,
     ToolLedger,
@@ -654,3 +655,46 @@ def test_every_cli_decoder_and_end_state_survive_unknown_shapes(
     state, _ = judge(module, [obj, obj], code=1)
     assert isinstance(state, EndState)
     assert state.error is None or isinstance(state.error.kind, ErrorKind)
+
+
+# ------------------------------------------------ a stream cut before its terminal event
+
+
+@pytest.mark.parametrize("name", sorted(n for n, m in _ALL.items() if m.SPEC.terminal_event))
+def test_an_answer_without_the_terminal_event_is_never_a_clean_success(name: str) -> None:
+    """Regression: a codex stream with an `agent_message` and then exit 0, no
+    `turn.completed`, was a plain Success. Every CLI whose complete stream ends with one
+    event: the answer alone is a failure, or a success that says the end is missing."""
+    spec = _ALL[name].SPEC
+    answer = AgentEvent(type=EventType.text, content="the answer", raw={})
+    state = settle(spec, RunOutcome(0, "", [answer]))
+    if state.error is None:
+        assert state.text == "the answer"
+        assert MISSING_TERMINAL.format(event=spec.terminal_event) in state.warnings, state
+    assert state.error is not None or state.finish_reason is None
+
+
+def test_codex_agent_message_then_exit_0_warns_and_a_completed_turn_does_not() -> None:
+    message = {"type": "item.completed", "item": {"id": "i", "type": "agent_message", "text": "hi"}}
+    done = {"type": "turn.completed", "usage": {"input_tokens": 1, "output_tokens": 1}}
+    cut, _ = judge(codex, [message])
+    assert cut.error is None
+    assert (cut.text, cut.finish_reason) == ("hi", None)
+    assert cut.warnings == (MISSING_TERMINAL.format(event="turn.completed"),)
+    whole, _ = judge(codex, [message, done])
+    assert (whole.text, whole.finish_reason, whole.warnings) == ("hi", "stop", ())
+
+
+def test_gemini_keeps_its_own_reason_from_the_stream() -> None:
+    """Regression: a safety block arrives as a stream `error` line, then `result` with
+    status error and no message, exit 0; it became `bad_output "gemini failed (exit 0)"`,
+    and against the real CLI an unrelated stderr line."""
+    said = "The model response was blocked due to safety settings."
+    lines = [
+        {"type": "init", "session_id": "s", "model": "gemini-2.5-flash"},
+        {"type": "error", "severity": "error", "message": said},
+        {"type": "result", "status": "error", "stats": {}},
+    ]
+    state, _ = judge(gemini, lines, tail="[WARN] Skipping unreadable directory: /proc\n")
+    assert state.error is not None
+    assert state.error.message == said

@@ -15,6 +15,9 @@ marks into the outcome, the same way for every CLI:
   when the CLI never reports one): "length" keeps the answer and adds a warning,
   "refusal" is a non-retryable `bad_output` failure carrying the refusal text
   (`refusal_error`), the same rule as the ACP backend;
+- a run whose CLI always ends a complete stream with one event (`BackendSpec.
+  terminal_event`) and that ended without it keeps its answer with a warning
+  (`MISSING_TERMINAL`): a cut stream is never a clean success;
 - tool calls still open when the turn ends are closed as abandoned: a `tool_result` with
   `is_error` and `metadata["abandoned"] = True` (`ToolLedger`).
 
@@ -35,6 +38,7 @@ __all__ = [
     "ABANDONED_TEXT",
     "DEFAULT_ERROR_GRACE_S",
     "LENGTH_WARNING",
+    "MISSING_TERMINAL",
     "EndState",
     "RunWatch",
     "ToolLedger",
@@ -53,6 +57,7 @@ DEFAULT_ERROR_GRACE_S = 5.0
 
 ABANDONED_TEXT = "the tool call never finished before the turn ended (abandoned)"
 LENGTH_WARNING = "the answer was cut at the output token limit (finish_reason length)"
+MISSING_TERMINAL = "the stream ended without its final {event} event: the answer may be incomplete"
 
 # Lines of stderr that report a failure (the rest is banners, warnings and progress noise).
 _FAILURE_LINE = re.compile(
@@ -256,4 +261,7 @@ def settle(
         return EndState(empty_answer_error(outcome.stderr_tail, outcome.exit_code, reason))
     notes = tuple(str(e.metadata["warning"]) for e in events if "warning" in e.metadata)
     notes += recovered_warnings(events) + ((LENGTH_WARNING,) if reason == "length" else ())
+    ended = any(e.metadata.get("terminal") and not e.is_error for e in events)
+    if spec.terminal_event and not ended:
+        notes += (MISSING_TERMINAL.format(event=spec.terminal_event),)
     return EndState(None, text, reason, notes)

@@ -147,6 +147,10 @@ class BackendSpec:
             invocation and the child's environment: it may write files into `run_dir` that
             the argv names (codex: its rewritten model catalog) or raise `ProviderError`
             (e.g. `unsupported` to fail closed). None = nothing to prepare.
+        terminal_event: the event a complete run of this CLI always ends with (codex
+            `turn.completed`, claude `result`, ...), which its decoder marks `terminal`; a run
+            whose answer came without it is never a clean success (`_endstate.settle` adds
+            `MISSING_TERMINAL`). None: the CLI has no such event (plain text, one final print).
     """
 
     name: str
@@ -160,3 +164,4 @@ class BackendSpec:
     stdout_to_file: bool = False
     retry_notice: Callable[[], Callable[[str], ProviderError | None]] | None = None
     prepare: Callable[[CliCall, Invocation, Mapping[str, str]], Awaitable[None]] | None = None
+    terminal_event: str | None = None

@@ -189,6 +189,7 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
 
 SPEC = BackendSpec(
     name="agy",
+    terminal_event="result",
     build=build,
     decode=decode,
     classify=classify,

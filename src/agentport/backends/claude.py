@@ -262,6 +262,7 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
 
 SPEC = BackendSpec(
     name="claude",
+    terminal_event="result",
     build=build,
     decode=decode,
     classify=classify,

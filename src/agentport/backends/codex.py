@@ -321,6 +321,7 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
 
 SPEC = BackendSpec(
     name="codex",
+    terminal_event="turn.completed",
     build=build,
     decode=decode,
     classify=classify,

@@ -209,6 +209,7 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
 
 SPEC = BackendSpec(
     name="copilot",
+    terminal_event="result",
     build=build,
     decode=decode,
     classify=classify,

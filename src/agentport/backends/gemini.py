@@ -213,8 +213,8 @@ def _web_meta(tool: Any, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def classify(outcome: RunOutcome) -> ProviderError | None:
-    """Exit code first (HTTP status mod 256, then the documented codes), then the `result`
-    error message, then stderr."""
+    """Exit code first (HTTP status mod 256, then the documented codes), then the message:
+    the `result` error's, else the stream's last `error` line, else stderr's."""
     tail = outcome.stderr_tail[-4000:]
     result = next((e for e in reversed(outcome.events) if e.metadata.get("terminal")), None)
     if result is not None and not result.is_error and outcome.exit_code in (0, None):
@@ -223,7 +223,10 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
         return None  # we stopped it after its final event
     code = outcome.exit_code
     status = _STATUS_BY_EXIT.get(code) if code is not None and code > 1 else None
-    message = (result.content if result is not None else "") or _stderr_error(tail)
+    # the CLI's own words first: the result's error, else the stream's last `error` line
+    # (a safety block arrives only there), and only then stderr
+    said = next((e.content for e in reversed(outcome.events) if e.type is EventType.error), "")
+    message = (result.content if result is not None else "") or said or _stderr_error(tail)
     kind = kind_from_status(status)
     if kind is None and code in _EXIT_KIND:
         kind = _EXIT_KIND[code]
@@ -254,6 +257,7 @@ def _stderr_error(tail: str) -> str:
 
 SPEC = BackendSpec(
     name="gemini",
+    terminal_event="result",
     build=build,
     decode=decode,
     classify=classify,

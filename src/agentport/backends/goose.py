@@ -226,6 +226,7 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
 
 SPEC = BackendSpec(
     name="goose",
+    terminal_event="complete",
     build=build,
     decode=decode,
     classify=classify,

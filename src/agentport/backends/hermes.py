@@ -192,6 +192,7 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
 
 SPEC = BackendSpec(
     name="hermes",
+    terminal_event="usage report",
     build=build,
     decode=decode,
     classify=classify,

@@ -308,6 +308,7 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
 
 SPEC = BackendSpec(
     name="opencode",
+    terminal_event="step_finish",
     build=build,
     decode=decode,
     classify=classify,

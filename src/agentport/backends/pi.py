@@ -248,6 +248,7 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
 
 SPEC = BackendSpec(
     name="pi",
+    terminal_event="agent_end",
     build=build,
     decode=decode,
     classify=classify,

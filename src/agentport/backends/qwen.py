@@ -264,6 +264,7 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
 
 SPEC = BackendSpec(
     name="qwen",
+    terminal_event="result",
     build=build,
     decode=decode,
     classify=classify,
