@@ -212,7 +212,7 @@ async def test_acp_agent_that_dies_is_process_failed_with_its_stderr(
 
 @pytest.mark.parametrize(
     ("scenario", "kind"),
-    [("refusal", ErrorKind.bad_output), ("max_turns", ErrorKind.process_failed)],
+    [("refusal", ErrorKind.content_filter), ("max_turns", ErrorKind.process_failed)],
 )
 async def test_acp_stop_reasons_other_than_end_turn_fail(
     record: Path, monkeypatch: pytest.MonkeyPatch, scenario: str, kind: ErrorKind

@@ -308,4 +308,27 @@ def test_decoders_never_crash_on_unexpected_shapes(
 def test_every_5xx_status_is_a_retryable_server_error(status: int) -> None:
     from agentport.backends._classify import kind_from_status
 
-    assert kind_from_status(status) is ErrorKind.server_error
+    kind = kind_from_status(status)
+    assert kind is (ErrorKind.overloaded if status == 529 else ErrorKind.server_error)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [("The model response was blocked due to safety settings.", ErrorKind.content_filter),
+     ("Your request was rejected as a result of our safety system.", ErrorKind.content_filter),
+     ('{"code": "content_policy_violation"}', ErrorKind.content_filter),
+     ("API Error: 529 Overloaded", ErrorKind.overloaded),
+     ("[API Error: 503 The model is overloaded. Please try again later.]", ErrorKind.overloaded),
+     ("The model `gpt-9` does not exist or you do not have access to it.",
+      ErrorKind.model_not_found),
+     ('{"error": {"code": "model_not_found"}}', ErrorKind.model_not_found),
+     ("We're currently experiencing high demand, which may cause temporary errors.",
+      ErrorKind.server_error)],
+)  # fmt: skip
+def test_the_new_kinds_are_read_from_every_clis_wording(text: str, kind: ErrorKind) -> None:
+    """pydantic-ai's taxonomy has a refusal / content filter, model not found and overloaded;
+    every CLI's error table reads its text through `kind_from_text`. codex says "high
+    demand" for any HTTP 500 (cli-transcripts/codex/http500*): that stays a server error."""
+    from agentport.backends._classify import kind_from_text
+
+    assert kind_from_text(text) is kind

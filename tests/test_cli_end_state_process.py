@@ -238,7 +238,7 @@ async def test_acp_max_tokens_is_length_with_a_warning_and_refusal_keeps_its_tex
     monkeypatch.setenv("FAKE_SCENARIO", "refusal")
     refused = await llm.complete([Message.user("hi")])
     assert isinstance(refused, Failure), refused
-    assert refused.failure().kind is ErrorKind.bad_output
+    assert refused.failure().kind is ErrorKind.content_filter
     assert not refused.failure().retryable
     assert refused.failure().details["finish_reason"] == "refusal"
 

@@ -218,7 +218,7 @@ def test_claude_max_tokens_is_length_with_a_warning() -> None:
 def test_claude_refusal_is_a_non_retryable_failure_keeping_the_text() -> None:
     """built: ok-stream-json's result with `stop_reason: "refusal"` (Messages API)."""
     state, events = judge(claude, _claude_result("refusal"))
-    assert failed(state) is ErrorKind.bad_output
+    assert failed(state) is ErrorKind.content_filter
     assert state.error is not None
     assert not state.error.retryable
     assert state.error.details["finish_reason"] == "refusal"
@@ -379,7 +379,7 @@ def test_opencode_content_filter_is_a_refusal() -> None:
         for o in lines("opencode", "ok-json")
     ]
     state, _ = judge(opencode, objs)
-    assert failed(state) is ErrorKind.bad_output
+    assert failed(state) is ErrorKind.content_filter
     assert state.error is not None
     assert not state.error.retryable
 

@@ -12,6 +12,7 @@ import pytest
 from pydantic import BaseModel
 from returns.result import Failure
 
+from agentport.backends._openai_wire import FILTERED_WARNING
 from agentport.backends.openai_compat import (
     ChatStreamAccumulator,
     EndpointOptions,
@@ -147,7 +148,15 @@ def test_request_leaves_out_unset_model_and_uses_completion_tokens_field() -> No
          ErrorKind.context_length, False),
         (400, '{"error": {"message": "temperature must be <= 2"}}', ErrorKind.invalid_request,
          False),
-        (404, '{"error": {"message": "model nope not found"}}', ErrorKind.config, False),
+        (404, '{"error": {"message": "model nope not found"}}', ErrorKind.model_not_found,
+         False),
+        (404, '{"error": {"message": "Not Found"}}', ErrorKind.config, False),
+        (400, '{"error": {"message": "blocked", "code": "content_policy_violation"}}',
+         ErrorKind.content_filter, False),
+        (529, '{"error": {"type": "overloaded_error", "message": "Overloaded"}}',
+         ErrorKind.overloaded, True),
+        (503, '{"error": {"message": "The model is overloaded. Please try again later."}}',
+         ErrorKind.overloaded, True),
         (500, "boom", ErrorKind.server_error, True),
         (503, "", ErrorKind.server_error, True),
     ],
@@ -187,6 +196,20 @@ def test_body_without_choices_is_bad_output_not_empty_success() -> None:
     empty = _chat("")
     empty["choices"][0]["finish_reason"] = "length"
     assert "max_tokens" in parse_chat_body(empty).failure().message
+
+
+def test_a_filtered_answer_is_never_a_plain_success() -> None:
+    """Regression: `finish_reason: content_filter` was a Success flagged only there. A part
+    the filter let through is kept with a warning; nothing at all is `content_filter`."""
+    partial = _chat("The first half")
+    partial["choices"][0]["finish_reason"] = "content_filter"
+    kept = parse_chat_body(partial).unwrap()
+    assert kept.content == "The first half"
+    assert kept.warnings == (FILTERED_WARNING,)
+    blocked = _chat("")
+    blocked["choices"][0]["finish_reason"] = "content_filter"
+    error = parse_chat_body(blocked).failure()
+    assert (error.kind, error.retryable) == (ErrorKind.content_filter, False)
 
 
 def test_stream_split_into_deltas_is_joined_with_usage() -> None:

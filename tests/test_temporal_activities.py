@@ -71,6 +71,7 @@ NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 RETRIED = {
     ErrorKind.rate_limited: True,
     ErrorKind.server_error: True,
+    ErrorKind.overloaded: True,
     ErrorKind.network: True,
     ErrorKind.timeout: True,
     ErrorKind.quota_exhausted: True,  # when its reset time is known (below)

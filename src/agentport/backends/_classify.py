@@ -17,8 +17,20 @@ _RULES: tuple[tuple[str, ErrorKind], ...] = (
         ErrorKind.rate_limited,
     ),
     (r"context.{0,20}(length|window)|prompt is too long|too many tokens", ErrorKind.context_length),
+    # not "high demand": codex says that for any HTTP 500 (cli-transcripts/codex/http500*)
+    (r"\b529\b|overloaded|over capacity", ErrorKind.overloaded),
     (
-        r"\b5\d\d\b(?! ?ms)|internal server error|high demand|overloaded|server.?side",
+        r"blocked due to safety|safety (settings|filter|system)|content.?(filter|policy|"
+        r"management polic)|responsible ai",
+        ErrorKind.content_filter,
+    ),
+    (
+        r"model_not_found|model\b.{0,60}\b(not found|does not exist|is unknown)"
+        r"|unknown model|no such model|invalid model",
+        ErrorKind.model_not_found,
+    ),
+    (
+        r"\b5\d\d\b(?! ?ms)|internal server error|high demand|server.?side",
         ErrorKind.server_error,
     ),
     (
@@ -41,6 +53,8 @@ def kind_from_status(status: int | None) -> ErrorKind | None:
         return ErrorKind.rate_limited
     if status == 413:
         return ErrorKind.context_length
+    if status == 529:
+        return ErrorKind.overloaded
     if 500 <= status <= 599:
         return ErrorKind.server_error
     if 400 <= status <= 499:

@@ -13,7 +13,7 @@ marks into the outcome, the same way for every CLI:
   (`empty_answer_error`: a 429 / RESOURCE_EXHAUSTED there is `rate_limited`);
 - `finish_reason` comes from the decoder (`finish_reason` in an event's metadata; None
   when the CLI never reports one): "length" keeps the answer and adds a warning,
-  "refusal" is a non-retryable `bad_output` failure carrying the refusal text
+  "refusal" is a non-retryable `content_filter` failure carrying the refusal text
   (`refusal_error`), the same rule as the ACP backend;
 - a run whose CLI always ends a complete stream with one event (`BackendSpec.
   terminal_event`) and that ended without it keeps its answer with a warning
@@ -172,10 +172,11 @@ def finish_reason(events: Sequence[AgentEvent]) -> str | None:
 
 
 def refusal_error(text: str, exit_code: int | None) -> ProviderError:
-    """A refusal is a failure, not an answer: `bad_output`, not retryable, the text kept."""
+    """A refusal is a failure, not an answer: `content_filter`, not retryable, the text
+    kept."""
     said = f": {text.strip()[:300]}" if text.strip() else ""
     return ProviderError(
-        ErrorKind.bad_output,
+        ErrorKind.content_filter,
         f"the model refused to answer (finish_reason refusal){said}",
         retryable=False,
         exit_code=exit_code,

@@ -30,6 +30,7 @@ from ..core import (
     Usage,
     as_quota,
 )
+from ._classify import kind_from_text
 
 __all__ = [
     "ChatStreamAccumulator",
@@ -204,6 +205,13 @@ def classify_http(
         return as_quota(limited, body=body, headers=headers)
     if status in (400, 413, 422) and _CONTEXT.search(text):
         return ProviderError(ErrorKind.context_length, message, **common)
+    named = kind_from_text(text)  # the body's own code or words: "model_not_found", ...
+    if named in (ErrorKind.model_not_found, ErrorKind.content_filter) and status < 500:
+        return ProviderError(named, f"HTTP {status}: {message}", **common)
+    if status == 529 or named is ErrorKind.overloaded:
+        return ProviderError(
+            ErrorKind.overloaded, message, retry_after=parse_retry_after(headers), **common
+        )
     if status == 404:
         return ProviderError(
             ErrorKind.config, f"HTTP 404 (check base_url and model): {message}", **common
@@ -248,11 +256,29 @@ def _usage(data: Any) -> Usage:
     )
 
 
+#: a Chat Completions answer the provider's filter cut short, kept with this warning
+FILTERED_WARNING = (
+    "the answer was cut by the provider's content filter (finish_reason content_filter)"
+)
+
+
 def _empty(finish: str | None, backend: str) -> ProviderError:
+    if finish == "content_filter":
+        return ProviderError(
+            ErrorKind.content_filter,
+            "the provider's content filter blocked the answer (finish_reason content_filter)",
+            backend=backend,
+            retryable=False,
+            details={"finish_reason": finish},
+        )
     hint = "; raise max_tokens" if finish == "length" else ""
     return ProviderError(
         ErrorKind.bad_output, f"empty answer (finish_reason={finish}){hint}", backend=backend
     )
+
+
+def _filtered(finish: str | None) -> tuple[str, ...]:
+    return (FILTERED_WARNING,) if finish == "content_filter" else ()
 
 
 def parse_chat_body(data: Any, backend: str = "") -> Result[CompletionResponse, ProviderError]:
@@ -277,6 +303,7 @@ def parse_chat_body(data: Any, backend: str = "") -> Result[CompletionResponse, 
             model=data.get("model"),
             usage=_usage(data.get("usage")),
             finish_reason=finish,
+            warnings=_filtered(finish),
             backend=backend,
             raw=RawInfo(extra={"id": data.get("id")} if data.get("id") else {}),
         )
@@ -355,6 +382,7 @@ class ChatStreamAccumulator:
                 model=self.model,
                 usage=self.usage,
                 finish_reason=self.finish_reason,
+                warnings=_filtered(self.finish_reason),
                 backend=self.backend,
                 raw=RawInfo(extra={"id": self.response_id} if self.response_id else {}),
             )

@@ -72,7 +72,7 @@ _BY_CLASS: dict[str, ErrorKind] = {
     "ModelNotMappedError": ErrorKind.config,
     "LiteLLMUnknownProvider": ErrorKind.config,
     "UnsupportedParamsError": ErrorKind.invalid_request,
-    "ContentPolicyViolationError": ErrorKind.invalid_request,
+    "ContentPolicyViolationError": ErrorKind.content_filter,
     "BadRequestError": ErrorKind.invalid_request,
     "UnprocessableEntityError": ErrorKind.invalid_request,
     "InvalidRequestError": ErrorKind.invalid_request,

@@ -8,8 +8,9 @@ Exception
            quota_exhausted(retry_at, window: an exhausted usage window, core._quota)
            budget_exhausted (the caller's own ceiling, policies.BudgetAdapter)
            context_length · invalid_request · bad_output · schema_mismatch(raw_text)
-           process_failed(exit_code, stderr_tail) · server_error · network
-           unsupported · config
+           process_failed(exit_code, stderr_tail) · server_error · overloaded · network
+           content_filter (a refusal or a safety block) · model_not_found · unsupported
+           config
 ```
 
 Adapters return `Failure(ProviderError)`; only setup code (factory, config) raises it.
@@ -56,13 +57,26 @@ class ErrorKind(enum.StrEnum):
     schema_mismatch = "schema_mismatch"
     process_failed = "process_failed"
     server_error = "server_error"
+    #: the provider is over capacity (HTTP 529, Anthropic `overloaded_error`, "high demand")
+    overloaded = "overloaded"
     network = "network"
+    #: the model refused, or a safety / content filter blocked the answer (finish_reason
+    #: `content_filter`, a `refusal` stop, gemini "blocked due to safety settings")
+    content_filter = "content_filter"
+    #: the backend does not know the requested model (OpenAI `model_not_found`, ...)
+    model_not_found = "model_not_found"
     unsupported = "unsupported"
     config = "config"
 
 
 _RETRYABLE_BY_DEFAULT = frozenset(
-    {ErrorKind.rate_limited, ErrorKind.server_error, ErrorKind.network, ErrorKind.timeout}
+    {
+        ErrorKind.rate_limited,
+        ErrorKind.server_error,
+        ErrorKind.overloaded,
+        ErrorKind.network,
+        ErrorKind.timeout,
+    }
 )
 
 # Token shapes. A leading \b keeps ordinary words ("desk-management") intact; the prefixes

@@ -18,6 +18,8 @@ DEFAULT_FAILOVER_ON: frozenset[ErrorKind] = frozenset(
         ErrorKind.quota_exhausted,
         ErrorKind.timeout,
         ErrorKind.server_error,
+        ErrorKind.overloaded,
+        ErrorKind.model_not_found,
         ErrorKind.network,
         ErrorKind.process_failed,
         ErrorKind.unsupported,

@@ -3,9 +3,10 @@
 `FailoverAdapter` tries its members in order inside ONE whole-call deadline
 (`total_timeout_s`). It moves on only for failures another backend can fix
 (`DEFAULT_FAILOVER_ON`: not installed, auth, rate limit, exhausted window, timeout, server
-error, network, a process that failed, a capability the backend lacks; `[llm] failover_on`
-changes the set); a caller's own error (`invalid_request`, `schema_mismatch`,
-`context_length`, `config`) ends the call at once. Before calling a member it is passed over,
+error, overloaded, a model the member does not know, network, a process that failed, a
+capability the backend lacks; `[llm] failover_on` changes the set); a caller's own error
+(`invalid_request`, `schema_mismatch`, `context_length`, `config`) or a `content_filter`
+ends the call at once. Before calling a member it is passed over,
 not called, when:
 
 - the catalog says it IGNOREs a parameter the call needs under `on_ignored="fail"`, or it
