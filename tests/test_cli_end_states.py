@@ -698,3 +698,4 @@ def test_gemini_keeps_its_own_reason_from_the_stream() -> None:
     state, _ = judge(gemini, lines, tail="[WARN] Skipping unreadable directory: /proc\n")
     assert state.error is not None
     assert state.error.message == said
+    assert state.error.kind is ErrorKind.content_filter
