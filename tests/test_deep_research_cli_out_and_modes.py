@@ -11,9 +11,11 @@ import pytest
 from typer.testing import CliRunner
 
 import agentport.factory
+from agentport.catalog import all_backends
 from agentport.cli import app
 from agentport.cli._run_config import research_config as _config
 from agentport.testing import ScriptedAdapter
+from agentport.workflows.deep_research import research_config_for
 from test_deep_research_small_model import chooser
 
 runner = CliRunner()
@@ -95,6 +97,15 @@ def test_small_model_mode_is_automatic_for_local_and_selectable() -> None:
     assert _config("local", False, None, False).MAX_FETCH == 5  # caps kept
     assert _config("codex", False, None).small_model is False
     assert _config("codex", False, None, True).small_model is True
+
+
+@pytest.mark.parametrize("backend", [c.name for c in all_backends()] + ["no-such-backend", None])
+def test_the_command_line_and_the_mcp_server_choose_the_same_settings(
+    backend: str | None,
+) -> None:
+    """One rule (`research_config_for`): the MCP server's `research_start` (no flags) gets
+    what `agentport research` gets without flags. The two had their own copies."""
+    assert research_config_for(backend) == _config(backend, False, None)
 
 
 def test_small_model_mode_without_corpus_is_a_usage_error(

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..catalog import get_capability
-from ..core import BackendKind, ProviderError
-from ..workflows.deep_research import ResearchConfig
+from ..core import ProviderError
+from ..workflows.deep_research import ResearchConfig, research_config_for
 
-__all__ = ["is_local", "research_config", "resolved_backend"]
+__all__ = ["research_config", "resolved_backend"]
 
 
 def resolved_backend(backend: str | None) -> str | None:
@@ -26,32 +25,18 @@ def resolved_backend(backend: str | None) -> str | None:
         return backend
 
 
-def is_local(backend: str) -> bool:
-    """True for the embedded model (catalog kind `local`); False for an unknown name."""
-    try:
-        return get_capability(backend).kind is BackendKind.local
-    except ProviderError:
-        return False
-
-
 def research_config(
     backend: str | None,
     early_quorum: bool,
     concurrency: int | None,
     small_model: bool | None = None,
 ) -> ResearchConfig:
-    """The research settings of `agentport research` (one question or `--batch`)."""
-    # Small-model mode is chosen automatically for a local (embedded) model and selectable
-    # for any backend; a local model always gets the small-context caps.
-    local = backend is not None and is_local(backend)
-    small = local if small_model is None else small_model
+    """The research settings of `agentport research` (one question or `--batch`): the
+    flags over `research_config_for` (small-model mode chosen automatically for a local
+    model and selectable for any backend)."""
     overrides: dict[str, Any] = {}
     if early_quorum:
         overrides["early_quorum"] = True
     if concurrency is not None:
         overrides["CONCURRENCY"] = concurrency
-    if small:
-        return ResearchConfig.for_small_model(**overrides)
-    if local:
-        return ResearchConfig.for_small_model(small_model=False, **overrides)
-    return ResearchConfig(**overrides)
+    return research_config_for(backend, small_model=small_model, **overrides)

@@ -57,7 +57,7 @@ class ErrorKind(enum.StrEnum):
     schema_mismatch = "schema_mismatch"
     process_failed = "process_failed"
     server_error = "server_error"
-    #: the provider is over capacity (HTTP 529, Anthropic `overloaded_error`, "high demand")
+    #: the provider is over capacity (HTTP 529, Anthropic `overloaded_error`, "overloaded")
     overloaded = "overloaded"
     network = "network"
     #: the model refused, or a safety / content filter blocked the answer (finish_reason

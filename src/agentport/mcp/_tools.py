@@ -9,22 +9,20 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 from returns.result import Failure
 
-from ..catalog import all_backends, get_capability
+from ..catalog import all_backends
 from ..core import (
-    BackendKind,
     CompletionConfig,
     ErrorKind,
     LLMAdapter,
     Message,
-    ProviderError,
     json_schema_problem,
     redact,
 )
 from ..policies import Budget
 from ..workflows.deep_research import (
     Corpus,
-    ResearchConfig,
     load_corpus,
+    research_config_for,
     run_research,
     to_json,
     to_markdown,
@@ -83,15 +81,6 @@ def _nonempty(value: str, field: str) -> str:
     if not text:
         raise ToolFailure(ErrorKind.invalid_request, f"{field}: is empty")
     return text
-
-
-def _research_config(backend: str) -> ResearchConfig:
-    """The CLI's choice: small-model mode and its caps for the embedded model."""
-    try:
-        local = get_capability(backend).kind is BackendKind.local
-    except ProviderError:
-        local = False
-    return ResearchConfig.for_small_model() if local else ResearchConfig()
 
 
 class CoreTools:
@@ -231,7 +220,7 @@ class CoreTools:
         q = _nonempty(question, "question")
         spent = run_budget(budget)
         adapter = self.adapter_for(backend)
-        config = _research_config(adapter.backend)
+        config = research_config_for(adapter.backend)
         docs: Corpus | None = None
         where: str | None = None
         if corpus is None or not corpus.strip():

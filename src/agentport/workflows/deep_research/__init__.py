@@ -76,7 +76,7 @@ from ._report import (
     to_json,
     to_markdown,
 )
-from ._run import EventCallback, check_web_search
+from ._run import EventCallback, check_web_search, research_config_for
 from ._schemas import Angle, Claim, Extract, Finding, Report, Scope, Search, SearchResult, Verdict
 from ._web_mode import uses_own_web, web_mode_refusal
 
@@ -135,6 +135,7 @@ __all__ = [
     "plan_research",
     "quorum_decided",
     "rank_claims",
+    "research_config_for",
     "run_research",
     "scope_prompt",
     "search_prompt",

@@ -19,6 +19,7 @@ from returns.result import Failure
 
 from ...catalog import get_capability
 from ...core import (
+    BackendKind,
     CompletionConfig,
     ErrorKind,
     LLMAdapter,
@@ -47,6 +48,7 @@ __all__ = [
     "check_web_search",
     "extra_stats",
     "gather",
+    "research_config_for",
     "warnings_of",
 ]
 
@@ -60,6 +62,26 @@ Record = dict[str, Any]
 # fetch prompts, and the verify prompt ("Search for contradicting evidence"); never scope or
 # synthesis (least privilege).
 _WEB_PHASES = frozenset({"search", "extract", "verify"})
+
+
+def research_config_for(
+    backend: str | None, *, small_model: bool | None = None, **overrides: Any
+) -> ResearchConfig:
+    """The research settings for *backend* (canonical name; None or an unknown name: not
+    local), the rule `agentport research` and the MCP server's `research_start` share: an
+    embedded model (catalog kind `local`) always gets the small-context caps, and
+    small-model mode unless *small_model* is False; another backend gets small-model mode
+    only when *small_model* is True. *overrides* are `ResearchConfig` fields."""
+    try:
+        local = backend is not None and get_capability(backend).kind is BackendKind.local
+    except ProviderError:
+        local = False
+    small = local if small_model is None else small_model
+    if small:
+        return ResearchConfig.for_small_model(**overrides)
+    if local:
+        return ResearchConfig.for_small_model(small_model=False, **overrides)
+    return ResearchConfig(**overrides)
 
 
 def check_web_search(backend: str) -> str | None:
