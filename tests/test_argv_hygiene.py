@@ -9,11 +9,13 @@ the CLI reads stdin (hermes and agy are the documented exceptions: docs/security
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from _fake_clis_util import ALL_TOOLS_ONLY
 from agentport.backends import (
     CliCall,
     Invocation,
@@ -22,6 +24,7 @@ from agentport.backends import (
     codex,
     copilot,
     gemini,
+    gjc,
     goose,
     grok,
     hermes,
@@ -29,24 +32,25 @@ from agentport.backends import (
     opencode,
     pi,
     qwen,
+    zcode,
 )
 from agentport.core import CompletionConfig, ErrorKind, ProviderError, Sandbox, ToolPolicy
 
 HOSTILE = ("--yolo", "-h", "--version")
 MODULES: dict[str, ModuleType] = {
     "agy": agy, "claude": claude, "codex": codex, "copilot": copilot, "gemini": gemini,
-    "goose": goose, "grok": grok, "hermes": hermes, "kiro": kiro, "opencode": opencode,
-    "pi": pi, "qwen": qwen,
+    "gjc": gjc, "goose": goose, "grok": grok, "hermes": hermes, "kiro": kiro,
+    "opencode": opencode, "pi": pi, "qwen": qwen, "zcode": zcode,
 }  # fmt: skip
-#: grok runs only with all of its tools (it refuses least privilege: docs/backends/grok.md)
-ALL_TOOLS_ONLY = {"grok"}
 # flags whose parser consumes the next token as the value unconditionally
 GREEDY = {
     "pi": {"--provider", "--model", "--tools", "--system-prompt", "--append-system-prompt"},
     "agy": {"--model", "--conversation", "-p", "--json-schema", "--add-dir", "--print-timeout"},
 }
 # the prompt is an argument only here (no stdin form that keeps the CLI's contract)
-PROMPT_IN_ARGV = {"hermes", "agy", "grok"}
+PROMPT_IN_ARGV = {"hermes", "agy", "grok", "zcode"}
+# stdin carries a protocol (gjc --mode rpc: one JSON command a line), the prompt inside it
+STDIN_PROTOCOL = {"gjc"}
 
 
 def _build(name: str, tmp: Path, text: str, field: str) -> Invocation | ProviderError:
@@ -92,7 +96,8 @@ def _standalone(name: str, argv: tuple[str, ...], text: str) -> list[int]:
 def test_caller_text_never_becomes_a_flag(name: str, text: str, field: str, tmp_path: Path) -> None:
     built = _build(name, tmp_path, text, field)
     if isinstance(built, ProviderError):
-        assert built.kind in (ErrorKind.unsupported, ErrorKind.invalid_request), built
+        refusals = (ErrorKind.unsupported, ErrorKind.invalid_request, ErrorKind.config)
+        assert built.kind in refusals, built
         return
     assert _standalone(name, built.argv, text) == [], built.argv
 
@@ -103,6 +108,10 @@ def test_the_prompt_travels_through_stdin(name: str, tmp_path: Path) -> None:
     built = _build(name, tmp_path, secret, "prompt")
     assert isinstance(built, Invocation)
     assert not any(secret in arg for arg in built.argv)
+    if name in STDIN_PROTOCOL:  # the prompt is a command of the CLI's stdin protocol
+        assert built.stdin is not None
+        assert json.loads(built.stdin)["message"] == secret
+        return
     assert built.stdin == secret.encode()
 
 

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from _fake_clis_util import ALL_TOOLS_ONLY
 from agentport.backends import (
     CliCall,
     agy,
@@ -24,6 +25,7 @@ from agentport.backends import (
     codex,
     copilot,
     gemini,
+    gjc,
     goose,
     grok,
     hermes,
@@ -31,6 +33,7 @@ from agentport.backends import (
     opencode,
     pi,
     qwen,
+    zcode,
 )
 from agentport.backends._policy import inherit_env
 from agentport.core import CompletionConfig, ProviderError, ToolPolicy
@@ -59,11 +62,9 @@ PARENT = {
 }
 MODULES: dict[str, ModuleType] = {
     "agy": agy, "claude": claude, "codex": codex, "copilot": copilot, "gemini": gemini,
-    "goose": goose, "grok": grok, "hermes": hermes, "kiro": kiro, "opencode": opencode,
-    "pi": pi, "qwen": qwen,
+    "gjc": gjc, "goose": goose, "grok": grok, "hermes": hermes, "kiro": kiro,
+    "opencode": opencode, "pi": pi, "qwen": qwen, "zcode": zcode,
 }  # fmt: skip
-#: grok runs only with all of its tools (it refuses least privilege: docs/backends/grok.md)
-ALL_TOOLS_ONLY = {"grok"}
 
 
 def _env(name: str, tmp: Path, options: dict[str, Any], parent: dict[str, str]) -> dict[str, str]:

@@ -29,6 +29,7 @@ from agentport.backends import (
     codex,
     copilot,
     gemini,
+    gjc,
     goose,
     grok,
     hermes,
@@ -36,6 +37,7 @@ from agentport.backends import (
     opencode,
     pi,
     qwen,
+    zcode,
 )
 from agentport.backends._endstate import (
     ABANDONED_TEXT,
@@ -601,7 +603,7 @@ def test_fixtures_exist_for_every_case_used_here() -> None:
 @pytest.mark.parametrize(
     "name",
     ["codex", "claude", "gemini", "opencode", "qwen", "pi", "copilot", "hermes", "goose", "kiro",
-     "agy", "grok", "acp"],
+     "agy", "grok", "gjc", "zcode", "acp"],
 )  # fmt: skip
 def test_every_cli_backend_page_has_its_end_state_table(name: str) -> None:
     page = Path(__file__).parent.parent / "docs" / "backends" / f"{name}.md"
@@ -612,7 +614,22 @@ def test_every_cli_backend_page_has_its_end_state_table(name: str) -> None:
 
 _ALL = {
     m.__name__.rsplit(".", 1)[1]: m
-    for m in (codex, claude, gemini, opencode, qwen, pi, copilot, hermes, goose, kiro, agy, grok)
+    for m in (
+        codex,
+        claude,
+        gemini,
+        opencode,
+        qwen,
+        pi,
+        copilot,
+        hermes,
+        goose,
+        kiro,
+        agy,
+        grok,
+        gjc,
+        zcode,
+    )
 }
 _EVENT_TYPES = [
     "thread.started", "turn.completed", "turn.failed", "error", "item.started",

@@ -17,6 +17,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from _fake_clis_util import ALL_TOOLS_ONLY
 from _runner_util import fake_executable
 from agentport.catalog import all_backends
 from agentport.core import BackendKind, CompletionConfig, Message, ToolPolicy
@@ -63,8 +64,8 @@ def test_each_cli_runs_in_a_private_folder(
         "env": {"FAKE_CLI_RECORD": str(record)},
     }
     llm = create_llm_adapter(backend, retry=False, **{backend: options})
-    # grok runs only with all of its tools (it refuses least privilege: docs/backends/grok.md)
-    config = CompletionConfig(tools=ToolPolicy.cli_defaults()) if backend == "grok" else None
+    own_tools = CompletionConfig(tools=ToolPolicy.cli_defaults())
+    config = own_tools if backend in ALL_TOOLS_ONLY else None
     anyio.run(llm.complete, [Message.user("hi")], config)
     assert record.exists(), f"{backend}: the fake CLI never ran"
     _assert_private(Path(json.loads(record.read_text())["cwd"]), shared_tmp)

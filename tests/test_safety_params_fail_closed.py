@@ -1,7 +1,7 @@
 """Safety parameters fail closed (issue 15): a tool list or sandbox a backend cannot enforce is
 `ErrorKind.unsupported` whatever `on_ignored` says, from the catalog check or from the spec's
-`build`; and every backend can run the default (no tools, read-only) but grok, whose
-headless mode approves every tool it has and has no flag to limit them.
+`build`; and every backend can run the default (no tools, read-only) but grok, gjc and
+zcode, which have no flag to limit the tools they run headless.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from returns.result import Failure, Success
 
-from _fake_clis_util import install_fake
+from _fake_clis_util import ALL_TOOLS_ONLY, install_fake
 from agentport import create_llm_adapter
 from agentport.backends import CliCall, agy, claude, codex, copilot, gemini, goose, opencode
 from agentport.catalog import all_backends
@@ -29,7 +29,7 @@ USER = [Message.user("hi")]
 
 
 #: backends that cannot run without tools: the default policy is refused, never dropped
-NO_LEAST_PRIVILEGE = {"grok"}
+NO_LEAST_PRIVILEGE = ALL_TOOLS_ONLY
 
 
 @pytest.mark.parametrize("capability", all_backends(), ids=lambda c: c.name)

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from returns.result import Result, Success
 
 from _deep_research_util import web_model
+from _fake_clis_util import ALL_TOOLS_ONLY
 from _runner_util import FIXTURES
 from agentport.backends import CliCall, RunOutcome, codex
 from agentport.backends._web_events import web_activity, web_meta
@@ -101,8 +102,7 @@ def _words(texts: list[str]) -> Counter[str]:
 def test_web_search_adds_no_shell_file_or_sandbox_power(
     name: str, module: Any, tmp_path: Path
 ) -> None:
-    # grok runs only with all of its tools (it refuses least privilege: docs/backends/grok.md)
-    tools = ToolPolicy.cli_defaults() if name == "grok" else ToolPolicy.none()
+    tools = ToolPolicy.cli_defaults() if name in ALL_TOOLS_ONLY else ToolPolicy.none()
     base = _surface(module, tmp_path / "off", CompletionConfig(tools=tools))
     on = CompletionConfig(tools=tools, web_search=True)
     web = _surface(module, tmp_path / "on", on)

@@ -1,4 +1,4 @@
-"""Other agents (hermes, goose, kiro, agy, grok, acp): catalog entries.
+"""Other agents (hermes, goose, kiro, agy, grok, gjc, zcode, acp): catalog entries.
 
 Part of `agentport.catalog` (the single source of truth); import from there.
 """
@@ -230,6 +230,95 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.session_resume: "headless mode keeps no session",
             Param.cwd: "--directory",
             Param.web_search: "grok-cli 0.0.34 has no web tool" + OWN_WEB,
+        },
+    ),
+    BackendCapability(
+        name="gjc",
+        retries=(
+            "gjc's own auto-retry is not turned off (no documented setting); the run ends at "
+            "its first auto_retry_start event, since agentport owns retries"
+        ),
+        aliases=("gajae_code",),  # gajae-code too: names are looked up with - as _
+        kind=BackendKind.cli,
+        billing=(Billing.api_key, Billing.subscription),
+        billing_note="the configured provider's key or login (gjc's own settings)",
+        summary="gajae-code (gjc --mode rpc, JSONL commands and events), completion and "
+        "runtime with its own tools; built from ouroboros's driver, not run here.",
+        module="agentport.backends.gjc",
+        executable="gjc",
+        env_namespace=("GJC_*",),
+        install_hint="build gajae-code from its repository (Yeachan-Heo/gajae-code); it is "
+        "on neither npm nor PyPI",
+        verified_against=None,
+        supports_runtime=True,
+        auto_priority=None,  # the default no-tools policy is refused: never picked by auto
+        params=params(
+            system_prompt=T, output_schema=T, temperature=I, max_tokens=I, model=N,
+            tool_restriction=I, sandbox=I, max_turns=I, streaming=N, session_resume=I,
+            cwd=N, web_search=I,
+        ),
+        notes={
+            Param.system_prompt: "folded into the prompt as a 'System instructions' block "
+            "(the rpc prompt command has no system field)",
+            Param.output_schema: "no schema setting: schema in the prompt, JSON extracted, "
+            "validated, re-prompted with the errors",
+            Param.temperature: "the rpc mode has no sampling setting",
+            Param.max_tokens: "the rpc mode has no output-token setting",
+            Param.model: "a set_model command (provider/model, or [llm.gjc] provider); the "
+            "prompt is sent only after its ack",
+            Param.tool_restriction: "no tool setting in the rpc mode: only allowed_tools=None "
+            "(its own tools) is accepted; any list, or no tools (the default), is refused "
+            "(unsupported)",
+            Param.sandbox: "no sandbox: only sandbox=None or full is accepted; read_only and "
+            "workspace_write are refused (unsupported)",
+            Param.max_turns: "the rpc mode has no turn budget",
+            Param.streaming: "rpc events (text deltas, tool_call, tool_result, usage); "
+            "protocol-v2 envelopes unwrapped",
+            Param.session_resume: "runs with --no-session (ephemeral)",
+            Param.cwd: "the process working directory",
+            Param.web_search: "not turned on: no web tool is documented for the rpc mode"
+            + OWN_WEB,
+        },
+    ),
+    BackendCapability(
+        name="zcode",
+        aliases=("zcode_cli",),
+        kind=BackendKind.cli,
+        billing=(Billing.subscription, Billing.api_key),
+        billing_note="whatever zcode's own settings use (its login or a provider key)",
+        summary="Zcode (zcode --json --prompt, one JSON document), completion and runtime "
+        "with its own tools; built from ouroboros's driver, not run here.",
+        module="agentport.backends.zcode",
+        executable="zcode",
+        env_namespace=("ZCODE_*",),
+        install_hint="install the Zcode app and put its zcode CLI on PATH (or set "
+        "[llm.zcode] executable and script); npm's zcode package is not it",
+        verified_against=None,
+        supports_runtime=True,
+        auto_priority=None,  # the default no-tools policy is refused: never picked by auto
+        params=params(
+            system_prompt=T, output_schema=T, temperature=I, max_tokens=I, model=I,
+            tool_restriction=I, sandbox=T, max_turns=I, streaming=I, session_resume=N,
+            cwd=N, web_search=I,
+        ),
+        notes={
+            Param.system_prompt: "folded into the prompt as a 'System instructions' block "
+            "(the prompt is an argument: about 100 kB at most)",
+            Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "
+            "validated, re-prompted with the errors",
+            Param.temperature: "the CLI has no sampling flags",
+            Param.max_tokens: "the CLI has no output-token flag",
+            Param.model: "no model flag: the model is zcode's own setting",
+            Param.tool_restriction: "no tool flag: only allowed_tools=None (its own tools) is "
+            "accepted; any list, or no tools (the default), is refused (unsupported)",
+            Param.sandbox: "permission modes, no OS sandbox: CLI default -> --mode edit, full "
+            "-> --mode yolo; read_only and workspace_write are refused (unsupported)",
+            Param.max_turns: "the CLI has no turn budget",
+            Param.streaming: "one JSON document once the run is done: no events before it",
+            Param.session_resume: "--resume <sessionId> (the document's sessionId)",
+            Param.cwd: "--cwd and the process working directory",
+            Param.web_search: "not turned on: no web tool is documented for its --json mode"
+            + OWN_WEB,
         },
     ),
     BackendCapability(

@@ -66,7 +66,7 @@ from ..transport import (
 from ._endstate import DEFAULT_ERROR_GRACE_S, RunWatch, ToolLedger, settle
 from ._policy import inherit_env, withheld_hint
 from ._retry_notice import notice_error
-from ._spec import BackendSpec, CliCall, RunOutcome
+from ._spec import BackendSpec, CliCall, Invocation, RunOutcome
 from ._web_events import web_activity
 
 if TYPE_CHECKING:  # settings arrive from the factory; config sits above backends
@@ -118,6 +118,11 @@ class CliAdapter:
     @property
     def backend(self) -> str:
         return self.capability.name
+
+    @property
+    def _model_ignored(self) -> bool:
+        # a model the CLI cannot be told (zcode) is not the model that answered
+        return self.capability.support(Param.model) is ParamSupport.IGNORED
 
     def executable(self) -> str | None:
         explicit = self.options.get("executable")
@@ -227,9 +232,15 @@ class CliAdapter:
                 if sink is not None:
                     await sink(event)
 
+        replies, answer = anyio.create_memory_object_stream[bytes](16)
+        invocation: Invocation | None = None
+
         async def on_frame(frame: Frame) -> bool | float:
             event = None
             if frame.is_json and isinstance(frame.value, dict):
+                answers = None if invocation is None else invocation.replies
+                if answers is not None and (reply := answers(frame.value)) is not None:
+                    replies.send_nowait(reply)  # the CLI's protocol: what stdin says next
                 event = self.spec.decode(frame.value)
             if event is not None:
                 if event.metadata.get("terminal"):
@@ -239,7 +250,7 @@ class CliAdapter:
                 await emit(event)
             return watch.feed(event)
 
-        with private_tempdir(f"agentport-{self.backend}-") as run_dir:
+        with private_tempdir(f"agentport-{self.backend}-") as run_dir, replies, answer:
             cwd = config.cwd
             if cwd is None:
                 cwd = run_dir / "work"
@@ -280,6 +291,7 @@ class CliAdapter:
                 env=env,
                 cwd=cwd,
                 stdin=invocation.stdin,
+                stdin_more=answer if invocation.replies is not None else None,
                 startup_timeout_s=config.startup_timeout_s,
                 idle_timeout_s=config.idle_timeout_s,
                 total_timeout_s=config.attempt_budget_s if deadline is None else deadline - started,
@@ -340,7 +352,7 @@ class CliAdapter:
         return Success(
             CompletionResponse(
                 content=end.text,
-                model=config.model or model,
+                model=(None if self._model_ignored else config.model) or model,
                 usage=usage,
                 finish_reason=end.finish_reason,
                 warnings=end.warnings,

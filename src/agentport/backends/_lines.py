@@ -6,7 +6,9 @@ every stdout line, blank or JSON-looking ones included, becomes `{"line": "<text
 stderr are inherited; the exit status is the child's (128 + signal when it was killed). The
 child stays in our process group, so the runner's group teardown stops both. With
 `--trailer FILE`, a JSON file the CLI wrote (hermes' `--usage-file`) is emitted after the child
-exits as `{"trailer": <value>}`.
+exits as `{"trailer": <value>}`. With `--document`, the CLI prints one JSON document (zcode's
+`--json`, maybe across several lines): the whole of stdout is read and, when it parses, emitted
+as one line `{"document": <value>}`; otherwise each line is framed as above.
 
 Standard library only and no agentport import: it starts in a few tens of milliseconds.
 """
@@ -16,20 +18,33 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import TextIO
 
 __all__ = ["command", "main"]
 
+_MAX_DOCUMENT = 64 << 20  # the runner's longest line
 
-def command(python: str, argv: list[str], trailer: str | None = None) -> list[str]:
+
+def command(
+    python: str, argv: list[str], trailer: str | None = None, document: bool = False
+) -> list[str]:
     """The argv that runs *argv* under this pass-through with interpreter *python*."""
     extra = ["--trailer", trailer] if trailer else []
+    extra += ["--document"] if document else []
     return [python, "-I", "-S", __file__, *extra, *argv]
 
 
+def _frame(out: TextIO, raw: bytes) -> None:
+    text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+    out.write(json.dumps({"line": text}, ensure_ascii=False) + "\n")
+
+
 def main(argv: list[str]) -> int:
-    trailer = None
+    trailer, document = None, False
     if argv[:1] == ["--trailer"]:
         trailer, argv = argv[1], argv[2:]
+    if argv[:1] == ["--document"]:
+        document, argv = True, argv[1:]
     if not argv:
         print("usage: _lines.py CMD [ARGS...]", file=sys.stderr)
         return 2
@@ -40,9 +55,18 @@ def main(argv: list[str]) -> int:
         return 127
     assert child.stdout is not None
     out = sys.stdout
+    if document:
+        data = child.stdout.read(_MAX_DOCUMENT)  # more: framed as lines, then refused
+        try:
+            value = json.loads(data)
+        except ValueError:
+            for raw in data.splitlines():
+                _frame(out, raw)
+        else:
+            out.write(json.dumps({"document": value}, ensure_ascii=False) + "\n")
+        out.flush()
     for raw in child.stdout:
-        text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-        out.write(json.dumps({"line": text}, ensure_ascii=False) + "\n")
+        _frame(out, raw)
         out.flush()
     code = child.wait()
     if trailer:

@@ -63,13 +63,19 @@ class Invocation:
     """What to spawn: argv, environment additions (applied after the runner's cleaning), the
     bytes for stdin (None = stdin closed), and `passthrough`: the names (or `fnmatch`
     patterns) of parent variables this run needs beyond the allow-list (`child_env`), e.g. the
-    CLI's own key variable when no endpoint is configured."""
+    CLI's own key variable when no endpoint is configured.
+
+    `replies`: for a CLI that speaks a protocol on stdin (gjc's `--mode rpc`), a per-run
+    function from each JSON object the CLI prints to the bytes to write to its stdin next (a
+    prompt after the ack of a model switch), or None; with it, stdin stays open after `stdin`
+    until the run ends (`ProcessRequest.stdin_more`)."""
 
     argv: tuple[str, ...]
     env: Mapping[str, str] = field(default_factory=dict)
     stdin: bytes | None = None
     passthrough: tuple[str, ...] = ()
     log_dir: Path | None = None  # the CLI's log folder, read for `BackendSpec.retry_notice`
+    replies: Callable[[dict[str, Any]], bytes | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from ..core import ErrorKind, ProviderError, TimeoutWhich
 from ._env import check_argv, child_env
@@ -100,6 +101,10 @@ class ProcessRequest:
         env: the child's whole environment; None = `child_env(os.environ)`.
         cwd: working directory; None = a fresh empty temporary directory, removed afterwards.
         stdin: bytes written to stdin, which is then closed; None = no stdin (`DEVNULL`).
+        stdin_more: for a CLI that speaks a protocol on stdin (gjc's `--mode rpc`): more
+            bytes to write after `stdin`, as they arrive on this stream; stdin then stays open
+            until stdout ends or the run is decided, and is closed at that point (an RPC-mode
+            CLI exits at EOF, and at EOF before its answer it drops the turn).
         startup_timeout_s / idle_timeout_s / total_timeout_s: see the module docstring.
         grace_s: seconds between SIGTERM and SIGKILL, and for the exit after stdout's EOF.
         linger_s: seconds a process may keep running after its terminal event before it is
@@ -127,6 +132,7 @@ class ProcessRequest:
     env: Mapping[str, str] | None = None
     cwd: Path | None = None
     stdin: bytes | None = None
+    stdin_more: MemoryObjectReceiveStream[bytes] | None = None
     startup_timeout_s: float = 120.0
     idle_timeout_s: float = 300.0
     total_timeout_s: float = 1800.0
@@ -227,9 +233,18 @@ async def _teardown(process: Process, grace_s: float) -> None:
             await process.aclose()
 
 
-async def _feed(stream: ByteSendStream, data: bytes) -> None:
+async def _feed(
+    stream: ByteSendStream,
+    data: bytes,
+    more: MemoryObjectReceiveStream[bytes] | None = None,
+    until: anyio.CancelScope | None = None,
+) -> None:
     try:
         await stream.send(data)
+        if more is not None and until is not None:
+            with until:  # cancelled when stdout ends or the run is decided
+                async for chunk in more:
+                    await stream.send(chunk)
     except (anyio.BrokenResourceError, anyio.ClosedResourceError):
         pass  # the child closed its stdin early; its exit status tells the rest
     finally:
@@ -482,8 +497,10 @@ async def run_process(request: ProcessRequest, on_frame: OnFrame) -> ProcessResu
                 tg.start_soon(
                     drain, process.stderr, tail, request.stderr_tail_bytes, stderr_done, stop
                 )
+                feeding = anyio.CancelScope()
                 if request.stdin is not None and process.stdin is not None:
-                    tg.start_soon(_feed, process.stdin, request.stdin)
+                    more = request.stdin_more
+                    tg.start_soon(_feed, process.stdin, request.stdin, more, feeding)
                 tg.start_soon(watch.watch, process)
                 if request.log_dir is not None and stop.hook is not None:
                     tg.start_soon(follow_logs, request.log_dir, stop)
@@ -491,6 +508,7 @@ async def run_process(request: ProcessRequest, on_frame: OnFrame) -> ProcessResu
                     with anyio.move_on_after(request.total_timeout_s) as total:
                         result.error = await _pump(reader, request, on_frame, result, watch)
                         stop.closed = True  # stdout ended or was decided: stderr cannot undo it
+                        feeding.cancel()  # a held stdin closes: an RPC-mode CLI exits at EOF
                         if result.error is None:
                             # stdout is at EOF, or a terminal event arrived: the exit follows
                             wait = request.linger_s if result.stopped else request.grace_s
