@@ -17,15 +17,11 @@ from typing import Any
 from ..core import AgentEvent, ErrorKind, EventType, ProviderError, Usage
 from ._classify import kind_from_status, kind_from_text
 from ._retry_notice import notice_event, status_in
-from ._spec import RunOutcome, text_after_last_tool
+from ._spec import RunOutcome, as_dict, text_after_last_tool
 
 __all__ = ["classify", "decode", "final_text", "provider_keys"]
 
 _STATUS = re.compile(r"^\s*(?P<status>[1-5]\d\d)\b")
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 # pi reads each provider's key from its own variable; only the chosen provider's is passed.
@@ -45,8 +41,8 @@ def provider_keys(provider: str | None) -> tuple[str, ...]:
 
 
 def _usage(message: dict[str, Any]) -> Usage:
-    u = _dict(message.get("usage"))
-    cost = _dict(u.get("cost")).get("total")
+    u = as_dict(message.get("usage"))
+    cost = as_dict(u.get("cost")).get("total")
     return Usage(
         input_tokens=int(u.get("input") or 0),
         output_tokens=int(u.get("output") or 0),
@@ -73,25 +69,25 @@ def decode(obj: Any) -> AgentEvent | None:
     if kind == "session":
         return AgentEvent(type=EventType.init, raw=obj, metadata={"session_id": obj.get("id")})
     if kind == "message_update":
-        update = _dict(obj.get("assistantMessageEvent"))
+        update = as_dict(obj.get("assistantMessageEvent"))
         if update.get("type") == "text_delta":
             return AgentEvent(type=EventType.text, content=str(update.get("delta", "")), raw=obj)
         if update.get("type") == "toolcall_end":
-            tool = _dict(update.get("toolCall"))
+            tool = as_dict(update.get("toolCall"))
             call = {"tool": tool.get("name"), "id": tool.get("id"), "input": tool.get("arguments")}
             return AgentEvent(
                 type=EventType.tool_call, content=str(tool.get("name")), raw=obj, metadata=call
             )
         return None
     if kind == "tool_execution_end":
-        result = _dict(obj.get("result"))
+        result = as_dict(obj.get("result"))
         return AgentEvent(
             type=EventType.tool_result, content=_text(result), raw=obj,
             is_error=bool(obj.get("isError")),
             metadata={"id": obj.get("toolCallId"), "tool": obj.get("toolName")},
         )  # fmt: skip
     if kind == "message_end":
-        message = _dict(obj.get("message"))
+        message = as_dict(obj.get("message"))
         if message.get("role") != "assistant":
             return None
         stop = message.get("stopReason")
@@ -109,7 +105,7 @@ def decode(obj: Any) -> AgentEvent | None:
         return AgentEvent(type=EventType.usage, raw=obj, metadata=meta)
     if kind == "agent_end":
         messages = obj.get("messages")
-        last = _dict(messages[-1]) if isinstance(messages, list) and messages else {}
+        last = as_dict(messages[-1]) if isinstance(messages, list) and messages else {}
         if last.get("stopReason") in ("error", "aborted"):
             return None  # an auto-retry may follow
         return AgentEvent(type=EventType.usage, raw=obj, metadata={"terminal": True})

@@ -37,15 +37,11 @@ from ._classify import kind_from_status, kind_from_text
 from ._node import blocking_stdio_env
 from ._policy import endpoint_passthrough, refuse
 from ._retry_notice import notice_event
-from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, text_after_last_tool
+from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, as_dict, text_after_last_tool
 
 __all__ = ["SPEC", "build", "classify", "decode"]
 
 _ERROR_KIND = {"authentication": ErrorKind.auth_required}
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 # A tool name no copilot tool has: `--available-tools` with it offers the model no tool at all.
@@ -127,7 +123,7 @@ def _call_failure(obj: Any, data: dict[str, Any]) -> AgentEvent:
 def decode(obj: Any) -> AgentEvent | None:
     """One `--output-format json` line -> an event (None for session/model bookkeeping)."""
     kind = obj.get("type")
-    data = _dict(obj.get("data"))
+    data = as_dict(obj.get("data"))
     if kind == "assistant.message_delta":
         return AgentEvent(type=EventType.text, content=str(data.get("deltaContent", "")), raw=obj)
     if kind == "assistant.message":
@@ -143,7 +139,7 @@ def decode(obj: Any) -> AgentEvent | None:
             type=EventType.tool_call, content=str(data.get("toolName")), raw=obj, metadata=call
         )
     if kind == "tool.execution_complete":
-        result = _dict(data.get("result"))
+        result = as_dict(data.get("result"))
         return AgentEvent(
             type=EventType.tool_result, content=str(result.get("content") or ""), raw=obj,
             is_error=not data.get("success", True), metadata={"id": data.get("toolCallId")},

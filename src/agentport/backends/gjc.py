@@ -35,7 +35,7 @@ Options (`[llm.gjc]`): `provider` (the provider of a bare `model`; else `model` 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from ..core import AgentEvent, ErrorKind, EventType, ProviderError, Sandbox, ToolPolicy
@@ -164,11 +164,6 @@ def decode(obj: Any) -> AgentEvent | None:
     return _pi_events.decode(frame)
 
 
-def final_text(events: Sequence[AgentEvent]) -> str:
-    """Fallback when no `message_end` carried the answer: the deltas after the last tool."""
-    return _pi_events.final_text(events)
-
-
 def classify(outcome: RunOutcome) -> ProviderError | None:
     """A host request -> `unsupported`; otherwise pi's table (`_pi_events.classify`): the last error
     (a failed ack, `stopReason: "error"`, a failed auto-retry) by its leading HTTP status or
@@ -188,5 +183,5 @@ SPEC = BackendSpec(
     build=build,
     decode=decode,
     classify=classify,
-    final_text=final_text,
+    final_text=_pi_events.final_text,
 )

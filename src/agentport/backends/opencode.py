@@ -37,7 +37,7 @@ from ._classify import kind_from_status, kind_from_text
 from ._endstate import unrecovered
 from ._policy import endpoint_passthrough, opencode_config_env, refuse
 from ._retry_notice import LineWatch, stderr_notice
-from ._spec import BackendSpec, CliCall, Invocation, RunOutcome
+from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, as_dict
 
 __all__ = ["SPEC", "build", "classify", "decode"]
 
@@ -196,13 +196,9 @@ def build(call: CliCall) -> Invocation:
     return Invocation(tuple(argv), env, call.prompt.encode("utf-8"), passthrough)
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def _usage(part: dict[str, Any]) -> Usage:
-    tokens = _dict(part.get("tokens"))
-    cache = _dict(tokens.get("cache"))
+    tokens = as_dict(part.get("tokens"))
+    cache = as_dict(tokens.get("cache"))
     cost = part.get("cost")
     return Usage(
         input_tokens=int(tokens.get("input") or 0),
@@ -220,7 +216,7 @@ def decode(obj: Any) -> AgentEvent | None:
     """One `--format json` line -> an event. `step_start` carries the session id; each
     `step_finish` carries that model call's usage (the last one's is reported)."""
     kind = obj.get("type")
-    part = _dict(obj.get("part"))
+    part = as_dict(obj.get("part"))
     if kind == "step_start":
         meta = {"session_id": obj.get("sessionID"), "step": True}
         return AgentEvent(type=EventType.init, raw=obj, metadata=meta)
@@ -229,7 +225,7 @@ def decode(obj: Any) -> AgentEvent | None:
     if kind == "reasoning":
         return AgentEvent(type=EventType.reasoning, content=str(part.get("text", "")), raw=obj)
     if kind == "tool_use":
-        state = _dict(part.get("state"))
+        state = as_dict(part.get("state"))
         meta = {"tool": part.get("tool"), "id": part.get("callID"), "input": state.get("input")}
         status = state.get("status")
         if status in ("pending", "running"):
@@ -256,8 +252,8 @@ def decode(obj: Any) -> AgentEvent | None:
             meta["finish_reason"] = _FINISH.get(reason, "stop")
         return AgentEvent(type=EventType.usage, raw=obj, metadata=meta)
     if kind == "error":
-        error = _dict(obj.get("error"))
-        data = _dict(error.get("data"))
+        error = as_dict(obj.get("error"))
+        data = as_dict(error.get("data"))
         message = str(data.get("message") or error.get("name") or "opencode error")
         # exit 1 follows at once; if the CLI goes silent instead, it ends after the grace
         meta = {"status": data.get("statusCode"), "name": error.get("name"), "fatal": True}

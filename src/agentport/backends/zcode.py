@@ -113,10 +113,11 @@ def decode(obj: Any) -> AgentEvent | None:
     doc = obj["document"]
     if not isinstance(doc, dict):
         text = f"zcode printed a JSON {type(doc).__name__}, not an object"
-        return AgentEvent(type=EventType.error, content=text, raw=obj, is_error=True)
+        bad = {"kind": ErrorKind.bad_output}
+        return AgentEvent(type=EventType.error, content=text, raw=obj, is_error=True, metadata=bad)
     error = doc.get("error")
     if error:
-        detail = as_dict(error).get("message") if isinstance(error, dict) else error
+        detail = error.get("message") if isinstance(error, dict) else error
         return AgentEvent(
             type=EventType.error, content=str(detail or error), raw=doc, is_error=True
         )
@@ -140,9 +141,8 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
     code, tail = outcome.exit_code, outcome.stderr_tail[-4000:]
     error = next((e for e in outcome.events if e.is_error), None)
     if error is not None:
-        kind = kind_from_text(error.content) or ErrorKind.process_failed
-        if error.content.startswith("zcode printed"):
-            kind = ErrorKind.bad_output
+        kind = error.metadata.get("kind") or kind_from_text(error.content)
+        kind = kind or ErrorKind.process_failed
         return ProviderError(kind, f"zcode: {error.content}", exit_code=code, stderr_tail=tail)
     if code not in (0, None):
         lines = [ln.strip() for ln in tail.strip().splitlines() if ln.strip()]
