@@ -58,6 +58,7 @@ CALL_FIELDS = (
     "model",
     "temperature",
     "max_tokens",
+    "reasoning_effort",
     "startup_timeout_s",
     "idle_timeout_s",
     "attempt_timeout_s",

@@ -54,7 +54,14 @@ from ._trust import (
     trusted_entries,
     warn_dropped,
 )
-from .core import CompletionConfig, ErrorKind, IgnoredPolicy, ProviderError, register_secret
+from .core import (
+    CompletionConfig,
+    ErrorKind,
+    IgnoredPolicy,
+    ProviderError,
+    ReasoningEffort,
+    register_secret,
+)
 from .core._errors import secret_values
 from .policies import Budget, BudgetSettings
 from .web import WebSettings
@@ -81,6 +88,8 @@ class LLMSettings(BaseModel):
         model: model id passed to the backend, or None for its default.
         temperature / max_tokens: sampling temperature and token cap, or None for the
             backend's default.
+        reasoning_effort: `low`, `medium` or `high` (`CompletionConfig.reasoning_effort`),
+            or None for the backend's default.
         startup_timeout_s / idle_timeout_s / attempt_timeout_s / total_timeout_s: see
             `CompletionConfig` (total_timeout_s is the whole call's deadline, retries included).
         on_ignored: `warn` or `fail` when a call sets a parameter the backend IGNOREs.
@@ -99,6 +108,7 @@ class LLMSettings(BaseModel):
     model: str | None = None
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_tokens: int | None = Field(default=None, gt=0)
+    reasoning_effort: ReasoningEffort | None = None
     startup_timeout_s: float = Field(default=120.0, gt=0)
     idle_timeout_s: float = Field(default=300.0, gt=0)
     attempt_timeout_s: float | None = Field(default=None, gt=0)

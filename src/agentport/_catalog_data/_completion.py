@@ -18,11 +18,15 @@ ENTRIES: tuple[BackendCapability, ...] = (
         summary="Test double: replies from rules you script (agentport.testing.ScriptedAdapter).",
         module="agentport.testing._backend",
         params=params(
-            system_prompt=N, output_schema=N, temperature=I, max_tokens=I, model=N,
+            system_prompt=N, output_schema=N, temperature=I, max_tokens=I,
+            reasoning_effort=I, model=N,
             tool_restriction=N, sandbox=N, max_turns=I, streaming=I, session_resume=I,
             cwd=I, web_search=I,
         ),
-        notes={Param.output_schema: "replies are validated against the schema"},
+        notes={
+            Param.output_schema: "replies are validated against the schema",
+            Param.reasoning_effort: "scripted replies: nothing thinks",
+        },
     ),
     BackendCapability(
         name="echo",
@@ -34,11 +38,15 @@ ENTRIES: tuple[BackendCapability, ...] = (
         module="agentport.testing._backend",
         supports_runtime=True,
         params=params(
-            system_prompt=I, output_schema=T, temperature=I, max_tokens=I, model=I,
+            system_prompt=I, output_schema=T, temperature=I, max_tokens=I,
+            reasoning_effort=I, model=I,
             tool_restriction=N, sandbox=N, max_turns=I, streaming=N, session_resume=N,
             cwd=I, web_search=I,
         ),
-        notes={Param.output_schema: "the echoed text is validated against the schema"},
+        notes={
+            Param.output_schema: "the echoed text is validated against the schema",
+            Param.reasoning_effort: "echoes the prompt: nothing thinks",
+        },
     ),
     BackendCapability(
         name="openai_compat",
@@ -51,11 +59,14 @@ ENTRIES: tuple[BackendCapability, ...] = (
         install_hint="built in; point [llm.openai_compat] base_url or AGENTPORT_OPENAI_BASE_URL "
         "at a server",
         params=params(
-            system_prompt=N, output_schema=N, temperature=N, max_tokens=N, model=N,
+            system_prompt=N, output_schema=N, temperature=N, max_tokens=N,
+            reasoning_effort=N, model=N,
             tool_restriction=N, sandbox=N, max_turns=I, streaming=I, session_resume=I,
             cwd=I, web_search=I,
         ),
         notes={
+            Param.reasoning_effort: "reasoning_effort in the request body (reasoning models; "
+            "servers without it may reject the field)",
             Param.system_prompt: "sent as a system message",
             Param.output_schema: "response_format json_schema, then validated; TRANSLATED "
             "(schema in the prompt) with structured_output = \"prompt\"; choices are TRANSLATED",
@@ -81,11 +92,14 @@ ENTRIES: tuple[BackendCapability, ...] = (
         requires_modules=("litellm",),
         extra="litellm",
         params=params(
-            system_prompt=N, output_schema=N, temperature=N, max_tokens=N, model=N,
+            system_prompt=N, output_schema=N, temperature=N, max_tokens=N,
+            reasoning_effort=N, model=N,
             tool_restriction=N, sandbox=N, max_turns=I, streaming=I, session_resume=I,
             cwd=I, web_search=I,
         ),
         notes={
+            Param.reasoning_effort: "reasoning_effort passed to litellm.acompletion, which maps "
+            "it per provider",
             Param.system_prompt: "sent as a system message (LiteLLM adapts it per provider)",
             Param.output_schema: "response_format json_schema, then validated; TRANSLATED "
             "(schema in the prompt) with structured_output = \"prompt\"; choices are TRANSLATED",
@@ -113,11 +127,13 @@ ENTRIES: tuple[BackendCapability, ...] = (
         requires_modules=("llama_cpp",),
         extra="local",
         params=params(
-            system_prompt=N, output_schema=N, temperature=N, max_tokens=N, model=N,
+            system_prompt=N, output_schema=N, temperature=N, max_tokens=N,
+            reasoning_effort=I, model=N,
             tool_restriction=N, sandbox=N, max_turns=I, streaming=I, session_resume=I,
             cwd=I, web_search=I,
         ),
         notes={
+            Param.reasoning_effort: "llama.cpp has no reasoning setting",
             Param.system_prompt: "through the chat template, or leading the Question/Answer "
             "prompt of a model without one (the packaged Gemma)",
             Param.output_schema: "grammar-constrained decoding from the JSON schema, then "

@@ -28,11 +28,13 @@ ENTRIES: tuple[BackendCapability, ...] = (
         supports_runtime=True,
         auto_priority=83,
         params=params(
-            system_prompt=T, output_schema=T, temperature=I, max_tokens=I, model=N,
+            system_prompt=T, output_schema=T, temperature=I, max_tokens=I,
+            reasoning_effort=I, model=N,
             tool_restriction=N, sandbox=I, max_turns=N, streaming=I, session_resume=I,
             cwd=N, web_search=I,
         ),
         notes={
+            Param.reasoning_effort: "the CLI has no reasoning flag",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block "
             "(the prompt is an argument: about 100 kB at most)",
             Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "
@@ -75,11 +77,13 @@ ENTRIES: tuple[BackendCapability, ...] = (
         supports_runtime=True,
         auto_priority=80,
         params=params(
-            system_prompt=N, output_schema=T, temperature=I, max_tokens=I, model=N,
+            system_prompt=N, output_schema=T, temperature=I, max_tokens=I,
+            reasoning_effort=I, model=N,
             tool_restriction=T, sandbox=T, max_turns=N, streaming=N, session_resume=N,
             cwd=N, web_search=I,
         ),
         notes={
+            Param.reasoning_effort: "not run here (no binary); no reasoning flag is documented",
             Param.system_prompt: "--system (extra system instructions)",
             Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "
             "validated, re-prompted with the errors",
@@ -117,11 +121,13 @@ ENTRIES: tuple[BackendCapability, ...] = (
         supports_runtime=True,
         auto_priority=81,
         params=params(
-            system_prompt=T, output_schema=T, temperature=I, max_tokens=I, model=N,
+            system_prompt=T, output_schema=T, temperature=I, max_tokens=I,
+            reasoning_effort=I, model=N,
             tool_restriction=N, sandbox=T, max_turns=I, streaming=T, session_resume=N,
             cwd=N, web_search=I,
         ),
         notes={
+            Param.reasoning_effort: "not run here (no binary); no reasoning flag is documented",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block",
             Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "
             "validated, re-prompted with the errors",
@@ -159,11 +165,13 @@ ENTRIES: tuple[BackendCapability, ...] = (
         supports_runtime=True,
         auto_priority=82,
         params=params(
-            system_prompt=T, output_schema=N, temperature=I, max_tokens=I, model=N,
+            system_prompt=T, output_schema=N, temperature=I, max_tokens=I,
+            reasoning_effort=I, model=N,
             tool_restriction=T, sandbox=T, max_turns=I, streaming=N, session_resume=N,
             cwd=N, web_search=I,
         ),
         notes={
+            Param.reasoning_effort: "not run here (no binary); no reasoning flag is documented",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block "
             "(the prompt travels as the value of -p: about 100 kB at most)",
             Param.output_schema: "--json-schema FILE (structured_output in the result); an "
@@ -206,11 +214,13 @@ ENTRIES: tuple[BackendCapability, ...] = (
         supports_runtime=True,
         auto_priority=None,  # the default no-tools policy is refused: never picked by auto
         params=params(
-            system_prompt=T, output_schema=T, temperature=I, max_tokens=T, model=N,
+            system_prompt=T, output_schema=T, temperature=I, max_tokens=T,
+            reasoning_effort=I, model=N,
             tool_restriction=I, sandbox=I, max_turns=T, streaming=I, session_resume=I,
             cwd=N, web_search=I,
         ),
         notes={
+            Param.reasoning_effort: "grok-cli 0.0.34 has no reasoning flag",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block "
             "(grok adds its own system prompt; the prompt is an argument: about 100 kB at most)",
             Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "
@@ -253,11 +263,13 @@ ENTRIES: tuple[BackendCapability, ...] = (
         supports_runtime=True,
         auto_priority=None,  # the default no-tools policy is refused: never picked by auto
         params=params(
-            system_prompt=T, output_schema=T, temperature=I, max_tokens=I, model=N,
+            system_prompt=T, output_schema=T, temperature=I, max_tokens=I,
+            reasoning_effort=I, model=N,
             tool_restriction=I, sandbox=I, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=I,
         ),
         notes={
+            Param.reasoning_effort: "no reasoning command is known for the rpc mode",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block "
             "(the rpc prompt command has no system field)",
             Param.output_schema: "no schema setting: schema in the prompt, JSON extracted, "
@@ -297,11 +309,13 @@ ENTRIES: tuple[BackendCapability, ...] = (
         supports_runtime=True,
         auto_priority=None,  # the default no-tools policy is refused: never picked by auto
         params=params(
-            system_prompt=T, output_schema=T, temperature=I, max_tokens=I, model=I,
+            system_prompt=T, output_schema=T, temperature=I, max_tokens=I,
+            reasoning_effort=I, model=I,
             tool_restriction=I, sandbox=T, max_turns=I, streaming=I, session_resume=N,
             cwd=N, web_search=I,
         ),
         notes={
+            Param.reasoning_effort: "the CLI has no reasoning flag",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block "
             "(the prompt is an argument: about 100 kB at most)",
             Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "
@@ -339,11 +353,13 @@ ENTRIES: tuple[BackendCapability, ...] = (
         supports_runtime=True,
         auto_priority=None,
         params=params(
-            system_prompt=T, output_schema=T, temperature=I, max_tokens=I, model=N,
+            system_prompt=T, output_schema=T, temperature=I, max_tokens=I,
+            reasoning_effort=I, model=N,
             tool_restriction=T, sandbox=T, max_turns=I, streaming=N, session_resume=N,
             cwd=N, web_search=I,
         ),
         notes={
+            Param.reasoning_effort: "ACP has no reasoning parameter",
             Param.system_prompt: "ACP has no system role: folded into the prompt as a "
             "'System instructions' block",
             Param.output_schema: "schema in the prompt, JSON extracted, validated, re-prompted "

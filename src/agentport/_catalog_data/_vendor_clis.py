@@ -31,11 +31,13 @@ ENTRIES: tuple[BackendCapability, ...] = (
         supports_runtime=True,
         auto_priority=10,
         params=params(
-            system_prompt=N, output_schema=N, temperature=I, max_tokens=I, model=N,
+            system_prompt=N, output_schema=N, temperature=I, max_tokens=I,
+            reasoning_effort=N, model=N,
             tool_restriction=N, sandbox=T, max_turns=N, streaming=N, session_resume=N,
             cwd=N, web_search=N,
         ),
         notes={
+            Param.reasoning_effort: "--effort low|medium|high",
             Param.system_prompt: "--append-system-prompt ([llm.claude] system_prompt_mode = "
             "\"replace\" uses --system-prompt)",
             Param.output_schema: "--json-schema (a StructuredOutput tool); when the answer "
@@ -86,11 +88,14 @@ ENTRIES: tuple[BackendCapability, ...] = (
         supports_runtime=True,
         auto_priority=20,
         params=params(
-            system_prompt=T, output_schema=N, temperature=I, max_tokens=I, model=N,
+            system_prompt=T, output_schema=N, temperature=I, max_tokens=I,
+            reasoning_effort=N, model=N,
             tool_restriction=T, sandbox=N, max_turns=I, streaming=N, session_resume=N,
             cwd=N, web_search=N,
         ),
         notes={
+            Param.reasoning_effort: "-c model_reasoning_effort=\"low|medium|high\": the "
+            "Responses request's reasoning.effort",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block",
             Param.output_schema: "--output-schema FILE with the strict subset (every property "
             "required, optional ones nullable), restored and validated afterwards; choices "
@@ -146,11 +151,14 @@ ENTRIES: tuple[BackendCapability, ...] = (
         supports_runtime=True,
         auto_priority=30,
         params=params(
-            system_prompt=T, output_schema=T, temperature=I, max_tokens=I, model=N,
+            system_prompt=T, output_schema=T, temperature=I, max_tokens=I,
+            reasoning_effort=I, model=N,
             tool_restriction=T, sandbox=T, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=N,
         ),
         notes={
+            Param.reasoning_effort: "thinking is set per model in settings.json modelConfigs, "
+            "which agentport does not write over the user's",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block",
             Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "
             "validated, re-prompted with the errors",
@@ -195,11 +203,14 @@ ENTRIES: tuple[BackendCapability, ...] = (
         supports_runtime=True,
         auto_priority=40,
         params=params(
-            system_prompt=T, output_schema=T, temperature=I, max_tokens=I, model=N,
+            system_prompt=T, output_schema=T, temperature=I, max_tokens=I,
+            reasoning_effort=I, model=N,
             tool_restriction=T, sandbox=T, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=I,
         ),
         notes={
+            Param.reasoning_effort: "--variant names a provider-specific model variant, not a "
+            "level every provider has",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block "
             "(opencode run has no system-prompt flag)",
             Param.output_schema: "no schema flag on run: schema in the prompt, JSON extracted, "
@@ -246,11 +257,14 @@ ENTRIES: tuple[BackendCapability, ...] = (
         supports_runtime=True,
         auto_priority=50,
         params=params(
-            system_prompt=N, output_schema=N, temperature=N, max_tokens=N, model=N,
+            system_prompt=N, output_schema=N, temperature=N, max_tokens=N,
+            reasoning_effort=N, model=N,
             tool_restriction=N, sandbox=T, max_turns=N, streaming=N, session_resume=I,
             cwd=N, web_search=I,
         ),
         notes={
+            Param.reasoning_effort: "model.generationConfig.samplingParams.reasoning_effort in "
+            "the run's settings file: the request's reasoning_effort",
             Param.system_prompt: "--append-system-prompt ([llm.qwen] system_prompt_mode = "
             "\"replace\" uses --system-prompt)",
             Param.output_schema: "--json-schema @FILE (a structured_output tool); the value "
@@ -293,11 +307,14 @@ ENTRIES: tuple[BackendCapability, ...] = (
         supports_runtime=True,
         auto_priority=60,
         params=params(
-            system_prompt=N, output_schema=T, temperature=I, max_tokens=I, model=N,
+            system_prompt=N, output_schema=T, temperature=I, max_tokens=I,
+            reasoning_effort=N, model=N,
             tool_restriction=N, sandbox=I, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=I,
         ),
         notes={
+            Param.reasoning_effort: "--thinking low|medium|high (with base_url the models.json "
+            "model is marked reasoning, which pi needs to send it)",
             Param.system_prompt: "--append-system-prompt ([llm.pi] system_prompt_mode = "
             "\"replace\" uses --system-prompt)",
             Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "
@@ -339,11 +356,13 @@ ENTRIES: tuple[BackendCapability, ...] = (
         supports_runtime=True,
         auto_priority=70,
         params=params(
-            system_prompt=T, output_schema=T, temperature=I, max_tokens=I, model=N,
+            system_prompt=T, output_schema=T, temperature=I, max_tokens=I,
+            reasoning_effort=N, model=N,
             tool_restriction=N, sandbox=T, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=I,
         ),
         notes={
+            Param.reasoning_effort: "--reasoning-effort low|medium|high",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block",
             Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "
             "validated, re-prompted with the errors",

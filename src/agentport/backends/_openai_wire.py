@@ -109,6 +109,8 @@ def build_request(
         body["model"] = model
     if config.temperature is not None:
         body["temperature"] = config.temperature
+    if config.reasoning_effort is not None:
+        body["reasoning_effort"] = config.reasoning_effort
     if config.max_tokens is not None:
         body[options.max_tokens_field] = config.max_tokens
     if json_schema is not None:

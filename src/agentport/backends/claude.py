@@ -99,7 +99,7 @@ def tool_flags(tools: ToolPolicy, *, web: bool = False) -> list[str]:
 
 
 def build(call: CliCall) -> Invocation:
-    """argv: `claude -p --output-format stream-json --verbose [--model=M]
+    """argv: `claude -p --output-format stream-json --verbose [--model=M] [--effort=E]
     [--append-system-prompt=S] [--json-schema=J] [--max-turns=N] [tool flags] [--resume=ID]`
     (`tool_flags`; `=` forms so no caller text can become a flag, and the variadic tool
     flags cannot swallow anything); the prompt goes through stdin."""
@@ -109,6 +109,8 @@ def build(call: CliCall) -> Invocation:
         argv.append("--bare")
     if config.model:
         argv.append(f"--model={config.model}")
+    if config.reasoning_effort:
+        argv.append(f"--effort={config.reasoning_effort}")
     if call.system_prompt:
         flag = "--system-prompt" if opts.get("system_prompt_mode") == "replace" else None
         argv.append(f"{flag or '--append-system-prompt'}={call.system_prompt}")

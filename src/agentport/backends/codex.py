@@ -136,7 +136,7 @@ def _provider_flags(opts: Mapping[str, Any]) -> list[str]:
 
 def build(call: CliCall) -> Invocation:
     """argv: `codex exec --json --skip-git-repo-check --color never --cd=CWD [tool flags]
-    [--model=M] [--output-schema=FILE] [-c provider...] [extra_args]
+    [--model=M] [-c model_reasoning_effort=E] [--output-schema=FILE] [-c provider...] [extra_args]
     [-c model_catalog_json=RUN_DIR/model-catalog.json] [resume ID] -` (`tool_flags`; `=`
     forms so no caller text becomes a flag); the prompt goes through stdin. The catalog flag
     comes after `extra_args` so that no extra `-c` can bring the tools back; `prepare`
@@ -148,6 +148,8 @@ def build(call: CliCall) -> Invocation:
     passthrough: tuple[str, ...] = _PASSTHROUGH
     if call.config.model:
         argv.append(f"--model={call.config.model}")
+    if call.config.reasoning_effort:
+        argv += ["-c", f'model_reasoning_effort="{call.config.reasoning_effort}"']
     if call.schema is not None:
         path = call.run_dir / "output-schema.json"
         path.write_text(json.dumps(call.schema), encoding="utf-8")

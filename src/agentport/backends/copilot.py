@@ -76,14 +76,16 @@ def tool_flags(tools: ToolPolicy) -> list[str]:
 
 def build(call: CliCall) -> Invocation:
     """argv: `copilot --output-format json --no-color --disable-client-telemetry
-    [--model=M] [tool flags]` (`tool_flags`; no `--allow-all-tools` unless sandbox=full);
-    the prompt goes through stdin; BYOK endpoint settings through `COPILOT_PROVIDER_*`
-    variables, and then no GitHub token reaches the child."""
+    [--model=M] [--reasoning-effort=E] [tool flags]` (`tool_flags`; no `--allow-all-tools`
+    unless sandbox=full); the prompt goes through stdin; BYOK endpoint settings through
+    `COPILOT_PROVIDER_*` variables, and then no GitHub token reaches the child."""
     opts, config = call.options, call.config
     argv = [call.executable, "--output-format", "json", "--no-color"]
     argv.append("--disable-client-telemetry")
     if config.model:
         argv.append(f"--model={config.model}")
+    if config.reasoning_effort:
+        argv.append(f"--reasoning-effort={config.reasoning_effort}")
     argv += tool_flags(config.tools)
     argv += [str(a) for a in opts.get("extra_args", ())]
     env: dict[str, str] = {}

@@ -308,6 +308,8 @@ class LiteLLMAdapter:
             kwargs["api_key"] = options.api_key.get_secret_value()
         if config.temperature is not None:
             kwargs["temperature"] = config.temperature
+        if config.reasoning_effort is not None:
+            kwargs["reasoning_effort"] = config.reasoning_effort
         if config.max_tokens is not None:
             kwargs["max_tokens"] = config.max_tokens
         if schema is not None:

@@ -50,7 +50,7 @@ def _provider_and_model(call: CliCall) -> tuple[str | None, str | None]:
 
 
 def build(call: CliCall) -> Invocation:
-    """argv: `pi -p --mode json --no-session [--provider P] [--model M]
+    """argv: `pi -p --mode json --no-session [--provider P] [--model M] [--thinking E]
     [--append-system-prompt FILE] [--tools L | --no-tools --no-extensions]`; the prompt goes
     through stdin, the system prompt through a file in the run directory; with
     `base_url`, `PI_CODING_AGENT_DIR` names a private folder with models.json + settings.json."""
@@ -72,6 +72,9 @@ def build(call: CliCall) -> Invocation:
                     "id": model or "default",
                     "contextWindow": int(opts.get("context_window", 128000)),
                     "maxTokens": int(opts.get("max_output_tokens", 8192)),
+                    # pi sends `--thinking` to a models.json model only when it is marked a
+                    # reasoning model (pi-ai openai-completions: `model.reasoning`)
+                    **({"reasoning": True} if config.reasoning_effort else {}),
                 }
             ],
         }
@@ -93,6 +96,8 @@ def build(call: CliCall) -> Invocation:
         argv += ["--provider", provider]
     if model:
         argv += ["--model", model]
+    if config.reasoning_effort:
+        argv += ["--thinking", config.reasoning_effort]
     if call.system_prompt:
         # a file: pi reads an existing path's contents, so the text itself never goes in argv
         # (a system prompt that names a file would pull that file in)

@@ -83,6 +83,8 @@ def _settings(call: CliCall) -> dict[str, Any]:
         sampling["temperature"] = config.temperature
     if config.max_tokens is not None:
         sampling["max_tokens"] = config.max_tokens
+    if config.reasoning_effort is not None:  # shipped verbatim as the body's reasoning_effort
+        sampling["reasoning_effort"] = config.reasoning_effort
     if sampling:
         generation["samplingParams"] = sampling
     return {

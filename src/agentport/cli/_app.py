@@ -177,9 +177,9 @@ def backends(
 
 _SHORT = {
     Param.system_prompt: "sys", Param.output_schema: "out", Param.temperature: "tmp",
-    Param.max_tokens: "max", Param.model: "mdl", Param.tool_restriction: "tls",
-    Param.sandbox: "sbx", Param.max_turns: "trn", Param.streaming: "str",
-    Param.session_resume: "res", Param.cwd: "cwd", Param.web_search: "web",
+    Param.max_tokens: "max", Param.reasoning_effort: "eff", Param.model: "mdl",
+    Param.tool_restriction: "tls", Param.sandbox: "sbx", Param.max_turns: "trn",
+    Param.streaming: "str", Param.session_resume: "res", Param.cwd: "cwd", Param.web_search: "web",
 }  # fmt: skip
 
 

@@ -38,6 +38,7 @@ class Param(enum.StrEnum):
     output_schema = "output_schema"
     temperature = "temperature"
     max_tokens = "max_tokens"
+    reasoning_effort = "reasoning_effort"
     model = "model"
     tool_restriction = "tool_restriction"
     sandbox = "sandbox"

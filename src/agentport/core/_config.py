@@ -16,6 +16,7 @@ __all__ = [
     "CompletionConfig",
     "IgnoredPolicy",
     "OutputSchema",
+    "ReasoningEffort",
     "Sandbox",
     "ToolPolicy",
     "json_schema_problem",
@@ -24,6 +25,10 @@ __all__ = [
 
 OutputSchema = type[BaseModel] | dict[str, Any]
 IgnoredPolicy = Literal["warn", "fail"]
+#: How hard a reasoning model thinks before it answers: the three levels every backend that
+#: has the setting accepts (codex `model_reasoning_effort`, claude `--effort`, copilot
+#: `--reasoning-effort`, pi `--thinking`, OpenAI-compatible `reasoning_effort`).
+ReasoningEffort = Literal["low", "medium", "high"]
 
 
 def json_schema_problem(schema: dict[str, Any]) -> str | None:
@@ -111,6 +116,9 @@ class CompletionConfig(BaseModel):
         model: model id, or None for the backend's configured model.
         temperature: sampling temperature (0-2).
         max_tokens: cap on generated tokens.
+        reasoning_effort: how hard a reasoning model thinks (`low`, `medium`, `high`), or None
+            for the backend's default; each backend maps it to its own setting (see the
+            catalog's `reasoning_effort` row).
         output_schema: a pydantic model class or a JSON-schema dict; the response's `parsed`
             then holds a validated instance (model) or a dict (schema).
         choices: the answer text must be exactly one of these strings (e.g.
@@ -152,6 +160,7 @@ class CompletionConfig(BaseModel):
     model: str | None = None
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_tokens: int | None = Field(default=None, gt=0)
+    reasoning_effort: ReasoningEffort | None = None
     output_schema: OutputSchema | None = None
     choices: tuple[str, ...] | None = Field(default=None, min_length=1)
     schema_retries: int = Field(default=2, ge=0)
@@ -207,6 +216,7 @@ class CompletionConfig(BaseModel):
             Param.output_schema: self.output_schema is not None or self.choices is not None,
             Param.temperature: self.temperature is not None,
             Param.max_tokens: self.max_tokens is not None,
+            Param.reasoning_effort: self.reasoning_effort is not None,
             Param.model: self.model is not None,
             Param.tool_restriction: self.tools.allowed_tools is not None,
             Param.sandbox: self.tools.sandbox is not None,
