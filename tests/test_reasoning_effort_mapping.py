@@ -15,7 +15,6 @@ import pytest
 from _fake_clis_util import ALL_TOOLS_ONLY
 from agentport.backends import CliCall
 from agentport.backends._openai_wire import EndpointOptions, build_request
-from agentport.backends.litellm import LiteLLMAdapter, LiteLLMOptions
 from agentport.catalog import all_backends, get_capability
 from agentport.core import (
     CompletionConfig,
@@ -94,6 +93,16 @@ def test_http_bodies_carry_the_level(level: ReasoningEffort) -> None:
     assert "reasoning_effort" not in build_request(
         [Message.user("u")], CompletionConfig(), EndpointOptions()
     )
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_litellm_kwargs_carry_the_level(level: ReasoningEffort) -> None:
+    pytest.importorskip(
+        "agentport.backends.litellm", reason="needs the litellm extra: pip install -e '.[litellm]'"
+    )
+    from agentport.backends.litellm import LiteLLMAdapter, LiteLLMOptions
+
+    assert get_capability("litellm").support(Param.reasoning_effort) is ParamSupport.NATIVE
     adapter = LiteLLMAdapter(get_capability("litellm"), LiteLLMOptions(model="openai/m"))
     kwargs = adapter._kwargs([Message.user("u")], CompletionConfig(reasoning_effort=level), None)
     assert kwargs["reasoning_effort"] == level
