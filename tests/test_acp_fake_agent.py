@@ -208,6 +208,16 @@ async def test_acp_agent_that_dies_is_process_failed_with_its_stderr(
     assert error.kind is ErrorKind.process_failed
     assert error.exit_code in (2, 3)
     assert ("exploded" if scenario == "crash" else "missing config") in error.stderr_tail
+    assert (error.request_sent, error.mid_stream) == (None, False)  # nothing of the model's
+
+
+async def test_acp_agent_dying_mid_answer_failed_mid_stream(
+    record: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_SCENARIO", "crash_mid")
+    error = (await adapter().complete([Message.user("hi")])).failure()
+    assert error.kind is ErrorKind.process_failed
+    assert (error.request_sent, error.mid_stream) == (True, True)
 
 
 @pytest.mark.parametrize(

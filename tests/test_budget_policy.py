@@ -63,9 +63,11 @@ async def test_no_call_past_the_call_ceiling_even_when_calls_run_together() -> N
 @pytest.mark.parametrize(
     ("budget", "allowed"),
     [
-        (Budget(output_tokens=12), 3),  # 5 + 5 + 5 >= 12 after the third
+        # a third call would cross 12 (10 spent, ~5 a call): refused before, not after
+        (Budget(output_tokens=12), 2),
         (Budget(input_tokens=10), 1),
-        (Budget(cost_usd=0.025), 3),
+        (Budget(cost_usd=0.025), 2),  # 0.02 spent + ~0.01 > 0.025
+        (Budget(output_tokens=15), 3),  # 5 + 5 + 5 fits exactly
     ],
 )
 async def test_token_and_cost_ceilings_stop_new_calls(budget: Budget, allowed: int) -> None:

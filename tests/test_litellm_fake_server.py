@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-pytest.importorskip("litellm", reason="needs the litellm extra: pip install -e '.[litellm]'")
+pytest.importorskip(
+    "agentport.backends.litellm", reason="needs the litellm extra: pip install -e '.[litellm]'"
+)
 # LiteLLM's own models trip pydantic deprecation and TypedDict warnings: not ours to fix.
 pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),

@@ -182,7 +182,7 @@ def _probe(
 
     if kind in ("openai_compat", "litellm"):
         if kind == "litellm":
-            pytest.importorskip("litellm")
+            pytest.importorskip("agentport.backends.litellm")
             from agentport.backends.litellm import LiteLLMAdapter as Adapter
 
             options = {

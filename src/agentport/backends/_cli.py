@@ -63,7 +63,14 @@ from ..transport import (
     private_tempdir,
     run_process,
 )
-from ._endstate import DEFAULT_ERROR_GRACE_S, RunWatch, ToolLedger, settle
+from ._endstate import (
+    DEFAULT_ERROR_GRACE_S,
+    RunWatch,
+    ToolLedger,
+    reported_usage,
+    settle,
+    with_progress,
+)
 from ._policy import inherit_env, withheld_hint
 from ._retry_notice import notice_error
 from ._spec import BackendSpec, CliCall, Invocation, RunOutcome
@@ -183,12 +190,17 @@ class CliAdapter:
         return result
 
     def _fail(
-        self, error: ProviderError, env: Mapping[str, str] | None = None
+        self,
+        error: ProviderError,
+        env: Mapping[str, str] | None = None,
+        events: Sequence[AgentEvent] | None = None,
     ) -> Failure[ProviderError]:
         # an exhausted usage window the CLI reported: quota_exhausted + retry_at; a variable
         # the CLI asked for that the allow-list kept back: named, with how to pass it
         if env is not None:
             error = withheld_hint(error, self.backend, os.environ, env)
+        if events is not None:  # the CLI ran: what it printed says how far the request got
+            error = with_progress(error, events)
         return Failure(as_quota(error).with_backend(self.backend))
 
     async def _once(
@@ -206,6 +218,7 @@ class CliAdapter:
                     ErrorKind.timeout,
                     f"total_timeout_s={config.total_timeout_s:g} ran out before a re-prompt",
                     timeout="total",
+                    request_sent=False,
                 )
             )
         exe = self.executable()
@@ -310,7 +323,7 @@ class CliAdapter:
             error.exit_code = outcome.exit_code
             error.stderr_tail = redact(outcome.stderr_tail[-4000:])
             error.details = {**error.details, "pid": outcome.pid}
-            return self._fail(error, env)
+            return self._fail(error, env, events)
 
         def shape(text: str) -> str:  # the natively enforced value, when there is one
             if not native_schema:
@@ -331,20 +344,13 @@ class CliAdapter:
         if notice is not None:  # the CLI began its own retry: agentport owns retries
             stopped = notice_error(notice, outcome.exit_code, outcome.stderr_tail)
             stopped.details = {**stopped.details, "pid": outcome.pid}
-            return self._fail(stopped, env)
+            return self._fail(stopped, env, events)
         run = RunOutcome(outcome.exit_code, outcome.stderr_tail, events, outcome.noise)
         end = settle(self.spec, run, watch.pending, shape)
         if end.error is not None:
             end.error.details = {**end.error.details, "pid": outcome.pid}
-            return self._fail(end.error, env)
-        usage = next(
-            (
-                e.metadata["usage"]
-                for e in reversed(events)
-                if isinstance(e.metadata.get("usage"), Usage)
-            ),
-            Usage(),
-        )
+            return self._fail(end.error, env, events)
+        usage = reported_usage(events) or Usage()
         session = next(
             (e.metadata["session_id"] for e in events if e.metadata.get("session_id")), None
         )

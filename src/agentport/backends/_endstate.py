@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from ..core import AgentEvent, ErrorKind, EventType, ProviderError
+from ..core import AgentEvent, ErrorKind, EventType, ProviderError, Usage
 from ._classify import kind_from_status, kind_from_text
 from ._spec import BackendSpec, RunOutcome
 
@@ -169,6 +169,33 @@ def finish_reason(events: Sequence[AgentEvent]) -> str | None:
         if reason:
             return str(reason)
     return None
+
+
+# events that are part of the model's answer: seen before a failure, it came mid-stream
+_ANSWER_EVENTS = frozenset(
+    {EventType.text, EventType.reasoning, EventType.tool_call, EventType.tool_result}
+)
+
+
+def reported_usage(events: Sequence[AgentEvent]) -> Usage | None:
+    """The last usage a run reported (an event's `metadata["usage"]`), or None."""
+    found = (e.metadata.get("usage") for e in reversed(events))
+    return next((u for u in found if isinstance(u, Usage)), None)
+
+
+def with_progress(error: ProviderError, events: Sequence[AgentEvent]) -> ProviderError:
+    """*error* of a run that printed *events*, with how far the request got: part of the
+    answer seen (text, reasoning, a tool event) is `mid_stream`; that or a usage report
+    means the request reached the model (`request_sent` True), and the usage reported is
+    what the failed run spent. Nothing of the model's leaves the error as its kind says (a
+    CLI's own refusal to start is still not sent)."""
+    answered = any(e.type in _ANSWER_EVENTS for e in events)
+    usage = reported_usage(events)
+    if usage is not None and error.usage == Usage():
+        error = error.replace(usage=usage)
+    if answered or usage is not None or any(e.type is EventType.usage for e in events):
+        return error.sent(True, mid_stream=answered)
+    return error
 
 
 def refusal_error(text: str, exit_code: int | None) -> ProviderError:

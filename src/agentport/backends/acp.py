@@ -71,7 +71,7 @@ from ._acp_wire import (
     schema_or_plain,
     usage_of,
 )
-from ._endstate import ToolLedger, refusal_error
+from ._endstate import ToolLedger, refusal_error, with_progress
 from ._policy import inherit_env
 from ._spec import text_after_last_tool
 
@@ -116,6 +116,7 @@ class _Session:
         self.cwd: Path | None = None
         self._turn: _Turn | None = None
         self._tools = ToolPolicy()
+        self.events: list[AgentEvent] = []  # the last turn's, kept after it ends
 
     @property
     def backend(self) -> str:
@@ -312,6 +313,7 @@ class _Session:
             await self._set_model(config.model, config)
         self._tools = config.tools
         turn = self._turn = _Turn(sink)
+        self.events = turn.events
         params = {"sessionId": self.session_id, "prompt": [{"type": "text", "text": text}]}
         result: Any = None
         with turn.scope:
@@ -435,7 +437,8 @@ class AcpAdapter:
             error = result.failure()
             if not error.stderr_tail:
                 error.stderr_tail = session.stderr_tail()
-            return Failure(as_quota(error).with_backend(self.backend))
+            error = with_progress(as_quota(error), session.events)
+            return Failure(error.with_backend(self.backend))
         return result
 
 

@@ -114,6 +114,15 @@ def classify_exception(exc: BaseException, backend: str = "litellm") -> Provider
     status = status if isinstance(status, int) else None
     message = str(getattr(exc, "message", None) or exc).replace("\n", " ")[:500]
     kind = _BY_CLASS[name] if name else None
+    causes = _cause_names(exc)
+    if "APIConnectionError" in causes and "APITimeoutError" not in causes:
+        # LiteLLM reports a connection that failed as InternalServerError with status 500
+        # (measured with 1.83 against a closed port): no server answered, it is the network
+        never = {"ConnectError", "ConnectTimeout", "ConnectionRefusedError"} & causes
+        return ProviderError(
+            ErrorKind.network, message, backend=backend, request_sent=False if never else None,
+            details={"exception": type(exc).__name__},
+        )  # fmt: skip
     if kind is None:
         kind = (
             ErrorKind.server_error if status is None or status >= 500
@@ -139,6 +148,18 @@ def classify_exception(exc: BaseException, backend: str = "litellm") -> Provider
     # an exhausted window with its reset: the provider's body, else the text
     body = getattr(exc, "body", None)
     return as_quota(error, body=body if isinstance(body, dict | str) else message)
+
+
+def _cause_names(exc: BaseException) -> set[str]:
+    """The class names of *exc* and the exceptions it was raised from (a bounded walk)."""
+    names: set[str] = set()
+    seen: BaseException | None = exc
+    for _ in range(12):
+        if seen is None:
+            break
+        names.update(cls.__name__ for cls in type(seen).__mro__)
+        seen = seen.__cause__ or seen.__context__
+    return names
 
 
 class LiteLLMOptions(BaseModel):
@@ -328,9 +349,11 @@ class LiteLLMAdapter:
         budget = config.startup_timeout_s if kwargs["stream"] else float("inf")
         scope = anyio.CancelScope(deadline=anyio.current_time() + budget)
         result: Result[CompletionResponse, ProviderError] | None = None
+        sent: bool | None = None  # True once litellm returned: the provider answered
         with scope:
             try:
                 response = await litellm.acompletion(**kwargs)
+                sent = True
                 if not kwargs["stream"]:
                     result = self._from_response(response)
                 else:
@@ -367,7 +390,7 @@ class LiteLLMAdapter:
                 result = Failure(error)
         if result is None:
             which = config.startup_timeout_s if phase == "startup" else config.idle_timeout_s
-            return Failure(
+            result = Failure(
                 ProviderError(
                     ErrorKind.timeout,
                     f"no output for {which:g}s ({phase}_timeout_s)",
@@ -375,7 +398,8 @@ class LiteLLMAdapter:
                     timeout=phase,
                 )
             )
-        return result
+        # a chunk arrived (phase idle): the failure came mid-stream
+        return result.alt(lambda error: error.sent(sent, mid_stream=phase == "idle"))
 
     def _from_response(self, response: Any) -> Result[CompletionResponse, ProviderError]:
         choices = _get(response, "choices") or []

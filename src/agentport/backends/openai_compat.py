@@ -247,6 +247,10 @@ class OpenAICompatAdapter:
         budget = config.startup_timeout_s if stream else float("inf")
         scope = anyio.CancelScope(deadline=anyio.current_time() + budget)
         result: Result[CompletionResponse, ProviderError] | None = None
+        # what left this process: None until the connection is up, True once the server
+        # answered with a status; `chunks`: answer chunks that arrived before a failure
+        sent: bool | None = False
+        acc = ChatStreamAccumulator(self.backend)
         with scope:
             try:
                 async with (
@@ -255,6 +259,7 @@ class OpenAICompatAdapter:
                     ) as client,
                     client.stream("POST", url, json=body, headers=endpoint.headers()) as resp,
                 ):
+                    sent = True
                     if resp.status_code >= 400:
                         raw = await _read_at_most(resp, ERROR_BODY_LIMIT)
                         text = raw.decode("utf-8", errors="replace")
@@ -264,7 +269,6 @@ class OpenAICompatAdapter:
                     elif not stream:
                         result = self._parse_body(await resp.aread())
                     else:
-                        acc = ChatStreamAccumulator(self.backend)
                         async for line in resp.aiter_lines():
                             phase = "idle"
                             scope.deadline = anyio.current_time() + config.idle_timeout_s
@@ -277,6 +281,7 @@ class OpenAICompatAdapter:
                         if result is None:
                             result = acc.result()
             except httpx.TimeoutException as exc:
+                sent = sent or _maybe_sent(exc)
                 which: TimeoutWhich = "startup" if isinstance(exc, httpx.ConnectTimeout) else phase
                 result = Failure(
                     ProviderError(
@@ -285,10 +290,11 @@ class OpenAICompatAdapter:
                     )
                 )  # fmt: skip
             except httpx.TransportError as exc:
+                sent = sent or _maybe_sent(exc)
                 result = Failure(self._transport_error(exc, url))
         if result is None:  # only the scope's deadline gets here
             budget_s = config.startup_timeout_s if phase == "startup" else config.idle_timeout_s
-            return Failure(
+            result = Failure(
                 ProviderError(
                     ErrorKind.timeout,
                     f"no output from {url} for {budget_s:g}s ({phase}_timeout_s)",
@@ -296,7 +302,8 @@ class OpenAICompatAdapter:
                     timeout=phase,
                 )
             )
-        return result
+            sent = sent or None  # the deadline may have cut the connect or the upload
+        return result.alt(lambda error: error.sent(sent, mid_stream=acc.chunks > 0))
 
     def _parse_body(self, raw: bytes) -> Result[CompletionResponse, ProviderError]:
         try:
@@ -318,6 +325,13 @@ class OpenAICompatAdapter:
         else:
             message = f"{type(exc).__name__}: {exc}"
         return ProviderError(ErrorKind.network, message, backend=self.backend)
+
+
+def _maybe_sent(exc: httpx.TransportError) -> bool | None:
+    """False when the connection never opened (httpx's connect and pool errors), else None:
+    the request may have been written before the transport failed."""
+    never = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol)
+    return False if isinstance(exc, never) else None
 
 
 def create_adapter(capability: BackendCapability, settings: LLMSettings) -> OpenAICompatAdapter:

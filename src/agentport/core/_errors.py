@@ -13,6 +13,10 @@ Exception
            config
 ```
 
+Every error also says whether the request reached the provider (`request_sent`: False,
+True or None for "cannot tell") and whether part of the answer had streamed already
+(`mid_stream`): what a caller needs to decide whether a retry may repeat work.
+
 Adapters return `Failure(ProviderError)`; only setup code (factory, config) raises it.
 Cancellation is never converted into a `ProviderError`: it propagates.
 """
@@ -21,10 +25,12 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
+
+from ._usage import Usage
 
 __all__ = [
     "Attempt",
@@ -78,6 +84,31 @@ _RETRYABLE_BY_DEFAULT = frozenset(
         ErrorKind.timeout,
     }
 )
+
+# kinds that only a reply of the provider produces: the request reached it
+_SENT_BY_KIND = frozenset(
+    {
+        ErrorKind.rate_limited,
+        ErrorKind.quota_exhausted,
+        ErrorKind.bad_output,
+        ErrorKind.schema_mismatch,
+        ErrorKind.server_error,
+        ErrorKind.overloaded,
+        ErrorKind.content_filter,
+        ErrorKind.model_not_found,
+    }
+)
+# kinds agentport decides before it sends anything
+_UNSENT_BY_KIND = frozenset(
+    {ErrorKind.not_installed, ErrorKind.budget_exhausted, ErrorKind.unsupported, ErrorKind.config}
+)
+
+
+def _sent_by_default(kind: ErrorKind, status: int | None) -> bool | None:
+    if status is not None or kind in _SENT_BY_KIND:
+        return True
+    return False if kind in _UNSENT_BY_KIND else None
+
 
 # Token shapes. A leading \b keeps ordinary words ("desk-management") intact; the prefixes
 # are those the vendors document (OpenAI/Anthropic sk-, GitHub ghp_/gho_/ghu_/ghs_/ghr_ and
@@ -203,6 +234,16 @@ class ProviderError(Exception):
             None when the backend did not say; never retried before it.
         window: for `quota_exhausted`, which window ("session", "weekly", "daily", ...) when
             the message says.
+        request_sent: whether the request reached the provider, so it may have been billed
+            or acted on: True (an HTTP status, a provider's own error, output seen), False
+            (refused before sending: config, not_installed, unsupported, budget_exhausted, a
+            connection that never opened, a deadline spent before the attempt) or None (cannot
+            tell, e.g. a CLI that died silently). Derived from `kind` and `status` unless given.
+        mid_stream: part of the answer (text, reasoning, a tool call) had arrived before the
+            failure; it implies `request_sent`.
+        usage: what the failed call spent: every request it made that reported usage (a
+            re-ask before a `schema_mismatch`, a failed attempt, a CLI's usage line before it
+            failed); zero when none did. Budgets count it.
     """
 
     def __init__(
@@ -222,6 +263,9 @@ class ProviderError(Exception):
         attempts: Sequence[Attempt] = (),
         retry_at: datetime | None = None,
         window: str | None = None,
+        request_sent: bool | None = None,
+        mid_stream: bool = False,
+        usage: Usage | None = None,
     ) -> None:
         self.kind = ErrorKind(kind)
         self.message = redact(message)
@@ -239,6 +283,15 @@ class ProviderError(Exception):
             raise ValueError("retry_at must be an aware datetime")
         self.retry_at = retry_at
         self.window = window
+        self.mid_stream = mid_stream
+        self.usage = usage if usage is not None else Usage()
+        self.request_sent = (
+            True
+            if mid_stream
+            else _sent_by_default(self.kind, status)
+            if request_sent is None
+            else request_sent
+        )
         super().__init__(self.message)
 
     def __str__(self) -> str:
@@ -270,8 +323,32 @@ class ProviderError(Exception):
             raise TypeError(f"ProviderError has no attribute(s) {sorted(unknown)}")
         clone = Exception.__new__(type(self))
         clone.__dict__.update(vars(self) | changes)
+        if clone.mid_stream:
+            clone.request_sent = True
         clone.args = self.args
         return clone
+
+    def sent(self, request_sent: bool | None, *, mid_stream: bool = False) -> ProviderError:
+        """This error with what the transport saw: *request_sent* where the error itself
+        could not tell (None) or where the transport knows it never left (False); *mid_stream*
+        when part of the answer had arrived. A copy; the error's own True stays."""
+        sent = True if self.request_sent or mid_stream else request_sent
+        if sent == self.request_sent and mid_stream == self.mid_stream:
+            return self
+        return self.replace(request_sent=sent, mid_stream=self.mid_stream or mid_stream)
+
+    def reached_by(self, errors: Iterable[ProviderError]) -> ProviderError:
+        """This error as the end of a call that made *errors* (every failed attempt, this
+        one included): `request_sent` is True when any of them reached the provider, None
+        when any could not tell, else False; `mid_stream` stays this error's own. A copy."""
+        sent: bool | None = False
+        for error in errors:
+            if error.request_sent:
+                sent = True
+                break
+            if error.request_sent is None:
+                sent = None
+        return self if sent == self.request_sent else self.replace(request_sent=sent)
 
     def with_backend(self, backend: str) -> ProviderError:
         """Return this error with *backend* set when it had none."""

@@ -2,15 +2,18 @@
 
 `BudgetAdapter(inner, Budget(calls=..., input_tokens=..., output_tokens=..., cost_usd=...,
 deadline_s=...))` counts what the calls through it spend (a call is counted when it starts;
-tokens and cost from each successful response's `usage`, cost only where the backend reports
-it) and refuses a new call once any ceiling is reached: `Failure(ErrorKind.budget_exhausted)`,
-not retryable, with `details["budget"]` (the ceilings) and `details["spent"]`. Calls already
-running finish; each is bounded by the time left of `deadline_s` (its `total_timeout_s` is
-lowered to it, and a call still running at the deadline is cancelled); a call ended by the
-deadline is `budget_exhausted` too (`details["cut"]`). Token and cost ceilings are checked
-before a call, so calls running together may pass them by what they spend; the call ceiling
-is never passed. A workflow that catches `budget_exhausted` ends with what it has finished
-(a partial result: `run_research(budget=...)`, `run_loop(budget=...)`).
+tokens and cost from the `usage` of each answer AND each failure, which cover every request
+the call made: re-asks, retried attempts, failover members; cost only where the backend
+reports it) and refuses a new call once any ceiling is reached, or would be by the next
+call: `Failure(ErrorKind.budget_exhausted)`, not retryable, with `details["budget"]` (the
+ceilings) and `details["spent"]`. The next call is estimated at the mean a finished call
+spent so far, once for it and once for each call still running; so a run of like calls stops
+before it crosses a token or cost ceiling, not after (one call far above the mean can still
+pass it). Calls already running finish; each is bounded by the time left of `deadline_s`
+(its `total_timeout_s` is lowered to it, and a call still running at the deadline is
+cancelled); a call ended by the deadline is `budget_exhausted` too (`details["cut"]`). The
+call ceiling is never passed. A workflow that catches `budget_exhausted` ends with what it
+has finished (a partial result: `run_research(budget=...)`, `run_loop(budget=...)`).
 """
 
 from __future__ import annotations
@@ -68,6 +71,8 @@ class BudgetAdapter:
         self.budget = budget
         self.calls = 0
         self.spent = Usage()
+        self.finished = 0  # calls whose usage is in `spent`
+        self.running = 0
         self._clock = clock
         self._started: float | None = None
 
@@ -76,20 +81,27 @@ class BudgetAdapter:
         return self.inner.backend
 
     def reached(self) -> str | None:
-        """Which ceiling is reached, as "calls 10/10", or None."""
+        """Which ceiling is reached, as "calls 10/10", or would be by the next call, as
+        "output_tokens 400/500, next call ~200" (module docstring); None when there is room."""
         b, s = self.budget, self.spent
-        checks: list[tuple[str, float | None, float]] = [
-            ("calls", b.calls, self.calls),
-            ("input_tokens", b.input_tokens, s.input_tokens),
-            ("output_tokens", b.output_tokens, s.output_tokens),
-            ("cost_usd", b.cost_usd, s.cost_usd or 0.0),
+        share = self.running + 1  # the next call and those still running, at the mean
+        mean = (lambda total: total / self.finished) if self.finished else (lambda _: 0.0)
+        checks: list[tuple[str, float | None, float, float]] = [
+            ("calls", b.calls, self.calls, 0.0),
+            ("input_tokens", b.input_tokens, s.input_tokens, mean(s.input_tokens)),
+            ("output_tokens", b.output_tokens, s.output_tokens, mean(s.output_tokens)),
+            ("cost_usd", b.cost_usd, s.cost_usd or 0.0, mean(s.cost_usd or 0.0)),
         ]
         if b.deadline_s is not None and self._started is not None:
-            checks.append(("deadline_s", b.deadline_s, self._clock() - self._started))
-        for name, ceiling, used in checks:
-            if ceiling is not None and used >= ceiling:
-                shown = f"{used:.3g}" if name == "deadline_s" else f"{used:g}"
+            checks.append(("deadline_s", b.deadline_s, self._clock() - self._started, 0.0))
+        for name, ceiling, used, next_call in checks:
+            if ceiling is None:
+                continue
+            shown = f"{used:.3g}" if name == "deadline_s" else f"{used:g}"
+            if used >= ceiling:
                 return f"{name} {shown}/{ceiling:g}"
+            if used + share * next_call > ceiling:
+                return f"{name} {shown}/{ceiling:g}, next call ~{next_call:.3g}"
         return None
 
     async def complete(
@@ -118,6 +130,22 @@ class BudgetAdapter:
             base = merge_config(config, getattr(self.inner, "defaults", CompletionConfig()))
             if left < base.total_timeout_s:
                 config = base.model_copy(update={"total_timeout_s": max(left, 0.001)})
+        self.running += 1
+        try:
+            result = await self._call(messages, config)
+        finally:
+            self.running -= 1
+        self.finished += 1
+        if isinstance(result, Success):
+            self.spent = self.spent + result.unwrap().usage
+        else:
+            self.spent = self.spent + result.failure().usage
+        return result
+
+    async def _call(
+        self, messages: Sequence[Message], config: CompletionConfig | None
+    ) -> Result[CompletionResponse, ProviderError]:
+        assert self._started is not None
         if self.budget.deadline_s is None:
             result = await self.inner.complete(messages, config)
         else:
@@ -130,8 +158,6 @@ class BudgetAdapter:
             late = self._clock() - self._started >= self.budget.deadline_s
             if late and isinstance(result, Failure) and result.failure().kind is ErrorKind.timeout:
                 result = self._cut("timed out")
-        if isinstance(result, Success):
-            self.spent = self.spent + result.unwrap().usage
         return result
 
     def _cut(self, how: str) -> Result[CompletionResponse, ProviderError]:

@@ -14,9 +14,11 @@ not called, when:
 - its usage window is exhausted in the shared cooldown store: `kind=quota_exhausted`.
 
 The answer records which backend gave it (`CompletionResponse.backend`) and each member tried
-or passed over before it (`CompletionResponse.skipped`: kind, seconds, reason). A failure of
-the whole chain is the last member's failure, with every attempt of every member and the
-skipped list in `details["skipped"]`.
+or passed over before it (`CompletionResponse.skipped`: kind, seconds, reason). Its usage
+counts every request of the call: the winner's, the failed members' and the hedged losers'
+that reported any (a failure's usage likewise). A failure of the whole chain is the last
+member's failure, with every attempt of every member and the skipped list in
+`details["skipped"]`.
 
 Hedging (`hedge_after_s`): when the running member has not answered after that many seconds
 the next one starts too; the first success wins and every other running member is cancelled
@@ -45,6 +47,7 @@ from ..core import (
     Message,
     ProviderError,
     SkippedBackend,
+    Usage,
     check_params,
     merge_config,
 )
@@ -260,16 +263,22 @@ class FailoverAdapter:
         winner: _Outcome | None,
     ) -> Result[CompletionResponse, ProviderError]:
         skipped = tuple(o.skipped for o in outcomes if o.skipped is not None)
+        errors = [o.error for o in outcomes if o.error is not None]
+        # every request the call made: failed members' and hedged losers' that reported usage
+        spent = sum((e.usage for e in errors), Usage())
+        spent = sum((s.usage for s in skipped if s.kind is None and s.usage), spent)
         if winner is not None and winner.result is not None:
             response = winner.result.unwrap()
             member = self.members[winner.index]
-            update: dict[str, object] = {"skipped": skipped + response.skipped}
+            update: dict[str, object] = {
+                "skipped": skipped + response.skipped,
+                "usage": spent + response.usage,
+            }
             if not response.receipt and member.capability is not None:
                 update["receipt"] = receipt(member.capability, messages, config)
             if not response.backend:
                 update["backend"] = member.name
             return Success(response.model_copy(update=update))
-        errors = [o.error for o in outcomes if o.error is not None]
         attempts: list[Attempt] = []
         for o in outcomes:
             if o.error is not None and o.result is not None:
@@ -281,6 +290,7 @@ class FailoverAdapter:
         last = errors[-1] if errors else None
         finished = last is not None and not self._moves_on(outcomes[-1])
         if last is not None and (finished or len(outcomes) >= len(self.members)):
+            last = last.reached_by(errors).replace(usage=spent)
             return Failure(
                 last.replace(attempts=tuple(attempts), details={**last.details, "skipped": listed})
             )
@@ -295,7 +305,8 @@ class FailoverAdapter:
                 timeout="total",
                 attempts=attempts,
                 details={"skipped": listed},
-            )
+                usage=spent,
+            ).reached_by(errors)
         )
 
 

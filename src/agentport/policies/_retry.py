@@ -37,6 +37,7 @@ from ..core import (
     Message,
     ProviderError,
     TimeoutWhich,
+    Usage,
     merge_config,
 )
 from ._cooldown import CooldownStore, cooling_error, note_exhausted
@@ -106,6 +107,8 @@ class RetryingAdapter:
     one attempt's bound (module docstring). A failure carries `attempts` (one `Attempt` per
     try); a deadline reached ends in `ProviderError(timeout, timeout="total",
     retryable=False)` naming the last failure; a success's `duration_s` covers the whole call.
+    Usage covers every attempt: a success's adds the failed attempts' (those that reported
+    any), a failure's is the sum of all of them; `request_sent` is the whole call's.
 
     *hand_over*: error kinds that end the call at once, with no retry and no wait (a failover
     chain's member before the last: its rate limit, exhausted window, outage or missing
@@ -139,7 +142,21 @@ class RetryingAdapter:
     async def complete(
         self, messages: Sequence[Message], config: CompletionConfig | None = None
     ) -> Result[CompletionResponse, ProviderError]:
-        config = merge_config(config, self.defaults)
+        failed: list[ProviderError] = []  # every failed attempt: how far the call got
+        result = await self._attempts(messages, merge_config(config, self.defaults), failed)
+        spent = sum((e.usage for e in failed), Usage())  # the failed attempts' requests
+        if isinstance(result, Success):
+            if not failed:
+                return result
+            response = result.unwrap()
+            return Success(response.model_copy(update={"usage": spent + response.usage}))
+        error = result.failure().reached_by([*failed, result.failure()])
+        # the last error is one of `failed` (or a deadline / cooldown that spent nothing)
+        return Failure(error.replace(usage=spent) if failed else error)
+
+    async def _attempts(
+        self, messages: Sequence[Message], config: CompletionConfig, failed: list[ProviderError]
+    ) -> Result[CompletionResponse, ProviderError]:
         started = time.monotonic()
         deadline = started + config.total_timeout_s
         attempts: list[Attempt] = []
@@ -194,6 +211,7 @@ class RetryingAdapter:
                     error.timeout,
                 )
             )  # fmt: skip
+            failed.append(error)
             if error.kind in self.hand_over:  # another backend of the chain answers instead
                 return Failure(error.replace(attempts=tuple(attempts)))
             cut = error.kind is ErrorKind.timeout and error.timeout == "total"
@@ -230,7 +248,7 @@ class RetryingAdapter:
         if last is None:
             return ProviderError(
                 ErrorKind.timeout, message, backend=self.backend, retryable=False,
-                timeout="total", attempts=attempts,
+                timeout="total", attempts=attempts, request_sent=None if attempts else False,
             )  # fmt: skip
         if not (last.kind is ErrorKind.timeout and last.timeout == "total"):
             message += f"; last failure: {last.kind.value}: {last.message}"

@@ -17,6 +17,7 @@ from ..core import (
     Message,
     OutputSchema,
     ProviderError,
+    Usage,
 )
 from ._extract import NOTHING, find_json
 from ._strict import native_schema_gaps, restore_strict
@@ -35,6 +36,32 @@ __all__ = [
 
 Call = Callable[[list[Message]], Awaitable[Result[CompletionResponse, ProviderError]]]
 """One model call with the given conversation (what an adapter hands the loops)."""
+
+
+class _Counted:
+    """A `Call` that adds up the usage of every request made through it (answers and
+    failures alike), so the loop's result reports all of them, re-asks included."""
+
+    def __init__(self, call: Call) -> None:
+        self.call = call
+        self.spent = Usage()
+
+    async def __call__(self, convo: list[Message]) -> Result[CompletionResponse, ProviderError]:
+        result = await self.call(convo)
+        if isinstance(result, Success):
+            self.spent += result.unwrap().usage
+        else:
+            self.spent += result.failure().usage
+        return result
+
+    def total(
+        self, result: Result[CompletionResponse, ProviderError]
+    ) -> Result[CompletionResponse, ProviderError]:
+        """*result* with the usage of every request made, not only its own."""
+        spent = self.spent
+        return result.map(lambda r: r.model_copy(update={"usage": spent})).alt(
+            lambda e: e.replace(usage=spent)
+        )
 
 
 def _dump(parsed: Any) -> str:
@@ -92,7 +119,8 @@ async def complete_with_schema(
     `config.schema_retries` times; then `Failure(schema_mismatch)` with the last raw text. An
     answer cut at the token limit (finish_reason "length") before its JSON value was complete
     fails at once: `truncated at N tokens ...` with the raw text (a re-prompt would be cut
-    again).
+    again). The result's usage (the response's, or the error's) adds up every request the
+    loop made, re-asks included.
     Pydantic models validate strictly unless `config.schema_strict` is False. The returned
     response's `content` is the canonical JSON text and `parsed` the object.
     """
@@ -106,6 +134,20 @@ async def complete_with_schema(
             warnings = (_fallback_warning(backend, gaps),)
         else:
             send, instruct = native, describe_native
+    counted = _Counted(send)
+    return counted.total(await _schema_loop(counted, messages, config, instruct, warnings, backend))
+
+
+async def _schema_loop(
+    send: Call,
+    messages: Sequence[Message],
+    config: CompletionConfig,
+    instruct: bool,
+    warnings: tuple[str, ...],
+    backend: str,
+) -> Result[CompletionResponse, ProviderError]:
+    assert config.output_schema is not None
+    schema = config.output_schema
     convo = list(messages)
     if instruct:
         convo.append(Message.user(schema_instruction(schema)))
@@ -193,7 +235,19 @@ async def complete_with_choices(
 
     The returned response's `content` and `parsed` are the matched choice; after
     `config.schema_retries` re-prompts, `Failure(schema_mismatch)` with the last raw text.
+    Usage adds up every request, as there.
     """
+    counted = _Counted(call)
+    return counted.total(await _choice_loop(counted, messages, config, translated, backend))
+
+
+async def _choice_loop(
+    call: Call,
+    messages: Sequence[Message],
+    config: CompletionConfig,
+    translated: bool,
+    backend: str,
+) -> Result[CompletionResponse, ProviderError]:
     assert config.choices is not None
     choices = config.choices
     convo = list(messages)

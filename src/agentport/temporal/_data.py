@@ -25,6 +25,7 @@ from ..core import (
     ErrorKind,
     Message,
     ProviderError,
+    Usage,
 )
 
 __all__ = [
@@ -157,6 +158,9 @@ def error_to_dict(error: ProviderError) -> dict[str, Any]:
         ],
         "retry_at": error.retry_at.isoformat() if error.retry_at is not None else None,
         "window": error.window,
+        "request_sent": error.request_sent,
+        "mid_stream": error.mid_stream,
+        "usage": error.usage.model_dump(mode="json"),
     }
 
 
@@ -187,6 +191,9 @@ def error_from_dict(data: dict[str, Any]) -> ProviderError:
         ],
         retry_at=datetime.fromisoformat(retry_at) if retry_at else None,
         window=data.get("window"),
+        request_sent=data.get("request_sent"),
+        mid_stream=bool(data.get("mid_stream")),
+        usage=Usage.model_validate(data.get("usage") or {}),
     )
 
 

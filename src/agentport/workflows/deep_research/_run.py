@@ -263,6 +263,7 @@ class Run:
         self.finished[phase] += 1
         if isinstance(result, Failure):
             error = result.failure()
+            self.usage += error.usage  # a failed call's requests were spent too
             self.failures.append((phase, error))
             if error.kind is ErrorKind.budget_exhausted and self.budget_reached is None:
                 found = re.search(r"\(([^)]*)\)", error.message)
