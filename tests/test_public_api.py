@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import agentport
 import agentport.core
 import agentport.testing
@@ -65,6 +67,40 @@ def test_import_agentport_loads_no_backend_and_no_heavy_dependency() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# what `import agentport` loads of its own: the types, errors and protocols a caller
+# annotates with. The policy layer, the quota parsers, the factory and every backend load on
+# first use (benchmarks/import_time.py measures the time this keeps down).
+IMPORT_SET = [
+    "agentport",
+    "agentport.core",
+    "agentport.core._capabilities",
+    "agentport.core._checks",
+    "agentport.core._config",
+    "agentport.core._errors",
+    "agentport.core._events",
+    "agentport.core._messages",
+    "agentport.core._protocols",
+    "agentport.core._response",
+    "agentport.core._usage",
+]
+
+
+def test_import_agentport_loads_exactly_its_core() -> None:
+    code = "import sys, agentport; print(sorted(m for m in sys.modules if 'agentport' in m))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == repr(IMPORT_SET)
+
+
+def test_names_loaded_on_first_use_resolve() -> None:
+    from agentport import core, policies
+
+    assert agentport.RetryPolicy is policies.RetryPolicy
+    assert agentport.RetryingAdapter is policies.RetryingAdapter
+    assert core.as_quota.__module__ == "agentport.core._quota"
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = core.nope  # type: ignore[attr-defined]
 
 
 def test_lazy_factory_names_resolve() -> None:

@@ -42,20 +42,25 @@ from .core import (
     ToolPolicy,
     Usage,
 )
-from .policies import RetryingAdapter, RetryPolicy
 
 if TYPE_CHECKING:
     from .factory import complete_sync, create_agent_runtime, create_llm_adapter, resolve_backend
+    from .policies import RetryingAdapter, RetryPolicy
 
 _LAZY = {"complete_sync", "create_agent_runtime", "create_llm_adapter", "resolve_backend"}
 
 
 def __getattr__(name: str) -> Any:
-    # The factory pulls in configuration loading (pydantic-settings); load it on first use.
+    # The factory pulls in configuration loading (pydantic-settings) and the policy layer;
+    # both load on first use.
     if name in _LAZY:
         from . import factory
 
         return getattr(factory, name)
+    if name in ("RetryingAdapter", "RetryPolicy"):
+        from . import policies
+
+        return getattr(policies, name)
     raise AttributeError(f"module 'agentport' has no attribute {name!r}")
 
 

@@ -1,4 +1,10 @@
-"""agentport.core: types, errors, capabilities and protocols. No I/O at all."""
+"""agentport.core: types, errors, capabilities and protocols. No I/O at all.
+
+The quota parsers (`as_quota`, `parse_quota`, `quota_from_body`, `QuotaWindow`, `MAX_WINDOW`)
+load on first use: their patterns cost more at import than a caller of the types needs.
+"""
+
+from typing import TYPE_CHECKING, Any
 
 from ._capabilities import (
     BackendCapability,
@@ -31,8 +37,20 @@ from ._errors import (
 from ._events import EventStream, until_consumer_leaves
 from ._messages import Message, MessageRole, as_messages, split_system
 from ._protocols import AgentEvent, AgentRuntime, EventType, LLMAdapter, RuntimeHandle
-from ._quota import MAX_WINDOW, QuotaWindow, as_quota, parse_quota, quota_from_body
 from ._response import CompletionResponse, ParamReceipt, RawInfo, SkippedBackend, Usage
+
+if TYPE_CHECKING:
+    from ._quota import MAX_WINDOW, QuotaWindow, as_quota, parse_quota, quota_from_body
+
+_QUOTA = frozenset({"MAX_WINDOW", "QuotaWindow", "as_quota", "parse_quota", "quota_from_body"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _QUOTA:
+        from . import _quota
+
+        return getattr(_quota, name)
+    raise AttributeError(f"module 'agentport.core' has no attribute {name!r}")
 
 __all__ = [
     "MAX_WINDOW",
