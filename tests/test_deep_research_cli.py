@@ -120,7 +120,7 @@ def test_plan_prints_the_call_bound_without_creating_an_adapter(
     made = _use(monkeypatch)
     result = runner.invoke(app, ["research", "Q", "--plan"])
     assert result.exit_code == 0
-    assert "at most 119" in result.stdout
+    assert "at most 120" in result.stdout
     assert "typical 97" in result.stdout
     assert made == []
 
@@ -137,7 +137,7 @@ def test_plan_uses_the_configured_backend_preset(monkeypatch: pytest.MonkeyPatch
     assert explicit.exit_code == configured.exit_code == default.exit_code == 0
     assert configured.stdout == explicit.stdout
     assert configured.stdout != default.stdout
-    assert "at most 119" not in configured.stdout
+    assert "at most 120" not in configured.stdout
     assert made == []
 
 

@@ -105,7 +105,7 @@ def _http(backend: str, base_url: str, tmp: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("AGENTPORT_ALLOW_REAL_BACKENDS", "1")
     if backend == "litellm":
         pytest.importorskip(
-            "agentport.backends.litellm", reason="needs the litellm extra: pip install '.[litellm]'"
+            "agentport.backends.litellm", reason="needs the litellm extra", exc_type=ImportError
         )
         options = {"model": "openai/fake-model", "api_base": base_url, "api_key": "sk-fake-0123"}
         return create_llm_adapter("litellm", cwd=tmp, retry=False, litellm=options)

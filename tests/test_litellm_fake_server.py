@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 pytest.importorskip(
-    "agentport.backends.litellm", reason="needs the litellm extra: pip install -e '.[litellm]'"
+    "agentport.backends.litellm", reason="needs the litellm extra", exc_type=ImportError
 )
 # LiteLLM's own models trip pydantic deprecation and TypedDict warnings: not ours to fix.
 pytestmark = [

@@ -98,7 +98,7 @@ def test_http_bodies_carry_the_level(level: ReasoningEffort) -> None:
 @pytest.mark.parametrize("level", LEVELS)
 def test_litellm_kwargs_carry_the_level(level: ReasoningEffort) -> None:
     pytest.importorskip(
-        "agentport.backends.litellm", reason="needs the litellm extra: pip install -e '.[litellm]'"
+        "agentport.backends.litellm", reason="needs the litellm extra", exc_type=ImportError
     )
     from agentport.backends.litellm import LiteLLMAdapter, LiteLLMOptions
 

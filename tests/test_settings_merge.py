@@ -182,7 +182,9 @@ def _probe(
 
     if kind in ("openai_compat", "litellm"):
         if kind == "litellm":
-            pytest.importorskip("agentport.backends.litellm")
+            pytest.importorskip(
+                "agentport.backends.litellm", reason="needs the litellm extra", exc_type=ImportError
+            )
             from agentport.backends.litellm import LiteLLMAdapter as Adapter
 
             options = {

@@ -125,7 +125,9 @@ def server() -> Iterator[FakeModelServer]:
 def _http_adapter(kind: str, server: FakeModelServer, tmp_path: Path, **options: Any) -> Any:
     if kind == "litellm":
         # (through agentport's module, which keeps LiteLLM off the network at import)
-        pytest.importorskip("agentport.backends.litellm", reason="needs the litellm extra")
+        pytest.importorskip(
+            "agentport.backends.litellm", reason="needs the litellm extra", exc_type=ImportError
+        )
         table = {"model": "openai/fake-model", "api_base": server.openai_base_url,
                  "api_key": "sk-fake-0123456789", **options}  # fmt: skip
         return create_llm_adapter(kind, cwd=tmp_path, retry=False, **{kind: table})

@@ -179,7 +179,9 @@ def test_user_key_does_reach_the_users_own_base_url(
 def test_litellm_gets_a_placeholder_key_for_a_project_api_base(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytest.importorskip("agentport.backends.litellm")
+    pytest.importorskip(
+        "agentport.backends.litellm", reason="needs the litellm extra", exc_type=ImportError
+    )
     from agentport.backends import litellm as backend
     from agentport.catalog import get_capability
 

@@ -57,7 +57,9 @@ def server() -> Iterator[FakeModelServer]:
 def _http(backend: str, server: FakeModelServer, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("AGENTPORT_ALLOW_REAL_BACKENDS", "1")
     if backend == "litellm":
-        pytest.importorskip("agentport.backends.litellm", reason="needs the litellm extra")
+        pytest.importorskip(
+            "agentport.backends.litellm", reason="needs the litellm extra", exc_type=ImportError
+        )
         options = {"model": "openai/fake-model", "api_base": server.openai_base_url,
                    "api_key": "sk-fake-0123"}  # fmt: skip
         return create_llm_adapter("litellm", cwd=tmp, litellm=options)

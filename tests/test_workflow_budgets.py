@@ -295,7 +295,7 @@ def test_research_plan_shows_the_worst_case_against_the_budget(
     lines = result.stdout.splitlines()
     assert f"budget: calls={HALF},wall=10m" in lines
     assert (
-        f"  calls: worst case 119 vs ceiling {HALF}: may stop early (typical 97: stops early)"
+        f"  calls: worst case 120 vs ceiling {HALF}: may stop early (typical 97: stops early)"
         in lines
     )
     assert "  wall: checked during the run" in lines

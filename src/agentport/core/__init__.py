@@ -52,6 +52,7 @@ def __getattr__(name: str) -> Any:
         return getattr(_quota, name)
     raise AttributeError(f"module 'agentport.core' has no attribute {name!r}")
 
+
 __all__ = [
     "MAX_WINDOW",
     "AgentEvent",

@@ -21,9 +21,10 @@ _MAX_CLAIMS_PER_SOURCE = 5  # Extract schema
 class ResearchPlan:
     """Upper bound and typical number of agent calls, and the limits behind them.
 
-    `upper_bound_calls` = 1 scope + 6 searches + max fetches + max claims x votes + 1
-    synthesis; `typical_calls` uses 5 angles and MAX_FETCH fetches (97 with the defaults,
-    the original's worst case). Each call may make up to `schema_retries + 1` model requests.
+    `upper_bound_calls` = 1 scope + 6 searches + max fetches + max claims x votes + 2
+    synthesis (a degenerate answer is asked again once); `typical_calls` uses 5 angles,
+    MAX_FETCH fetches and one synthesis (97 with the defaults, the original's worst case).
+    Each call may make up to `schema_retries + 1` model requests.
     """
 
     mode: str
@@ -51,7 +52,7 @@ class ResearchPlan:
             f"fetch+extract: <= {self.max_fetches} sources (MAX_FETCH cap {cap})",
             f"verify: <= {self.max_claims_verified} claims x {self.votes_per_claim} votes"
             + (" (early quorum: fewer when the outcome is settled)" if self.early_quorum else ""),
-            "synthesis: 1 call",
+            "synthesis: 1 call (2 when the first answer is degenerate)",
             f"concurrency: {self.concurrency} agent calls in flight at most",
         ]
         if "small-model" in self.mode:
@@ -81,7 +82,7 @@ def plan_research(
         max_fetches=max_fetches,
         max_claims_verified=max_claims,
         votes_per_claim=cfg.VOTES_PER_CLAIM,
-        upper_bound_calls=1 + _MAX_ANGLES + max_fetches + max_claims * cfg.VOTES_PER_CLAIM + 1,
+        upper_bound_calls=1 + _MAX_ANGLES + max_fetches + max_claims * cfg.VOTES_PER_CLAIM + 2,
         typical_calls=(
             1 + _TYPICAL_ANGLES + typical_fetches + typical_claims * cfg.VOTES_PER_CLAIM + 1
         ),
