@@ -16,13 +16,14 @@ import shutil
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 import anyio
 from anyio.abc import TaskGroup
-from anyio.streams.memory import MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from returns.result import Failure, Result, Success
 
 from ..core import (
@@ -59,6 +60,7 @@ from ..transport import (
     DEFAULT_MAX_LINE_BYTES,
     Frame,
     ProcessRequest,
+    ProcessResult,
     child_env,
     private_tempdir,
     run_process,
@@ -211,7 +213,36 @@ class CliAdapter:
         sink: Sink | None,
         deadline: float | None = None,
     ) -> Result[CompletionResponse, ProviderError]:
+        """One CLI process: refuse what cannot start, build its invocation, run it through
+        the runner, and judge what it printed (`_settle`)."""
         started = time.monotonic()
+        exe = self.executable()
+        refused = self._refused(config, started, deadline, exe)
+        if refused is not None:
+            return refused
+        assert exe is not None
+        turn = _Turn(
+            self.spec, sink, float(self.options.get("error_grace_s", DEFAULT_ERROR_GRACE_S))
+        )
+        with ExitStack() as stack:
+            run_dir = stack.enter_context(private_tempdir(f"agentport-{self.backend}-"))
+            call = self._call(messages, config, native_schema, exe, run_dir, started, deadline)
+            built = await self._build(call)
+            if isinstance(built, Failure):
+                return built
+            invocation, env = built
+            budget_s = config.attempt_budget_s if deadline is None else deadline - started
+            request = self._request(
+                invocation, env, call, budget_s, turn.dialogue(invocation, stack)
+            )
+            outcome = await run_process(request, turn.on_frame)
+        await turn.emit(*turn.ledger.close())
+        return self._settle(outcome, turn, env, config, native_schema, started)
+
+    def _refused(
+        self, config: CompletionConfig, started: float, deadline: float | None, exe: str | None
+    ) -> Failure[ProviderError] | None:
+        """The failure of a call that cannot start: its deadline is spent, or no CLI."""
         if deadline is not None and deadline <= started:
             return self._fail(
                 ProviderError(
@@ -221,7 +252,6 @@ class CliAdapter:
                     request_sent=False,
                 )
             )
-        exe = self.executable()
         if exe is None:
             return self._fail(
                 ProviderError(
@@ -231,126 +261,123 @@ class CliAdapter:
                     retryable=False,
                 )
             )
+        return None
+
+    def _call(
+        self,
+        messages: Sequence[Message],
+        config: CompletionConfig,
+        native_schema: bool,
+        exe: str,
+        run_dir: Path,
+        started: float,
+        deadline: float | None,
+    ) -> CliCall:
+        """What the spec builds from: the prompt (system folded in unless NATIVE), the native
+        schema form when asked for, and a working folder inside the run's private folder
+        unless the config names one."""
         system_native = self.capability.support(Param.system_prompt) is ParamSupport.NATIVE
         system = "\n\n".join(m.content for m in messages if m.role is MessageRole.system)
         schema = None
         if native_schema and config.output_schema is not None and self.spec.native_schema:
             schema = self.spec.native_schema(config.output_schema)
-        events: list[AgentEvent] = []
-        watch = RunWatch(float(self.options.get("error_grace_s", DEFAULT_ERROR_GRACE_S)))
-        ledger = ToolLedger()  # abandoned tool results go to the sink, not into `events`
+        cwd = config.cwd
+        if cwd is None:
+            cwd = run_dir / "work"
+            cwd.mkdir()
+        return CliCall(
+            executable=exe,
+            prompt=render_prompt(messages, fold_system=not system_native),
+            system_prompt=(system or None) if system_native else None,
+            config=config,
+            schema=schema,
+            options=self.options,
+            run_dir=run_dir,
+            cwd=cwd,
+            session_id=config.session_id,
+            deadline=started + config.attempt_budget_s if deadline is None else deadline,
+        )
 
-        async def emit(*out: AgentEvent) -> None:
-            for event in out:
-                if sink is not None:
-                    await sink(event)
-
-        replies, answer = anyio.create_memory_object_stream[bytes](16)
-        invocation: Invocation | None = None
-
-        async def on_frame(frame: Frame) -> bool | float:
-            event = None
-            if frame.is_json and isinstance(frame.value, dict):
-                answers = None if invocation is None else invocation.replies
-                if answers is not None and (reply := answers(frame.value)) is not None:
-                    replies.send_nowait(reply)  # the CLI's protocol: what stdin says next
-                event = self.spec.decode(frame.value)
-            if event is not None:
-                if event.metadata.get("terminal"):
-                    await emit(*ledger.close())  # the turn ends: close what never finished
-                ledger.observe(event)
-                events.append(event)
-                await emit(event)
-            return watch.feed(event)
-
-        with private_tempdir(f"agentport-{self.backend}-") as run_dir, replies, answer:
-            cwd = config.cwd
-            if cwd is None:
-                cwd = run_dir / "work"
-                cwd.mkdir()
-            call = CliCall(
-                executable=exe,
-                prompt=render_prompt(messages, fold_system=not system_native),
-                system_prompt=(system or None) if system_native else None,
-                config=config,
-                schema=schema,
-                options=self.options,
-                run_dir=run_dir,
-                cwd=cwd,
-                session_id=config.session_id,
-                deadline=started + config.attempt_budget_s if deadline is None else deadline,
+    async def _build(
+        self, call: CliCall
+    ) -> tuple[Invocation, dict[str, str]] | Failure[ProviderError]:
+        """The spec's invocation and the child's environment (the allow-list, the user's
+        `env`, the CLI's own namespace unless `base_url` is set), then the files the argv
+        names (`BackendSpec.prepare`). Either may refuse: `unsupported`, `config`."""
+        user_env = {str(k): str(v) for k, v in dict(self.options.get("env") or {}).items()}
+        try:
+            invocation = self.spec.build(call)
+            namespace = () if self.options.get("base_url") else self.capability.env_namespace
+            env = child_env(
+                os.environ,
+                {**self.spec.extra_env, **user_env, **invocation.env},
+                passthrough=(*invocation.passthrough, *namespace),
+                inherit=inherit_env(self.options),
             )
-            user_env = {str(k): str(v) for k, v in dict(self.options.get("env") or {}).items()}
-            try:
-                # build may refuse a policy the CLI cannot enforce (ErrorKind.unsupported)
-                invocation = self.spec.build(call)
-                namespace = () if self.options.get("base_url") else self.capability.env_namespace
-                env = child_env(
-                    os.environ,
-                    {**self.spec.extra_env, **user_env, **invocation.env},
-                    passthrough=(*invocation.passthrough, *namespace),
-                    inherit=inherit_env(self.options),
-                )
-            except ProviderError as exc:
-                return self._fail(exc)
-            if self.spec.prepare is not None:
-                try:  # files the argv names (codex's model catalog); may fail closed
-                    await self.spec.prepare(call, invocation, env)
-                except ProviderError as exc:
-                    return self._fail(exc)
-            watcher = self.spec.retry_notice
-            request = ProcessRequest(
-                argv=invocation.argv,
-                env=env,
-                cwd=cwd,
-                stdin=invocation.stdin,
-                stdin_more=answer if invocation.replies is not None else None,
-                startup_timeout_s=config.startup_timeout_s,
-                idle_timeout_s=config.idle_timeout_s,
-                total_timeout_s=config.attempt_budget_s if deadline is None else deadline - started,
-                grace_s=float(self.options.get("grace_s", 3.0)),
-                linger_s=float(self.options.get("linger_s", 1.0)),
-                stdout_to_file=self.spec.stdout_to_file,
-                max_line_bytes=int(self.options.get("max_line_bytes", DEFAULT_MAX_LINE_BYTES)),
-                max_events=int(self.options.get("max_events", DEFAULT_MAX_EVENTS)),
-                on_stderr_line=None if watcher is None else watcher(),
-                log_dir=invocation.log_dir,
-            )
-            outcome = await run_process(request, on_frame)
-        await emit(*ledger.close())
+            if self.spec.prepare is not None:  # may fail closed (codex's model catalog)
+                await self.spec.prepare(call, invocation, env)
+        except ProviderError as exc:
+            return self._fail(exc)
+        return invocation, env
+
+    def _request(
+        self,
+        invocation: Invocation,
+        env: dict[str, str],
+        call: CliCall,
+        budget_s: float,
+        stdin_more: MemoryObjectReceiveStream[bytes] | None,
+    ) -> ProcessRequest:
+        """The runner's request: the call's timeouts and the backend's options."""
+        config = call.config
+        watcher = self.spec.retry_notice
+        return ProcessRequest(
+            argv=invocation.argv,
+            env=env,
+            cwd=call.cwd,
+            stdin=invocation.stdin,
+            stdin_more=stdin_more,
+            startup_timeout_s=config.startup_timeout_s,
+            idle_timeout_s=config.idle_timeout_s,
+            total_timeout_s=budget_s,
+            grace_s=float(self.options.get("grace_s", 3.0)),
+            linger_s=float(self.options.get("linger_s", 1.0)),
+            stdout_to_file=self.spec.stdout_to_file,
+            max_line_bytes=int(self.options.get("max_line_bytes", DEFAULT_MAX_LINE_BYTES)),
+            max_events=int(self.options.get("max_events", DEFAULT_MAX_EVENTS)),
+            on_stderr_line=None if watcher is None else watcher(),
+            log_dir=invocation.log_dir,
+        )
+
+    def _settle(
+        self,
+        outcome: ProcessResult,
+        turn: _Turn,
+        env: Mapping[str, str],
+        config: CompletionConfig,
+        native_schema: bool,
+        started: float,
+    ) -> Result[CompletionResponse, ProviderError]:
+        """The call's result from what the process did: the runner's own failure, the CLI's
+        retry notice, or the end-state judgment (`settle`) of the events it printed."""
+        events = turn.events
         if outcome.error is not None:
             error = outcome.error
             error.exit_code = outcome.exit_code
             error.stderr_tail = redact(outcome.stderr_tail[-4000:])
             error.details = {**error.details, "pid": outcome.pid}
             return self._fail(error, env, events)
-
-        def shape(text: str) -> str:  # the natively enforced value, when there is one
-            if not native_schema:
-                return text
-            structured = next(
-                (e.metadata["structured"] for e in reversed(events) if "structured" in e.metadata),
-                None,
-            )
-            if structured is not None:
-                return json.dumps(structured, ensure_ascii=False)
-            if self.spec.restore_schema and config.output_schema is not None:
-                value = extract_json(text)
-                if value is not None:
-                    return json.dumps(restore_strict(value, config.output_schema))
-            return text
-
         notice = next((e for e in events if e.metadata.get("retry_notice")), None)
         if notice is not None:  # the CLI began its own retry: agentport owns retries
             stopped = notice_error(notice, outcome.exit_code, outcome.stderr_tail)
             stopped.details = {**stopped.details, "pid": outcome.pid}
             return self._fail(stopped, env, events)
         run = RunOutcome(outcome.exit_code, outcome.stderr_tail, events, outcome.noise)
-        end = settle(self.spec, run, watch.pending, shape)
+        shape = partial(self._shape, events, config) if native_schema else None
+        end = settle(self.spec, run, turn.watch.pending, shape or (lambda text: text))
         if end.error is not None:
             end.error.details = {**end.error.details, "pid": outcome.pid}
             return self._fail(end.error, env, events)
-        usage = reported_usage(events) or Usage()
         session = next(
             (e.metadata["session_id"] for e in events if e.metadata.get("session_id")), None
         )
@@ -359,7 +386,7 @@ class CliAdapter:
             CompletionResponse(
                 content=end.text,
                 model=(None if self._model_ignored else config.model) or model,
-                usage=usage,
+                usage=reported_usage(events) or Usage(),
                 finish_reason=end.finish_reason,
                 warnings=end.warnings,
                 backend=self.backend,
@@ -372,6 +399,68 @@ class CliAdapter:
                 ),
             )
         )
+
+    def _shape(self, events: Sequence[AgentEvent], config: CompletionConfig, text: str) -> str:
+        """The natively enforced value: the CLI's structured output event when it printed
+        one, else the text mapped back from the strict schema subset where the spec says."""
+        structured = next(
+            (e.metadata["structured"] for e in reversed(events) if "structured" in e.metadata),
+            None,
+        )
+        if structured is not None:
+            return json.dumps(structured, ensure_ascii=False)
+        if self.spec.restore_schema and config.output_schema is not None:
+            value = extract_json(text)
+            if value is not None:
+                return json.dumps(restore_strict(value, config.output_schema))
+        return text
+
+
+class _Turn:
+    """One CLI process as the adapter follows it: the decoded events in order, the end-state
+    watch, the tool ledger (abandoned tool results go to the sink, not into `events`), and
+    the stdin dialogue of a CLI answered frame by frame (`Invocation.replies`)."""
+
+    def __init__(self, spec: BackendSpec, sink: Sink | None, error_grace_s: float) -> None:
+        self.spec = spec
+        self.sink = sink
+        self.events: list[AgentEvent] = []
+        self.watch = RunWatch(error_grace_s)
+        self.ledger = ToolLedger()
+        self._replies: Callable[[dict[str, Any]], bytes | None] | None = None
+        self._more: MemoryObjectSendStream[bytes] | None = None
+
+    def dialogue(
+        self, invocation: Invocation, stack: ExitStack
+    ) -> MemoryObjectReceiveStream[bytes] | None:
+        """More stdin for a CLI that is answered frame by frame (closed with *stack*), else
+        None: stdin then closes after the invocation's bytes."""
+        if invocation.replies is None:
+            return None
+        self._replies = invocation.replies
+        more, answer = anyio.create_memory_object_stream[bytes](16)
+        self._more = stack.enter_context(more)
+        return stack.enter_context(answer)
+
+    async def emit(self, *out: AgentEvent) -> None:
+        if self.sink is not None:
+            for event in out:
+                await self.sink(event)
+
+    async def on_frame(self, frame: Frame) -> bool | float:
+        event = None
+        if frame.is_json and isinstance(frame.value, dict):
+            reply = None if self._replies is None else self._replies(frame.value)
+            if reply is not None and self._more is not None:
+                self._more.send_nowait(reply)  # the CLI's protocol: what stdin says next
+            event = self.spec.decode(frame.value)
+        if event is not None:
+            if event.metadata.get("terminal"):
+                await self.emit(*self.ledger.close())  # the turn ends: close what never did
+            self.ledger.observe(event)
+            self.events.append(event)
+            await self.emit(event)
+        return self.watch.feed(event)
 
 
 class CliRuntime:
