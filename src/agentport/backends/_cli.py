@@ -49,6 +49,7 @@ from ..core import (
     redact,
     until_consumer_leaves,
 )
+from ..core._telemetry import span, trace_env
 from ..structured import (
     complete_with_choices,
     complete_with_schema,
@@ -232,10 +233,14 @@ class CliAdapter:
                 return built
             invocation, env = built
             budget_s = config.attempt_budget_s if deadline is None else deadline - started
-            request = self._request(
-                invocation, env, call, budget_s, turn.dialogue(invocation, stack)
-            )
-            outcome = await run_process(request, turn.on_frame)
+            more = turn.dialogue(invocation, stack)
+            with span(f"exec {Path(exe).name}", {"agentport.backend": self.backend}) as current:
+                env.update(trace_env())  # the CLI continues this trace (OpenTelemetry)
+                request = self._request(invocation, env, call, budget_s, more)
+                outcome = await run_process(request, turn.on_frame)
+                if current is not None:
+                    found = {"process.pid": outcome.pid, "process.exit.code": outcome.exit_code}
+                    current.set_attributes({k: v for k, v in found.items() if v is not None})
         await turn.emit(*turn.ledger.close())
         return self._settle(outcome, turn, env, config, native_schema, started)
 

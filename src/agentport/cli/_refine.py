@@ -15,11 +15,12 @@ from typing import Annotated
 
 import anyio
 import typer
-from returns.result import Failure
+from returns.result import Failure, Result
 
 from ..core import LLMAdapter, ProviderError, redact
-from ..policies import Budget
+from ..policies import Budget, workflow_span
 from ..workflows.deeprefine import (
+    Graph,
     InputError,
     Layout,
     LoopResult,
@@ -55,6 +56,19 @@ def _writable(layout: Layout, graph: Path, apply: bool) -> None:
         check_writable(graph.parent)
 
 
+async def _traced_loop(
+    adapter: LLMAdapter,
+    graph: Graph,
+    question: str,
+    settings: LoopSettings,
+    *,
+    budget: Budget | None,
+) -> Result[LoopResult, ProviderError]:
+    """`run_loop` as one `deeprefine` span (OpenTelemetry, when the extra is installed)."""
+    with workflow_span("deeprefine"):
+        return await run_loop(adapter, graph, question, settings, budget=budget)
+
+
 def run_refine(
     question: str,
     graph_path: Path,
@@ -88,7 +102,7 @@ def run_refine(
         return 2
     settings = LoopSettings(on_step=lambda step: out(f"[Step: {step}]"))
     try:
-        result = anyio.run(partial(run_loop, budget=budget), adapter, graph, question, settings)
+        result = anyio.run(partial(_traced_loop, budget=budget), adapter, graph, question, settings)
     except KeyboardInterrupt:
         err("interrupted; graph.json was not modified")
         return 130

@@ -25,7 +25,7 @@ from ..core import (
     ProviderError,
     redact,
 )
-from ..policies import Budget
+from ..policies import Budget, workflow_span
 from ..workflows.deep_research import (
     CallCache,
     Corpus,
@@ -137,15 +137,16 @@ def _run_with_progress(
             console.print(line, markup=False, highlight=False, soft_wrap=True)
 
     async def go() -> ResearchReport:
-        return await run_research(
-            question,
-            adapter,
-            config=config,
-            corpus=corpus,
-            on_event=on_event,
-            cache=cache,
-            budget=budget,
-        )
+        with workflow_span("deep_research", mode="corpus" if corpus is not None else "web"):
+            return await run_research(
+                question,
+                adapter,
+                config=config,
+                corpus=corpus,
+                on_event=on_event,
+                cache=cache,
+                budget=budget,
+            )
 
     with progress:
         return anyio.run(go)

@@ -8,7 +8,9 @@ call; `FailoverAdapter` = an ordered chain of backends (typed failover, optional
 `CooldownStore` = exhausted usage windows shared by every process of the user; `BudgetAdapter`
 = ceilings on calls, tokens, dollars and wall-clock time (`parse_budget` reads the `--budget`
 spec, `BudgetSettings` the `[budget]` table); `receipt` =
-how the backend treated each parameter of a call. Source: DESIGN.md ("Policies above the
+how the backend treated each parameter of a call. With the `otel` extra every call through
+`RetryingAdapter` / `FailoverAdapter` is an OpenTelemetry span; `workflow_span` = a workflow
+run's span. Source: DESIGN.md ("Policies above the
 adapters").
 """
 
@@ -35,6 +37,7 @@ from ._cooldown import (
 from ._failover import ChainMember, FailoverAdapter
 from ._receipt import receipt
 from ._retry import DEADLINE_SLACK_S, RetryingAdapter, RetryPolicy, with_retry
+from ._tracing import workflow_span
 
 __all__ = [
     "BUDGET_KEYS",
@@ -62,4 +65,5 @@ __all__ = [
     "receipt",
     "state_dir",
     "with_retry",
+    "workflow_span",
 ]

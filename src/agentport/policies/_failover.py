@@ -54,6 +54,7 @@ from ..core import (
 from ._chain import DEFAULT_FAILOVER_ON
 from ._cooldown import CooldownStore, cooling_error
 from ._receipt import receipt
+from ._tracing import call_span, record
 
 __all__ = ["ChainMember", "FailoverAdapter"]
 
@@ -122,9 +123,12 @@ class FailoverAdapter:
         deadline = time.monotonic() + config.total_timeout_s
         outcomes: list[_Outcome] = []
         winner: _Outcome | None = None
-        with anyio.move_on_after(config.total_timeout_s):
-            winner = await self._race(messages, config, deadline, outcomes)
-        return self._result(messages, config, outcomes, winner)
+        with call_span(self.backend, config) as current:
+            with anyio.move_on_after(config.total_timeout_s):
+                winner = await self._race(messages, config, deadline, outcomes)
+            result = self._result(messages, config, outcomes, winner)
+            record(current, result)
+        return result
 
     async def _prepare(
         self, index: int, messages: Sequence[Message], config: CompletionConfig

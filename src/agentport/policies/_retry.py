@@ -42,6 +42,7 @@ from ..core import (
 )
 from ._cooldown import CooldownStore, cooling_error, note_exhausted
 from ._receipt import receipt
+from ._tracing import call_span, record
 
 __all__ = ["DEADLINE_SLACK_S", "RetryPolicy", "RetryingAdapter", "with_retry"]
 
@@ -142,8 +143,18 @@ class RetryingAdapter:
     async def complete(
         self, messages: Sequence[Message], config: CompletionConfig | None = None
     ) -> Result[CompletionResponse, ProviderError]:
+        merged = merge_config(config, self.defaults)
         failed: list[ProviderError] = []  # every failed attempt: how far the call got
-        result = await self._attempts(messages, merge_config(config, self.defaults), failed)
+        with call_span(self.backend, merged) as current:
+            result = self._total(await self._attempts(messages, merged, failed), failed)
+            record(current, result)
+        return result
+
+    @staticmethod
+    def _total(
+        result: Result[CompletionResponse, ProviderError], failed: list[ProviderError]
+    ) -> Result[CompletionResponse, ProviderError]:
+        """*result* with the usage and `request_sent` of every failed attempt before it."""
         spent = sum((e.usage for e in failed), Usage())  # the failed attempts' requests
         if isinstance(result, Success):
             if not failed:
