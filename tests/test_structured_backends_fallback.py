@@ -222,7 +222,10 @@ def local_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
         monkeypatch.setitem(sys.modules, "llama_cpp.llama_grammar", fake.llama_grammar)
         monkeypatch.delitem(sys.modules, "agentport.backends.local", raising=False)
         yield importlib.import_module("agentport.backends.local")
-        sys.modules.pop("agentport.backends.local", None)  # never leave the stand-in behind
+        # never leave the stand-in behind: neither in sys.modules nor as the package's
+        # attribute, which `from agentport.backends import local` would still find
+        sys.modules.pop("agentport.backends.local", None)
+        vars(sys.modules["agentport.backends"]).pop("local", None)
         return
     yield importlib.import_module("agentport.backends.local")
 
