@@ -14,6 +14,9 @@
   for web-research tests; `DEFAULT_QUESTION` is the question its default pages answer.
 - `WebSearchReply` / `WebCall`: a FakeModelServer turn in which the provider's server-side
   web search runs (over a `LoopbackWeb`) before the model answers.
+- `Cassette` / `CassetteRecorder` / `cassette_calls`: a real CLI run recorded once (argv,
+  stdout, stderr, exit code, the model requests it made) and replayed as a fake CLI
+  executable; see docs/testing.md "Cassettes".
 - `claude_web_rules` / `gemini_web_rules` / `RebasedSearch`: side rules answering the web
   utility requests Claude Code and Gemini CLI send (Anthropic web search results, Gemini
   grounding and url context) from a `LoopbackWeb`; `LoopbackTls`: an https front for it.
@@ -26,6 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .._guard import ALLOW_ENV, BLOCK_ENV
+from ._cassette import Cassette, CassetteRecorder, cassette_calls
 from ._echo import EchoAdapter, EchoRuntime
 from ._fake_replies import (
     DEFAULT_SIDE_RULES,
@@ -66,6 +70,8 @@ __all__ = [
     "INJECTED_PAGE",
     "ApiKind",
     "Call",
+    "Cassette",
+    "CassetteRecorder",
     "CutStream",
     "DropConnection",
     "EchoAdapter",
@@ -94,6 +100,7 @@ __all__ = [
     "WebPage",
     "WebSearchReply",
     "block_real_backends",
+    "cassette_calls",
     "claude_web_rules",
     "gemini_web_rules",
 ]
