@@ -11,9 +11,15 @@ SPAWN = re.compile(
     r"subprocess\.(?:Popen|run|call|check_call|check_output)\(|open_process\("
     r"|create_subprocess_(?:exec|shell)\(|os\.(?:system|popen|spawn\w*|exec\w*|fork)\("
 )
-# the runner itself; the pass-through it runs (already inside the runner's group); and the two
+# the runner itself; the pass-throughs it runs (already inside the runner's group: the line
+# reader, and the cassette recorder that runs the real CLI as its own child); and the two
 # long-lived processes, which must start under the guardian (`guard_argv`)
-RUNNER = {"transport/_runner.py", "transport/_guardian.py", "backends/_lines.py"}
+RUNNER = {
+    "transport/_runner.py",
+    "transport/_guardian.py",
+    "backends/_lines.py",
+    "testing/_cassette.py",
+}
 GUARDED = {"backends/_acp_rpc.py", "backends/_local_client.py"}
 # `agentport worker` re-executes itself with a fixed hash seed: no child process
 REEXEC = {"cli/_worker.py"}
