@@ -108,8 +108,22 @@ class Bench:
         llm.add(self.reply("extract", extract), label="extract")
         verdict = {"refuted": False, "evidence": "e", "confidence": "high"}
         llm.add(self.reply("verify", verdict), label="verify")
-        report = {"summary": "s", "findings": [], "caveats": "c", "openQuestions": []}
-        llm.add(self.reply("synthesis", report), label="synthesis")
+
+        def synthesis(call: Call) -> dict[str, Any]:
+            # a usable answer (it cites a fetched source and restates a confirmed claim): a
+            # degenerate one is asked again, a second synthesis the bound does not count
+            url = re.search(r"https://site\d+\.org/p", call.prompt)
+            claim = re.search(r"claim 0\.\d+", call.prompt)
+            finding = {
+                "claim": claim.group(0) if claim else "claim",
+                "sources": [url.group(0)] if url else [],
+                "evidence": "q",
+                "confidence": "high",
+            }
+            return {"summary": "the confirmed claims agree", "findings": [finding],
+                    "caveats": "c", "openQuestions": []}  # fmt: skip
+
+        llm.add(self.reply("synthesis", synthesis), label="synthesis")
         return llm
 
     def bound(self, c: int) -> float:
