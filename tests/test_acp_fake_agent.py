@@ -43,7 +43,7 @@ def record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("AGENTPORT_ALLOW_REAL_BACKENDS", "1")
     path = tmp_path / "received.jsonl"
     monkeypatch.setenv("FAKE_RECORD", str(path))
-    monkeypatch.setenv("AGENTPORT_INHERIT_ENV", "FAKE_*")  # the allow-list opt-in (issue 15)
+    monkeypatch.setenv("AGENTPORT_INHERIT_ENV", "FAKE_*")  # the allow-list opt-in
     return path
 
 

@@ -1,4 +1,4 @@
-"""No caller text becomes a flag (issue 15): `--yolo`, `-h` and `--version` passed as the
+"""No caller text becomes a flag: `--yolo`, `-h` and `--version` passed as the
 prompt, the system prompt, the model, the tool names and the session id never land in a CLI's
 argv as a standalone argument, on every CLI backend. Values travel as `--flag=value`, through
 stdin or a file; where a CLI's parser takes the next token as the value whatever it looks like

@@ -1,5 +1,5 @@
 """`agentport backends` and the generated docs say how each backend is paid for and which one
-is cooling down after an exhausted usage window (issue 12, deliverables 2 and 6); run as the
+is cooling down after an exhausted usage window; run as the
 README shows it, in a subprocess, against the test's own state directory."""
 
 from __future__ import annotations

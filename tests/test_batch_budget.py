@@ -1,4 +1,4 @@
-"""A budget for a whole batch (`--budget` with `--batch`, issue 12 item 5 over issue 13):
+"""A budget for a whole batch:
 at a ceiling no new question starts, the questions in flight end partial, the rest are
 "not run (budget)" in summary.md and batch.json, exit code 3, the call ceiling is never
 passed, and a rerun with a bigger budget continues from what the batch spent — locally and

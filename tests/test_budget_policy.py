@@ -1,6 +1,6 @@
-"""A budget ends in a typed failure, never in more calls (issue 12, deliverable 5, policy
-layer): the call ceiling is never passed, even by calls running together; token, cost and
-wall-clock ceilings stop new calls; bad ceilings are one-line errors naming the field."""
+"""A budget ends in a typed failure, never in more calls: the call ceiling is never passed,
+even by calls running together; token, cost and wall-clock ceilings stop new calls; bad
+ceilings are one-line errors naming the field."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One deadline per call (issue 10, deliverable 2): `total_timeout_s` bounds the whole call,
+"""One deadline per call: `total_timeout_s` bounds the whole call,
 agentport's retries, schema re-prompts and back-off included, and ends in
 `Failure(timeout, timeout="total")` with the attempt history.
 

@@ -1,4 +1,4 @@
-"""Children see an allow-listed environment (issue 15): six unrelated secrets planted in the
+"""Children see an allow-listed environment: six unrelated secrets planted in the
 parent environment reach no agent CLI; an endpoint key reaches only its own backend, and never
 a configured `base_url` unless it is that backend's configured key.
 

@@ -123,7 +123,7 @@ def test_schema_file_that_is_not_a_json_schema_is_one_line(tmp_path: Path) -> No
     assert "ns.json: not a valid JSON schema" in line
 
 
-# -- issue 11 (6): polish ----------------------------------------------------------------------
+# -- polish ----------------------------------------------------------------------
 
 
 def test_duplicate_choice_is_a_one_line_usage_error(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""End-state rules that need a live process (issue 10 §5): a CLI lingering after its terminal
+"""End-state rules that need a live process: a CLI lingering after its terminal
 event is a success, neither an idle timeout nor retried; a fatal error line followed by
 silence ends the run after the error grace with that text; an unfinished tool is closed as
 abandoned in the runtime's stream; the finish reason and the stderr of an empty success reach

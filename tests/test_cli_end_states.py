@@ -1,4 +1,4 @@
-"""End-state tables (issue 10 §5), one per CLI backend, on transcripts: decode every line with
+"""End-state tables, one per CLI backend, on transcripts: decode every line with
 the backend's real decoder, then `settle` (the generic adapter's end-state judgment) decides.
 Pure: no processes. The linger / grace timing is covered with fake CLIs in
 test_cli_end_state_process.py.

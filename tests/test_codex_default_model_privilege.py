@@ -1,4 +1,4 @@
-"""No tool that acts, whatever model the CLI picks (issue 15, found after it was closed).
+"""No tool that acts, whatever model the CLI picks.
 
 With no `model` set, codex-cli 0.171.0 picks `gpt-6.2-sol`, whose catalog metadata puts the
 tools in an `additional_tools` input item instead of the Responses `tools` field: `exec` (a

@@ -1,5 +1,4 @@
-"""`agentport.complete_sync`: one blocking call for scripts, every problem a `Failure` (issue 10,
-deliverable 7: one error channel)."""
+"""`agentport.complete_sync`: one blocking call for scripts, every problem a `Failure`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The shared cooldown: an exhausted window reported once is known to every process until it
 resets, the store survives concurrent writers and a corrupt file, and the retry policy never
-calls a cooling backend nor retries a window before its reset (issue 12, deliverable 2)."""
+calls a cooling backend nor retries a window before its reset."""
 
 from __future__ import annotations
 

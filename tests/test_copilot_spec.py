@@ -31,7 +31,7 @@ def test_prompt_goes_through_stdin_with_no_tools_by_default(tmp_path: Path) -> N
     inv = build(_call(tmp_path, prompt="private words"))
     assert inv.stdin == b"private words"
     assert "-p" not in inv.argv
-    assert "--allow-all-tools" not in inv.argv  # least privilege (issue 15)
+    assert "--allow-all-tools" not in inv.argv  # least privilege
     assert "--deny-tool=shell" in inv.argv
     assert inv.argv[inv.argv.index("--output-format") + 1] == "json"
 

@@ -82,7 +82,7 @@ def test_normalize_name_is_idempotent(name: str) -> None:
 
 
 def test_params_set_reports_only_what_the_call_sets() -> None:
-    # least privilege by default: no tools, read-only (issue 15)
+    # least privilege by default: no tools, read-only
     assert CompletionConfig().params_set() == {Param.tool_restriction, Param.sandbox}
     assert CompletionConfig(tools=ToolPolicy.cli_defaults()).params_set() == frozenset()
     config = CompletionConfig(

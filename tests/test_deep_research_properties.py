@@ -1,4 +1,4 @@
-"""Hypothesis properties of the quorum and dedup core (issue 5, deliverable 2)."""
+"""Hypothesis properties of the quorum and dedup core."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 11 (5c, 5d): code evidence (review rule R9) from the syntax tree.
+"""Code evidence (review rule R9) from the syntax tree.
 
 (c) Indirect calls count (a dict/table lookup, `getattr`, a callback), and a name in a
 comment, a string or a docstring never does. (d) A graph graphify built from a parent folder

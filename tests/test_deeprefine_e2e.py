@@ -245,7 +245,7 @@ def test_an_echoed_judge_instruction_is_never_taken_as_yes(
     real_project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # `echo` answers with the prompt, which holds "<judge>Yes</judge> or <judge>No</judge>":
-    # the reference (and agentport before issue 11) read its first tag as Yes
+    # the reference (and agentport before) read its first tag as Yes
     args = ["refine", "--query", Q, "--backend", "echo", "--project-root", str(real_project)]
     assert main(args) == 1
     captured = capsys.readouterr()

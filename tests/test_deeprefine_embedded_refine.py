@@ -1,4 +1,4 @@
-"""Issue 11 (3), on the real embedded model: `agentport refine` as a user runs it.
+"""Refine on the real embedded model: `agentport refine` as a user runs it.
 
 A graphify graph of real code (agentport's own core, retry and structured-output modules) is
 built at test time; then `agentport refine "<question>" --graph graphify-out/graph.json

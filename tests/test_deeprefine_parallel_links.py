@@ -1,4 +1,4 @@
-"""Issue 11 (5b): an inserted link never hides or alters an extracted one.
+"""An inserted link never hides or alters an extracted one.
 
 graphify reads graph.json as an undirected simple graph, so a second link on a linked pair
 (either direction, any relation) collapses into the first, and `graphify update .` keeps only

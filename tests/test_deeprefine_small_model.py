@@ -1,4 +1,4 @@
-"""Issue 11 (3): refine on a small model only makes choices the code can check.
+"""Refine on a small model only makes choices the code can check.
 
 The judge is asked with `choices` on every backend that supports output constraints (the
 CLI path too); an answer with both tags, or the instruction echoed back, is never Yes. On

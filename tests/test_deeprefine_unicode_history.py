@@ -1,4 +1,4 @@
-"""Issue 11 (5a): any Unicode question survives the history and memory files.
+"""Any Unicode question survives the history and memory files.
 
 `str.splitlines()` also splits at U+2028, U+2029, U+0085 and a few control characters, and
 graphify leaves U+0085 raw inside its memory files: a question holding one used to come back

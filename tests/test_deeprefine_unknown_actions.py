@@ -1,4 +1,4 @@
-"""Issue 11 (6): an unknown action name is kept as a rejected item wherever it appears (in
+"""An unknown action name is kept as a rejected item wherever it appears (in
 the first block, in a later block, or in bare calls without a block), so review reports it
 instead of dropping it silently."""
 

@@ -1,8 +1,8 @@
-"""Typed failover in one configuration line, hedging, and the receipt per call (issue 12,
-deliverables 3, 4 and 7): the chain moves on only for failures another backend can fix, passes
-over a backend whose catalog cannot honour the call, records what happened to each backend
-before the one that answered; a hedge's loser is cancelled with its whole process group.
-Driven the way users call it: `llm.backend` as a list / comma list, `create_llm_adapter`."""
+"""Typed failover in one configuration line, hedging, and the receipt per call: the chain moves on
+only for failures another backend can fix, passes over a backend whose catalog cannot honour the
+call, records what happened to each backend before the one that answered; a hedge's loser is
+cancelled with its whole process group. Driven the way users call it: `llm.backend` as a list /
+comma list, `create_llm_adapter`."""
 
 from __future__ import annotations
 

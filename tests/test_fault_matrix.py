@@ -1,4 +1,4 @@
-"""The peer fault matrix (issue 10 deliverable 8): every verified agent CLI, driven through the
+"""The peer fault matrix: every verified agent CLI, driven through the
 documented one-shot call the way a user calls it, against each FakeModelServer fault.
 
     llm = create_llm_adapter("<cli>", <cli>={"base_url": ..., "api_key": ...})

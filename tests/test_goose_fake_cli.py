@@ -69,7 +69,7 @@ async def test_goose_answer_is_joined_from_stream_json_text_messages(
     assert seen["argv"][-2:] == ["-i", "-"]
     assert "--no-session" in seen["argv"]
     env = seen["env"]
-    assert env["GOOSE_MODE"] == "chat"  # no tools by default (issue 15)
+    assert env["GOOSE_MODE"] == "chat"  # no tools by default
     assert env["OPENAI_HOST"] == "http://127.0.0.1:9"
     assert env["OPENAI_BASE_PATH"] == "v1/chat/completions"
     assert env["OPENAI_API_KEY"] == "k-1"

@@ -46,7 +46,7 @@ async def test_hermes_reply_and_usage_report_come_through_the_pass_through(
         "default": "m-1",
     }
     assert claimed("hermes", Param.max_turns) is ParamSupport.NATIVE
-    # agentport owns retries (issue 10): hermes' own API retries are off by default
+    # agentport owns retries: hermes' own API retries are off by default
     assert written["agent"] == {"api_max_retries": 0, "max_turns": 4}
 
 

@@ -1,6 +1,6 @@
 """Input bombs end in typed one-line failures, never RecursionError or unbounded work:
 200,000-deep JSON in graph.json, a trace, history, caches and model answers; HTTP error
-bodies read up to a limit; the actions parser walks its text once (issue 15, deliverable 7)."""
+bodies read up to a limit; the actions parser walks its text once."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Least privilege with the REAL agent CLIs (issue 15): a model that obeys an injected
+"""Least privilege with the REAL agent CLIs: a model that obeys an injected
 instruction asks, in turn, for a shell command that creates a marker file, a file write outside
 the working folder, a read of `/proc/self/environ` and an environment dump. With the default
 tool policy (`complete()` with no `tools`), nothing of it may happen: the marker and the

@@ -179,6 +179,6 @@ def test_exception_table_prefers_the_most_specific_class() -> None:
     )
     error = classify_exception(quota)
     assert error is not None
-    # an exhausted quota is its own kind (issue 12), still not retryable
+    # an exhausted quota is its own kind, still not retryable
     assert (error.kind, error.retryable) == (ErrorKind.quota_exhausted, False)
     assert classify_exception(KeyError("bug")) is None  # bugs are not provider errors

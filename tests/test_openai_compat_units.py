@@ -139,7 +139,7 @@ def test_request_leaves_out_unset_model_and_uses_completion_tokens_field() -> No
         (403, "forbidden", ErrorKind.auth_required, False),
         (429, '{"error": {"message": "slow down"}}', ErrorKind.rate_limited, True),
         (429, '{"error": {"code": "insufficient_quota", "message": "no"}}',
-         ErrorKind.quota_exhausted, False),  # an exhausted quota is its own kind (issue 12)
+         ErrorKind.quota_exhausted, False),  # an exhausted quota is its own kind
         (400, '{"error": {"message": "You have reached your specified API usage limits"}}',
          ErrorKind.quota_exhausted, False),
         (400, '{"error": {"code": "context_length_exceeded", "message": "too long"}}',

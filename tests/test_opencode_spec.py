@@ -31,7 +31,7 @@ def _call(tmp_path: Path, **kw: object) -> CliCall:
 def test_message_goes_through_stdin(tmp_path: Path) -> None:
     inv = build(_call(tmp_path, prompt="private words"))
     assert inv.stdin == b"private words"
-    # logs on stderr: they carry the retry notice (agentport owns retries, issue 10)
+    # logs on stderr: they carry the retry notice (agentport owns retries)
     assert inv.argv == (
         *("/bin/opencode", "run", "--format", "json"),
         *("--print-logs", "--log-level", "INFO"),

@@ -1,5 +1,5 @@
 """Contract: the REAL codex / claude / gemini CLIs, configured as a user would, against a
-FakeModelServer that answers with the provider's own 429 body (issue 12, deliverable 1):
+FakeModelServer that answers with the provider's own 429 body:
 OpenAI `usage_limit_reached` with `resets_at`, Anthropic `rate_limit_error` (a plain rate limit)
 and its subscription-window headers, Google `RESOURCE_EXHAUSTED` with a `RetryInfo`. What the
 real CLI prints is classified: an exhausted window is `quota_exhausted` with its `retry_at`,

@@ -1,6 +1,6 @@
 """Contract: the REAL qwen / opencode / pi / copilot CLIs (OpenAI-compatible providers) against
 a FakeModelServer answering OpenAI's own exhausted-window 429 body, `usage_limit_reached` with
-`resets_at` (issue 12, deliverable 1). Same setup and skips as test_more_clis_contract.py."""
+`resets_at`. Same setup and skips as test_more_clis_contract.py."""
 
 from __future__ import annotations
 

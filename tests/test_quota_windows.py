@@ -1,5 +1,5 @@
 """Exhausted usage windows are `quota_exhausted` with `retry_at`, never retried before it; a
-plain burst 429 stays `rate_limited` (issue 12, deliverable 1).
+plain burst 429 stays `rate_limited`.
 
 Every format of shared/reference/quota-messages.md is checked twice: by the pure parser at a
 fixed instant, and through each verified CLI's real HTTP 429 transcript (tests/fixtures/cli)

@@ -1,5 +1,5 @@
 """Secrets never leave agentport: errors, warnings, raw text, details, `complete --json`,
-stderr, research reports, resume caches and logs are redacted (issue 15, deliverable 4)."""
+stderr, research reports, resume caches and logs are redacted."""
 
 from __future__ import annotations
 

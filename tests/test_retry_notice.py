@@ -1,4 +1,4 @@
-"""No retry multiplication (issue 10 deliverable 3): a CLI's own retry notice ends the run with
+"""No retry multiplication: a CLI's own retry notice ends the run with
 the failure it announces, so agentport's retry policy is the only one. The runner's
 `on_stderr_line` hook, then each backend's notice through `complete()` with a fake CLI that
 replays the real CLI's output up to its first retry notice and then hangs: without the notice

@@ -1,5 +1,5 @@
 """Bad input from a CLI's stdout/stderr never escapes `complete()` as an exception and never
-hangs past the deadline (issue 10 "Bad input", issue 15 deliverable 7): a malformed line, a
+hangs past the deadline: a malformed line, a
 non-UTF-8 byte, an unknown or mis-shaped event, a line over the limit, a stream cut mid-line,
 JSON nested 200 000 deep, a million events. Each is a kept raw (noise) line, or a typed
 failure. Driven through the factory with a fake CLI replaying each backend's real transcript.

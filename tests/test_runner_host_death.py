@@ -1,4 +1,4 @@
-"""The host dies, the children die (issue 10 deliverable 4): a CLI started by the runner, and
+"""The host dies, the children die: a CLI started by the runner, and
 the processes it started, do not outlive the Python process that ran it, even when that
 process is SIGKILLed mid-call. Also: the guardian is invisible on the normal paths (exit
 codes and signals are relayed as the CLI's own)."""

@@ -1,4 +1,4 @@
-"""Safety parameters fail closed (issue 15): a tool list or sandbox a backend cannot enforce is
+"""Safety parameters fail closed: a tool list or sandbox a backend cannot enforce is
 `ErrorKind.unsupported` whatever `on_ignored` says, from the catalog check or from the spec's
 `build`; and every backend can run the default (no tools, read-only) but grok, gjc and
 zcode, which have no flag to limit the tools they run headless.

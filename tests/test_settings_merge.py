@@ -1,4 +1,4 @@
-"""Configured values reach the backend whatever the caller passes (issue 10, deliverable 1).
+"""Configured values reach the backend whatever the caller passes.
 
 Regression: `CliAdapter.run` did `config = config or self.default_config`, so any per-call
 `CompletionConfig` (the README's own example) silently replaced `llm.model` and the configured

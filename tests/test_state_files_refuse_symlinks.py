@@ -1,7 +1,7 @@
 """A cloned repository cannot point agentport's writes elsewhere, and reads stay where they
 belong: state files and locks refuse symlinks, state folders must be real and the user's,
 backups keep the graph's mode, corpus symlinks/special files are skipped, review reads only
-inside the project root (issue 15, deliverable 5)."""
+inside the project root."""
 
 from __future__ import annotations
 

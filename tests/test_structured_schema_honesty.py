@@ -1,4 +1,4 @@
-"""Schemas never lie (issue 10, deliverable 6): a schema the strict subset cannot express is
+"""Schemas never lie: a schema the strict subset cannot express is
 never sent natively (prompt + local validation, with a warning); pydantic models validate as
 strictly as their JSON schema; a length-cut answer says it was cut."""
 

@@ -1,4 +1,4 @@
-"""A cluster-wide cap per backend (issue 13 item 4), on a real Temporal server: however many
+"""A cluster-wide cap per backend, on a real Temporal server: however many
 workers serve a backend's queue, `[temporal] cluster_concurrency` bounds the calls of that
 backend running at once; a permit whose holder workflow dies is taken back; the semaphore
 workflow keeps its state across continue-as-new."""

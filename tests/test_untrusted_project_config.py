@@ -1,5 +1,5 @@
 """A cloned project's agentport.toml / pyproject.toml cannot redirect keys or run programs
-until the user trusts its folder (issue 15, deliverable 2)."""
+until the user trusts its folder."""
 
 from __future__ import annotations
 

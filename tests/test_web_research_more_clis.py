@@ -1,4 +1,4 @@
-"""Contract: why opencode, qwen, pi and copilot keep `web_search` IGNORED (issue 16 item 1).
+"""Contract: why opencode, qwen, pi and copilot keep `web_search` IGNORED.
 
 Each pinned CLI runs once against FakeModelServer with its own default tools (the widest set
 it offers headless, `ToolPolicy.cli_defaults()`, nothing for web turned on by agentport),

@@ -1,4 +1,4 @@
-"""Claude Code and Gemini CLI web tools (issue 16), without the CLIs: the flags / policy file
+"""Claude Code and Gemini CLI web tools, without the CLIs: the flags / policy file
 turn on exactly the web tools when a call asks; the decoders mark search and fetch events
 (lines trimmed from real stream-json of Claude Code 2.1.197 and gemini-cli 0.61.0 against
 FakeModelServer); FakeModelServer speaks Anthropic's web search results and Gemini's

@@ -1,4 +1,4 @@
-"""Native web tools are least-privilege and observable (issue 16): a call that asks for web
+"""Native web tools are least-privilege and observable: a call that asks for web
 search gets the CLI's web tools and nothing else; codex's `web_search` items become events
 counted per call; the fake provider's server-side search (`WebSearchReply`) speaks the
 Responses wire shape; the research stats add up what the agents searched and fetched."""

@@ -1,5 +1,5 @@
 """A workflow stopped by its budget ends in a partial result, never in an exception with
-nothing (issue 12, deliverable 5): deep research lists the claims it verified and the rest
+nothing: deep research lists the claims it verified and the rest
 as "not verified (budget)"; DeepRefine keeps the trace so far and applies nothing; both exit
 with the distinct "partial" code 3. The budget comes from the library (`budget=`), the
 command line (`--budget`) or the configuration (`[budget]`); `--plan` shows the worst case
