@@ -9,10 +9,11 @@ call: `Failure(ErrorKind.budget_exhausted)`, not retryable, with `details["budge
 ceilings) and `details["spent"]`. The next call is estimated at the mean a finished call
 spent so far, once for it and once for each call still running; so a run of like calls stops
 before it crosses a token or cost ceiling, not after (one call far above the mean can still
-pass it). Calls already running finish; each is bounded by the time left of `deadline_s`
-(its `total_timeout_s` is lowered to it, and a call still running at the deadline is
-cancelled); a call ended by the deadline is `budget_exhausted` too (`details["cut"]`). The
-call ceiling is never passed. A workflow that catches `budget_exhausted` ends with what it
+pass it, and so can calls that start together before any has finished: no estimate yet).
+Calls already running finish; each is bounded by the time left of `deadline_s` (its
+`total_timeout_s` is lowered to it, and a call still running at the deadline is cancelled);
+a call ended by the deadline is `budget_exhausted` too (`details["cut"]`). The call ceiling
+is never passed. A workflow that catches `budget_exhausted` ends with what it
 has finished (a partial result: `run_research(budget=...)`, `run_loop(budget=...)`).
 """
 
