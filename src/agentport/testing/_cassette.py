@@ -34,31 +34,17 @@ alters the command line).
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._fs import atomic_write
 from ._fake_replies import RecordedRequest
 from ._fake_server import FakeModelServer
 
 __all__ = ["Cassette", "CassetteRecorder", "cassette_calls"]
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write *data* to *path* through a temporary file in the same folder (never half)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 @dataclass(frozen=True)
@@ -130,10 +116,10 @@ class Cassette:
         """Write `<folder>/<case>.*` (each file atomically; the meta file last, so a
         cassette that loads is complete)."""
         base = Path(folder)
-        _write_atomic(base / f"{case}.stdout", self.stdout)
-        _write_atomic(base / f"{case}.stderr", self.stderr)
+        atomic_write(base / f"{case}.stdout", self.stdout)
+        atomic_write(base / f"{case}.stderr", self.stderr)
         lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.requests)
-        _write_atomic(base / f"{case}.requests.jsonl", lines.encode("utf-8"))
+        atomic_write(base / f"{case}.requests.jsonl", lines.encode("utf-8"))
         meta = {
             **self.meta,
             "cli": self.cli,
@@ -144,7 +130,7 @@ class Cassette:
             "version": self.version,
             "model_requests": len(self.requests),
         }
-        _write_atomic(base / f"{case}.meta.json", json.dumps(meta, indent=2).encode() + b"\n")
+        atomic_write(base / f"{case}.meta.json", json.dumps(meta, indent=2).encode() + b"\n")
 
     @property
     def command(self) -> tuple[str, ...]:
@@ -185,9 +171,9 @@ class Cassette:
             "delay_s": delay_s,
             "calls": str(exe) + ".calls.jsonl",
         }
-        _write_atomic(exe.with_name(exe.name + ".cassette.json"), json.dumps(data).encode())
+        atomic_write(exe.with_name(exe.name + ".cassette.json"), json.dumps(data).encode())
         script = f"#!{sys.executable}\n{_REPLAY}"
-        _write_atomic(exe, script.encode("utf-8"))
+        atomic_write(exe, script.encode("utf-8"))
         exe.chmod(0o755)
         return exe
 
@@ -259,8 +245,8 @@ class CassetteRecorder:
         self.cli = cli or Path(self.real).name
         self.executable = self.folder / self.cli
         config = {"real": self.real, "out": str(self.folder / "runs")}
-        _write_atomic(self.folder / f"{self.cli}.recorder.json", json.dumps(config).encode())
-        _write_atomic(self.executable, f"#!{sys.executable}\n{_RECORD}".encode())
+        atomic_write(self.folder / f"{self.cli}.recorder.json", json.dumps(config).encode())
+        atomic_write(self.executable, f"#!{sys.executable}\n{_RECORD}".encode())
         self.executable.chmod(0o755)
 
     def runs(self, server: FakeModelServer | None = None) -> list[Cassette]:
