@@ -99,6 +99,9 @@ class LLMSettings(BaseModel):
             backend (None: `agentport.policies.DEFAULT_FAILOVER_ON`).
         hedge_after_s: with a chain, start the next backend when the current one has not
             answered after this many seconds; the first success wins (None: no hedging).
+        min_headroom: with a chain, pass over a member (not the last) whose provider last
+            reported less than this share (0-1] of a usage window left
+            (`agentport.policies.quota_status`; None: never).
         options: per-backend option tables (`[llm.<backend>]`), keyed by canonical name.
     """
 
@@ -119,6 +122,7 @@ class LLMSettings(BaseModel):
     retry_max_delay_s: float = Field(default=30.0, ge=0)
     failover_on: tuple[str, ...] | None = None
     hedge_after_s: float | None = Field(default=None, gt=0)
+    min_headroom: float | None = Field(default=None, gt=0, le=1)
 
     @field_validator("backend", mode="before")
     @classmethod

@@ -268,6 +268,7 @@ def _chain_adapter(settings: LLMSettings, *, retry: bool) -> FailoverAdapter:
         [member(n, i == len(names) - 1) for i, n in enumerate(names)],
         failover_on=kinds,
         hedge_after_s=settings.hedge_after_s,
+        min_headroom=settings.min_headroom,
         defaults=settings.completion_config(),
         cooldown=default_store(),
     )

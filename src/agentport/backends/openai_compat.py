@@ -45,12 +45,15 @@ from ..core import (
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
+    Headroom,
     Message,
     ProviderError,
     TimeoutWhich,
     check_params,
+    headroom_from_headers,
     merge_config,
 )
+from ..core._headroom import with_headroom
 from ..structured import complete_constrained, restore_answer, schema_dict, strict_schema
 from ..transport import tls_context
 from ._openai_wire import (  # re-exported: the public wire helpers
@@ -250,6 +253,7 @@ class OpenAICompatAdapter:
         # what left this process: None until the connection is up, True once the server
         # answered with a status; `chunks`: answer chunks that arrived before a failure
         sent: bool | None = False
+        headroom: tuple[Headroom, ...] = ()  # the usage windows the response headers describe
         acc = ChatStreamAccumulator(self.backend)
         with scope:
             try:
@@ -260,6 +264,7 @@ class OpenAICompatAdapter:
                     client.stream("POST", url, json=body, headers=endpoint.headers()) as resp,
                 ):
                     sent = True
+                    headroom = headroom_from_headers(resp.headers)
                     if resp.status_code >= 400:
                         raw = await _read_at_most(resp, ERROR_BODY_LIMIT)
                         text = raw.decode("utf-8", errors="replace")
@@ -303,7 +308,8 @@ class OpenAICompatAdapter:
                 )
             )
             sent = sent or None  # the deadline may have cut the connect or the upload
-        return result.alt(lambda error: error.sent(sent, mid_stream=acc.chunks > 0))
+        result = result.alt(lambda error: error.sent(sent, mid_stream=acc.chunks > 0))
+        return with_headroom(result, headroom) if headroom else result
 
     def _parse_body(self, raw: bytes) -> Result[CompletionResponse, ProviderError]:
         try:

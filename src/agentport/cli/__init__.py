@@ -18,6 +18,7 @@ def _load_app() -> typer.Typer:
         _batch,  # noqa: F401  (registers `agentport batch`)
         _doctor,  # noqa: F401  (registers `agentport doctor`)
         _mcp,  # noqa: F401  (registers `agentport mcp`)
+        _quota,  # noqa: F401  (registers `agentport quota`)
         _refine,  # noqa: F401  (registers `agentport refine`)
         _research,  # noqa: F401  (registers `agentport research`)
         _worker,  # noqa: F401  (registers `agentport worker`)

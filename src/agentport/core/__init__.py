@@ -1,7 +1,8 @@
 """agentport.core: types, errors, capabilities and protocols. No I/O at all.
 
 The quota parsers (`as_quota`, `parse_quota`, `quota_from_body`, `QuotaWindow`, `MAX_WINDOW`)
-load on first use: their patterns cost more at import than a caller of the types needs.
+and the headroom parser (`headroom_from_headers`, `Headroom`) load on first use: their
+patterns cost more at import than a caller of the types needs.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -40,16 +41,22 @@ from ._protocols import AgentEvent, AgentRuntime, EventType, LLMAdapter, Runtime
 from ._response import CompletionResponse, ParamReceipt, RawInfo, SkippedBackend, Usage
 
 if TYPE_CHECKING:
+    from ._headroom import Headroom, headroom_from_headers
     from ._quota import MAX_WINDOW, QuotaWindow, as_quota, parse_quota, quota_from_body
 
-_QUOTA = frozenset({"MAX_WINDOW", "QuotaWindow", "as_quota", "parse_quota", "quota_from_body"})
+_LAZY = {
+    **dict.fromkeys(
+        ("MAX_WINDOW", "QuotaWindow", "as_quota", "parse_quota", "quota_from_body"), "_quota"
+    ),
+    **dict.fromkeys(("Headroom", "headroom_from_headers"), "_headroom"),
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _QUOTA:
-        from . import _quota
+    if name in _LAZY:
+        from importlib import import_module
 
-        return getattr(_quota, name)
+        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module 'agentport.core' has no attribute {name!r}")
 
 
@@ -66,6 +73,7 @@ __all__ = [
     "ErrorKind",
     "EventStream",
     "EventType",
+    "Headroom",
     "IgnoredPolicy",
     "LLMAdapter",
     "Message",
@@ -87,6 +95,7 @@ __all__ = [
     "as_messages",
     "as_quota",
     "check_params",
+    "headroom_from_headers",
     "json_schema_problem",
     "merge_config",
     "normalize_name",

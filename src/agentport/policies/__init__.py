@@ -7,8 +7,9 @@ the settings merge, the attempt history on every failure and `duration_s` coveri
 call; `FailoverAdapter` = an ordered chain of backends (typed failover, optional hedging);
 `CooldownStore` = exhausted usage windows shared by every process of the user; `BudgetAdapter`
 = ceilings on calls, tokens, dollars and wall-clock time (`parse_budget` reads the `--budget`
-spec, `BudgetSettings` the `[budget]` table); `receipt` =
-how the backend treated each parameter of a call. With the `otel` extra every call through
+spec, `BudgetSettings` the `[budget]` table); `quota_status` = the usage windows a backend
+last reported (remaining share, reset); `receipt` = how the backend treated each parameter
+of a call. With the `otel` extra every call through
 `RetryingAdapter` / `FailoverAdapter` is an OpenTelemetry span; `workflow_span` = a workflow
 run's span. Source: DESIGN.md ("Policies above the
 adapters").
@@ -35,6 +36,7 @@ from ._cooldown import (
     state_dir,
 )
 from ._failover import ChainMember, FailoverAdapter
+from ._headroom import QuotaStatus, quota_status
 from ._receipt import receipt
 from ._retry import DEADLINE_SLACK_S, RetryingAdapter, RetryPolicy, with_retry
 from ._tracing import workflow_span
@@ -52,6 +54,7 @@ __all__ = [
     "CooldownStoreWarning",
     "FailoverAdapter",
     "PlanFit",
+    "QuotaStatus",
     "RetryPolicy",
     "RetryingAdapter",
     "cooldown_error",
@@ -62,6 +65,7 @@ __all__ = [
     "merge_budgets",
     "parse_budget",
     "parse_duration",
+    "quota_status",
     "receipt",
     "state_dir",
     "with_retry",

@@ -11,7 +11,9 @@ not called, when:
 
 - the catalog says it IGNOREs a parameter the call needs under `on_ignored="fail"`, or it
   cannot enforce a safety parameter (`check_params`): `kind=unsupported`;
-- its usage window is exhausted in the shared cooldown store: `kind=quota_exhausted`.
+- its usage window is exhausted in the shared cooldown store: `kind=quota_exhausted`;
+- (not the last member) its provider last reported less than `min_headroom` of a usage
+  window left (`quota_status`): `kind=quota_exhausted`.
 
 The answer records which backend gave it (`CompletionResponse.backend`) and each member tried
 or passed over before it (`CompletionResponse.skipped`: kind, seconds, reason). Its usage
@@ -33,6 +35,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import anyio
 from returns.result import Failure, Result, Success
@@ -53,6 +56,7 @@ from ..core import (
 )
 from ._chain import DEFAULT_FAILOVER_ON
 from ._cooldown import CooldownStore, cooling_error
+from ._headroom import quota_status
 from ._receipt import receipt
 from ._tracing import call_span, record
 
@@ -100,6 +104,7 @@ class FailoverAdapter:
         hedge_after_s: float | None = None,
         defaults: CompletionConfig | None = None,
         cooldown: CooldownStore | None = None,
+        min_headroom: float | None = None,
     ) -> None:
         if not members:
             raise ValueError("a failover chain needs at least one backend")
@@ -110,6 +115,7 @@ class FailoverAdapter:
         self.hedge_after_s = hedge_after_s
         self.defaults = defaults or CompletionConfig()
         self.cooldown = cooldown
+        self.min_headroom = min_headroom
 
     @property
     def backend(self) -> str:
@@ -143,6 +149,8 @@ class FailoverAdapter:
                 return _Outcome(index, None, _skip(member.name, error, called=False), error)
         if self.cooldown is not None:
             cooling = await cooling_error(self.cooldown, member.name)
+            if cooling is None and index < len(self.members) - 1:
+                cooling = await self._low_headroom(member.name, self.cooldown.path.parent)
             if cooling is not None:
                 return _Outcome(index, None, _skip(member.name, cooling, called=False), cooling)
         try:
@@ -150,6 +158,27 @@ class FailoverAdapter:
         except ProviderError as exc:
             error = exc.with_backend(member.name)
             return _Outcome(index, None, _skip(member.name, error, called=False), error)
+
+    async def _low_headroom(self, backend: str, folder: Path) -> ProviderError | None:
+        """`quota_exhausted` (not called) when *backend* last reported less than
+        `min_headroom` of a window left; None when it did not, or said nothing."""
+        if self.min_headroom is None:
+            return None
+        status = await anyio.to_thread.run_sync(lambda: quota_status(backend, folder=folder))
+        known = [(w, w.remaining_share) for w in status.windows if w.remaining_share is not None]
+        low = [(w, share) for w, share in known if share < self.min_headroom]
+        if not low:
+            return None
+        w, share = low[0]
+        return ProviderError(
+            ErrorKind.quota_exhausted,
+            f"{w.window} window {share:.0%} left, under min_headroom "
+            f"{self.min_headroom:.0%}; passed over",
+            backend=backend,
+            retryable=False,
+            retry_at=w.resets_at,
+            window=w.window,
+        )
 
     async def _run(
         self,

@@ -41,6 +41,7 @@ from ..core import (
     merge_config,
 )
 from ._cooldown import CooldownStore, cooling_error, note_exhausted
+from ._headroom import note_headroom
 from ._receipt import receipt
 from ._tracing import call_span, record
 
@@ -199,6 +200,8 @@ class RetryingAdapter:
                         timeout=which,
                     )
                 )
+            if self.cooldown is not None:  # the usage windows the response reported
+                await note_headroom(self.cooldown.path.parent, self.backend, result)
             if isinstance(result, Success):
                 response = result.unwrap()
                 update: dict[str, object] = {"duration_s": time.monotonic() - started}

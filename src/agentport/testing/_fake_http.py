@@ -336,20 +336,21 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             limit = reply.after_deltas
         chunk_delay = getattr(reply, "chunk_delay", 0.0)
+        extra = dict(getattr(reply, "headers", None) or {})
         if c.stream and c.sse:
             include_usage = True
             if c.api is ApiKind.CHAT:
                 so = req.body.get("stream_options") if isinstance(req.body, dict) else None
                 include_usage = isinstance(so, dict) and so.get("include_usage") is True
             events = render_stream(c.api, turn, include_usage=include_usage)
-            self._send_sse(events, limit=limit, chunk_delay=chunk_delay)
+            self._send_sse(events, limit=limit, chunk_delay=chunk_delay, headers=extra)
         else:
             body = render_json(c.api, turn, gemini_array=c.stream)
             data = json.dumps(body).encode()
             if limit is not None:
                 self._send_partial(data)
             else:
-                self._send_bytes(200, data, "application/json")
+                self._send_bytes(200, data, "application/json", extra)
         if isinstance(reply, CutStream):
             self._abort()
         elif isinstance(reply, Hang):
@@ -399,13 +400,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data[: len(data) // 2])
 
     def _send_sse(
-        self, events: Iterator[tuple[bytes, bool]], *, limit: int | None, chunk_delay: float
+        self,
+        events: Iterator[tuple[bytes, bool]],
+        *,
+        limit: int | None,
+        chunk_delay: float,
+        headers: dict[str, str] | None = None,
     ) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self._common_headers()
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
         self.end_headers()
         deltas = 0
         for data, is_delta in events:

@@ -127,12 +127,14 @@ class ServerReply:
 class TextReply(ServerReply):
     """Answer with `text`. Streamed answers are cut in `chunk_size`-character deltas
     (default: three pieces, or 64 KiB pieces for long texts), `chunk_delay` seconds apart.
-    `usage` defaults to about len/4 tokens each way."""
+    `usage` defaults to about len/4 tokens each way. `headers` are added to the response
+    (rate-limit headers, say)."""
 
     text: str
     usage: TokenUsage | None = None
     chunk_size: int | None = None
     chunk_delay: float = 0.0
+    headers: Mapping[str, str] = field(default_factory=dict)  # extra response headers
 
     def describe(self) -> str:
         t = self.text if len(self.text) <= 40 else self.text[:37] + "..."
@@ -155,6 +157,7 @@ class JsonReply(ServerReply):
     usage: TokenUsage | None = None
     chunk_size: int | None = None
     chunk_delay: float = 0.0
+    headers: Mapping[str, str] = field(default_factory=dict)  # extra response headers
 
     @property
     def text(self) -> str:
