@@ -53,6 +53,9 @@ _HEADLESS_ENV = {
     "DISABLE_AUTOUPDATER": "1",
     "DISABLE_TELEMETRY": "1",
     "DISABLE_ERROR_REPORTING": "1",
+    # tool search on (the default of 2.1.332) offers a `DeferredToolPlaceholder` tool even
+    # when every tool is turned off: measured against FakeModelServer, gone with this off
+    "ENABLE_TOOL_SEARCH": "false",
 }
 
 
