@@ -51,21 +51,30 @@ TOOL = "mcp__agentport__complete"
 
 
 def _scripted_model() -> Callable[[RecordedRequest], ReplyLike]:
-    """The model's turns. `claude -p` does not wait for MCP servers before its first turn
-    (agentport's server takes seconds to import), so until the agentport tool is offered the
-    model calls claude's own `WaitForMcpServers`; then it calls the agentport tool once and
-    answers with the tool's result."""
+    """The model's turns, as a model meets Claude Code's defaults. Since 2.1.3xx tool search
+    is on by default: MCP tools are listed as deferred and only offered after the model calls
+    `ToolSearch` with `select:<name>`. Older releases did not wait for MCP servers before the
+    first turn (agentport's server takes seconds to import), so while neither the tool nor
+    `ToolSearch` is offered the model calls claude's own `WaitForMcpServers`. Then it calls
+    the agentport tool once and answers with the tool's result. After a bounded number of
+    turns it gives up, so a change in claude fails the test in seconds, not at its timeout."""
     called = False
+    turns = 0
 
     def turn(req: RecordedRequest) -> ReplyLike:
-        nonlocal called
+        nonlocal called, turns
         if not req.tool_names:  # claude's side request for a session title
             return "agentport session"
+        turns += 1
+        if turns > 12:
+            return "gave up: the agentport tool was never offered"
         if called and req.has_tool_result:
             return f"The tool said: {' '.join(req.tool_results)}"
         if TOOL in req.tool_names:
             called = True
             return ToolCallReply(TOOL, {"prompt": "What is the magic word?"})
+        if "ToolSearch" in req.tool_names:
+            return ToolCallReply("ToolSearch", {"query": f"select:{TOOL}", "max_results": 5})
         return ToolCallReply("WaitForMcpServers", {})
 
     return turn

@@ -55,7 +55,18 @@ def test_any_json_value_in_a_fence_round_trips(
     value: Any, before: str, after: str, tag: str
 ) -> None:
     text = f"{before}\n```{tag}\n{json.dumps(value)}\n```\n{after}"
-    assert find_json(text) == value
+    try:  # prose of a lone `"` on both sides makes the whole text one JSON string: rule 1
+        whole = json.loads(text, strict=False)
+    except ValueError:
+        assert find_json(text) == value
+    else:
+        assert find_json(text) == whole
+
+
+@given(st.sampled_from(["```", "a ``` b", "```json\n{}\n```"]), st.sampled_from(["json", ""]))
+def test_a_string_holding_a_fence_does_not_end_the_fenced_block(inner: str, tag: str) -> None:
+    for value in (inner, {"code": inner}, [inner, 1]):
+        assert find_json(f"Here:\n```{tag}\n{json.dumps(value)}\n```\nDone.") == value
 
 
 @given(containers, prose, prose)

@@ -8,7 +8,7 @@ from typing import Any, Final
 
 __all__ = ["NOTHING", "extract_json", "find_json"]
 
-_FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n(.*?)```", re.DOTALL)
+_FENCE_OPEN = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n")
 # strict=False: control characters (raw newlines, tabs) inside strings are accepted, which is
 # what small models emit under grammar constraints.
 _DECODER = json.JSONDecoder(strict=False)
@@ -71,6 +71,19 @@ def _block_end(text: str, start: int) -> int | None:
     return None
 
 
+def _fenced_value(text: str, start: int) -> Any:
+    """The JSON value of the fenced block whose body begins at *start*, or NOTHING. The
+    block ends at the first ```` ``` ```` after which the body is one JSON value: a string
+    value may hold a fence of its own (```` "```" ````), which is not the block's end."""
+    close = text.find("```", start)
+    while close != -1:
+        value = _loads(text[start:close])
+        if value is not NOTHING:
+            return value
+        close = text.find("```", close + 3)
+    return NOTHING
+
+
 def find_json(text: str) -> Any:
     """The JSON value of an answer, or `NOTHING`.
 
@@ -84,8 +97,8 @@ def find_json(text: str) -> Any:
     value = _loads(text)
     if value is not NOTHING:
         return value
-    for match in _FENCE.finditer(text):
-        value = _loads(match.group(1))
+    for opener in _FENCE_OPEN.finditer(text):
+        value = _fenced_value(text, opener.end())
         if value is not NOTHING:
             return value
     i = 0
