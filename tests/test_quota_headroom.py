@@ -64,6 +64,22 @@ def test_anthropic_and_codex_headers() -> None:
     assert secondary.remaining_share == pytest.approx(0.875)
 
 
+def test_a_codex_window_with_only_its_reset_is_kept_and_read_by_the_quota_parser() -> None:
+    """A 429 of the Codex backend may carry the reset without the used percent: the window
+    is reported (share unknown), and `as_quota` reads the same headers for `retry_at`."""
+    from agentport.core import ErrorKind, ProviderError, as_quota
+
+    at = int((NOW + timedelta(hours=3)).timestamp())
+    headers = {"x-codex-secondary-reset-at": str(at)}
+    (window,) = headroom_from_headers(headers, now=NOW)
+    assert (window.window, window.remaining_share) == ("secondary", None)
+    assert window.resets_at == NOW + timedelta(hours=3)
+    error = ProviderError(kind=ErrorKind.rate_limited, message="usage limit", backend="codex")
+    quota = as_quota(error, headers=headers, now=NOW)
+    assert (quota.kind, quota.window) == (ErrorKind.quota_exhausted, "weekly")
+    assert quota.retry_at == NOW + timedelta(hours=3)
+
+
 def test_nothing_is_guessed() -> None:
     assert headroom_from_headers({"content-type": "application/json"}, now=NOW) == ()
     (only,) = headroom_from_headers({"x-ratelimit-remaining-requests": "3"}, now=NOW)

@@ -164,14 +164,14 @@ def headroom_from_headers(
     for window in ("primary", "secondary"):
         prefix = f"x-codex-{window}"
         used = lower.get(f"{prefix}-used-percent")
-        if used is None:
-            continue
-        try:
-            share: float | None = min(max(1.0 - float(used) / 100.0, 0.0), 1.0)
-        except ValueError:
-            share = None
         after = _duration_s(lower.get(f"{prefix}-reset-after-seconds"))
         resets = _time(lower.get(f"{prefix}-reset-at"))
+        if used is None and after is None and resets is None:
+            continue
+        try:
+            share = min(max(1.0 - float(used) / 100.0, 0.0), 1.0) if used is not None else None
+        except ValueError:
+            share = None
         if resets is None and after is not None:
             resets = now + timedelta(seconds=after)
         minutes = _int(lower.get(f"{prefix}-window-minutes"))

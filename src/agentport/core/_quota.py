@@ -36,6 +36,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ._errors import ErrorKind, ProviderError
+from ._headroom import headroom_from_headers
 
 __all__ = ["MAX_WINDOW", "QuotaWindow", "as_quota", "parse_quota", "quota_from_body"]
 
@@ -230,11 +231,6 @@ def parse_quota(
     return QuotaWindow(retry_at, _window(text), said)
 
 
-def _header(headers: Mapping[str, str], name: str) -> str | None:
-    wanted = name.lower()
-    return next((v for k, v in headers.items() if k.lower() == wanted), None)
-
-
 def _seconds(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
@@ -329,17 +325,14 @@ def quota_from_body(
 
 
 def _from_headers(headers: Mapping[str, str], now: datetime) -> QuotaWindow | None:
-    for which in ("primary", "secondary"):
-        at_raw = _header(headers, f"x-codex-{which}-reset-at")
-        after = _seconds(_header(headers, f"x-codex-{which}-reset-after-seconds"))
-        at: datetime | None = None
-        if at_raw and at_raw.strip().isdigit():
-            at = datetime.fromtimestamp(int(at_raw.strip()), UTC)
-        elif after is not None:
-            at = now + timedelta(seconds=after)
-        if at is not None:
-            window = "weekly" if which == "secondary" else "primary"
-            return QuotaWindow(_believable(at, now), window, f"X-Codex-{which}-Reset")
+    """The Codex backend's window reset (`x-codex-{primary,secondary}-reset-*`), the first
+    window that gives one."""
+    for found in headroom_from_headers(headers, now=now):
+        if found.window in ("primary", "secondary") and found.resets_at is not None:
+            window = "weekly" if found.window == "secondary" else "primary"
+            return QuotaWindow(
+                _believable(found.resets_at, now), window, f"X-Codex-{found.window}-Reset"
+            )
     return None
 
 
