@@ -8,6 +8,7 @@ and the header forms as the providers' docs give them.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from returns.result import Success
 from typer.testing import CliRunner
 
 from agentport import create_llm_adapter
@@ -140,6 +142,28 @@ async def test_a_call_records_what_its_response_reported(
     error = (await llm.complete([Message.user("hi")], None)).failure()
     assert error.details["headroom"][0]["remaining"] == 0
     assert quota_status("openai_compat").lowest_share == 0.0
+
+
+@pytest.mark.anyio
+async def test_recording_headroom_costs_no_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Windows come with every HTTP call: the snapshot is replaced atomically but never
+    fsynced (two fsyncs a call would be the policy layer's largest cost)."""
+    from agentport.core import CompletionResponse
+    from agentport.core._headroom import with_headroom
+    from agentport.policies._headroom import note_headroom
+
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    result = with_headroom(
+        Success(CompletionResponse(content="x", model="m")),
+        headroom_from_headers(OPENAI, now=NOW),
+    )
+    await note_headroom(tmp_path, "openai_compat", result)
+    assert synced == []
+    assert quota_status("openai_compat", folder=tmp_path, now=NOW).lowest_share == 0.25
 
 
 def test_a_window_that_has_reset_is_no_longer_reported(tmp_path: Path) -> None:

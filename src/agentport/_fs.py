@@ -138,11 +138,15 @@ def open_lock_file(path: Path, *, mode: int = 0o644) -> int:
     return _open_regular(path, os.O_RDWR | os.O_CREAT, mode)
 
 
-def atomic_write(path: Path, data: bytes | str | BinaryIO, *, mode: int | None = None) -> None:
+def atomic_write(
+    path: Path, data: bytes | str | BinaryIO, *, mode: int | None = None, durable: bool = True
+) -> None:
     """Replace *path* with *data*: temp file in the same folder, fsync, rename, folder fsync.
 
     A `str` is written as UTF-8 in bounded chunks; a binary file is copied from its start.
     *mode* (e.g. the graph's, for its backup) beats the mode of the file replaced.
+    *durable* False skips both fsyncs, for advisory snapshots written on every call (readers
+    still see the old file or the new one, never a mix; a power cut may lose the last one).
     Creates missing parent folders. Raises `OSError` (the temp file is removed first).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -161,10 +165,12 @@ def atomic_write(path: Path, data: bytes | str | BinaryIO, *, mode: int | None =
                     handle.write(chunk)
             handle.flush()
             os.fchmod(handle.fileno(), mode)
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    _fsync_dir(path.parent)
+    if durable:
+        _fsync_dir(path.parent)

@@ -67,14 +67,15 @@ async def note_headroom(
     folder: Path, backend: str, result: Result[CompletionResponse, ProviderError]
 ) -> None:
     """Keep the windows *result* carries as *backend*'s last report (nothing when none). A
-    write that fails (read-only state folder) is skipped: the data is advisory."""
+    write that fails (read-only state folder) is skipped, and none is fsynced: the data is
+    advisory and written on every call that carries it."""
     windows = _windows(result)
     if not windows:
         return
     data = {"backend": backend, "seen_at": datetime.now(UTC).isoformat(), "windows": windows}
     path = _file(folder, backend)
     try:
-        await anyio.to_thread.run_sync(lambda: atomic_write(path, json.dumps(data)))
+        await anyio.to_thread.run_sync(lambda: atomic_write(path, json.dumps(data), durable=False))
     except OSError:
         return
 
