@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from returns.result import Failure, Result, Success
 
 from ._capabilities import Param, ParamSupport
-from ._errors import ErrorKind, redact, redact_value
+from ._errors import ErrorKind, ProviderError, redact, redact_value
 from ._usage import Usage
 
 __all__ = ["CompletionResponse", "ParamReceipt", "RawInfo", "SkippedBackend", "Usage"]
@@ -104,3 +105,17 @@ class CompletionResponse(BaseModel):
     @classmethod
     def _redacted(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(redact(w) for w in value)
+
+
+def usage_of(result: Result[CompletionResponse, ProviderError]) -> Usage:
+    """The usage a call's *result* reports: the response's, or what the failed call spent."""
+    return result.unwrap().usage if isinstance(result, Success) else result.failure().usage
+
+
+def with_usage(
+    result: Result[CompletionResponse, ProviderError], usage: Usage
+) -> Result[CompletionResponse, ProviderError]:
+    """*result* reporting *usage* (e.g. every request a call made, not only its last)."""
+    if isinstance(result, Success):
+        return Success(result.unwrap().model_copy(update={"usage": usage}))
+    return Failure(result.failure().replace(usage=usage))

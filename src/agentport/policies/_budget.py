@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 import anyio
-from returns.result import Failure, Result, Success
+from returns.result import Failure, Result
 
 from ..core import (
     CompletionConfig,
@@ -37,6 +37,7 @@ from ..core import (
     Usage,
     merge_config,
 )
+from ..core._response import usage_of
 
 __all__ = ["Budget", "BudgetAdapter"]
 
@@ -137,10 +138,7 @@ class BudgetAdapter:
         finally:
             self.running -= 1
         self.finished += 1
-        if isinstance(result, Success):
-            self.spent = self.spent + result.unwrap().usage
-        else:
-            self.spent = self.spent + result.failure().usage
+        self.spent = self.spent + usage_of(result)
         return result
 
     async def _call(

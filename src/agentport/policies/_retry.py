@@ -40,6 +40,7 @@ from ..core import (
     Usage,
     merge_config,
 )
+from ..core._response import usage_of, with_usage
 from ._cooldown import CooldownStore, cooling_error, note_exhausted
 from ._headroom import note_headroom
 from ._receipt import receipt
@@ -158,10 +159,7 @@ class RetryingAdapter:
         """*result* with the usage and `request_sent` of every failed attempt before it."""
         spent = sum((e.usage for e in failed), Usage())  # the failed attempts' requests
         if isinstance(result, Success):
-            if not failed:
-                return result
-            response = result.unwrap()
-            return Success(response.model_copy(update={"usage": spent + response.usage}))
+            return with_usage(result, spent + usage_of(result)) if failed else result
         error = result.failure().reached_by([*failed, result.failure()])
         # the last error is one of `failed` (or a deadline / cooldown that spent nothing)
         return Failure(error.replace(usage=spent) if failed else error)

@@ -19,6 +19,7 @@ from ..core import (
     ProviderError,
     Usage,
 )
+from ..core._response import usage_of, with_usage
 from ._extract import NOTHING, find_json
 from ._strict import native_schema_gaps, restore_strict
 from ._validate import parse_answer, schema_instruction
@@ -48,20 +49,14 @@ class _Counted:
 
     async def __call__(self, convo: list[Message]) -> Result[CompletionResponse, ProviderError]:
         result = await self.call(convo)
-        if isinstance(result, Success):
-            self.spent += result.unwrap().usage
-        else:
-            self.spent += result.failure().usage
+        self.spent += usage_of(result)
         return result
 
     def total(
         self, result: Result[CompletionResponse, ProviderError]
     ) -> Result[CompletionResponse, ProviderError]:
         """*result* with the usage of every request made, not only its own."""
-        spent = self.spent
-        return result.map(lambda r: r.model_copy(update={"usage": spent})).alt(
-            lambda e: e.replace(usage=spent)
-        )
+        return with_usage(result, self.spent)
 
 
 def _dump(parsed: Any) -> str:
