@@ -30,6 +30,8 @@ from .core import (
     CompletionResponse,
     ErrorKind,
     EventType,
+    FilePart,
+    ImagePart,
     LLMAdapter,
     Message,
     MessageRole,
@@ -44,10 +46,16 @@ from .core import (
 )
 
 if TYPE_CHECKING:
-    from .factory import complete_sync, create_agent_runtime, create_llm_adapter, resolve_backend
+    from .factory import (
+        attach,
+        complete_sync,
+        create_agent_runtime,
+        create_llm_adapter,
+        resolve_backend,
+    )
     from .policies import RetryingAdapter, RetryPolicy
 
-_LAZY = {"complete_sync", "create_agent_runtime", "create_llm_adapter", "resolve_backend"}
+_LAZY = {"attach", "complete_sync", "create_agent_runtime", "create_llm_adapter", "resolve_backend"}
 
 
 def __getattr__(name: str) -> Any:
@@ -77,6 +85,8 @@ __all__ = [
     "ErrorKind",
     "EventType",
     "Failure",
+    "FilePart",
+    "ImagePart",
     "LLMAdapter",
     "Message",
     "MessageRole",
@@ -93,6 +103,7 @@ __all__ = [
     "ToolPolicy",
     "Usage",
     "__version__",
+    "attach",
     "complete_sync",
     "create_agent_runtime",
     "create_llm_adapter",

@@ -48,11 +48,15 @@ from .core import (
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
+    FilePart,
+    ImagePart,
     LLMAdapter,
     Message,
     ProviderError,
     as_messages,
+    sniff_image,
 )
+from .core._parts import MAX_PART_BYTES
 from .policies import (
     DEFAULT_FAILOVER_ON,
     ChainMember,
@@ -64,6 +68,7 @@ from .policies import (
 )
 
 __all__ = [
+    "attach",
     "complete_sync",
     "create_agent_runtime",
     "create_llm_adapter",
@@ -72,6 +77,35 @@ __all__ = [
     "resolve_auto",
     "resolve_backend",
 ]
+
+
+def attach(path: str | os.PathLike[str]) -> ImagePart | FilePart:
+    """The file at *path* as a message part: an `ImagePart` when its bytes are a PNG, JPEG,
+    GIF or WebP image, else a `FilePart` with its UTF-8 text (named by the file name).
+
+    `Message.user("What is in it?", attach("photo.png"), attach("notes.md"))`.
+
+    Raises `ValueError` naming the file when it cannot be read, is larger than
+    `MAX_PART_BYTES` (20 MiB), or is neither an image nor UTF-8 text (binary files other
+    than images are sent by no backend here: see the catalog's `images` / `files`)."""
+    file = Path(path)
+    try:
+        size = file.stat().st_size
+        if size > MAX_PART_BYTES:
+            raise ValueError(f"{file}: {size} bytes; at most {MAX_PART_BYTES} are sent")
+        data = file.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"{file}: cannot read: {exc.strerror or exc}") from None
+    if sniff_image(data) is not None:
+        return ImagePart.from_bytes(data, name=file.name)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(
+            f"{file}: neither a PNG/JPEG/GIF/WebP image nor UTF-8 text; no backend takes "
+            "other binary files"
+        ) from None
+    return FilePart.from_text(file.name, text)
 
 
 def is_installed(capability: BackendCapability) -> bool:

@@ -22,8 +22,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             reasoning_effort=I, model=N,
             tool_restriction=N, sandbox=N, max_turns=I, streaming=I, session_resume=I,
             cwd=I, web_search=I,
+            images=I, files=T,
         ),
         notes={
+            Param.images: "scripted replies: images are not looked at",
+            Param.files: "text files are inlined into the message in a fence named after the file",
             Param.output_schema: "replies are validated against the schema",
             Param.reasoning_effort: "scripted replies: nothing thinks",
         },
@@ -42,8 +45,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             reasoning_effort=I, model=I,
             tool_restriction=N, sandbox=N, max_turns=I, streaming=N, session_resume=N,
             cwd=I, web_search=I,
+            images=I, files=T,
         ),
         notes={
+            Param.images: "echoes the text only",
+            Param.files: "text files are inlined into the message in a fence named after the file",
             Param.output_schema: "the echoed text is validated against the schema",
             Param.reasoning_effort: "echoes the prompt: nothing thinks",
         },
@@ -63,8 +69,12 @@ ENTRIES: tuple[BackendCapability, ...] = (
             reasoning_effort=N, model=N,
             tool_restriction=N, sandbox=N, max_turns=I, streaming=I, session_resume=I,
             cwd=I, web_search=I,
+            images=N, files=T,
         ),
         notes={
+            Param.images: "image_url parts with base64 data URLs (the Chat Completions vision "
+            "input)",
+            Param.files: "text files are inlined into the message in a fence named after the file",
             Param.reasoning_effort: "reasoning_effort in the request body (reasoning models; "
             "servers without it may reject the field)",
             Param.system_prompt: "sent as a system message",
@@ -96,8 +106,12 @@ ENTRIES: tuple[BackendCapability, ...] = (
             reasoning_effort=N, model=N,
             tool_restriction=N, sandbox=N, max_turns=I, streaming=I, session_resume=I,
             cwd=I, web_search=I,
+            images=N, files=T,
         ),
         notes={
+            Param.images: "image_url parts with base64 data URLs; LiteLLM converts them per "
+            "provider",
+            Param.files: "text files are inlined into the message in a fence named after the file",
             Param.reasoning_effort: "reasoning_effort passed to litellm.acompletion, which maps "
             "it per provider",
             Param.system_prompt: "sent as a system message (LiteLLM adapts it per provider)",
@@ -131,8 +145,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             reasoning_effort=I, model=N,
             tool_restriction=N, sandbox=N, max_turns=I, streaming=I, session_resume=I,
             cwd=I, web_search=I,
+            images=I, files=T,
         ),
         notes={
+            Param.images: "the embedded model has no vision projector",
+            Param.files: "text files are inlined into the message in a fence named after the file",
             Param.reasoning_effort: "llama.cpp has no reasoning setting",
             Param.system_prompt: "through the chat template, or leading the Question/Answer "
             "prompt of a model without one (the packaged Gemma)",

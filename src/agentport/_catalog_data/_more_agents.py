@@ -32,8 +32,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             reasoning_effort=I, model=N,
             tool_restriction=N, sandbox=I, max_turns=N, streaming=I, session_resume=I,
             cwd=N, web_search=I,
+            images=I, files=T,
         ),
         notes={
+            Param.images: "images are not passed to this CLI (not verified against it)",
+            Param.files: "text files are inlined into the message in a fence named after the file",
             Param.reasoning_effort: "the CLI has no reasoning flag",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block "
             "(the prompt is an argument: about 100 kB at most)",
@@ -81,8 +84,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             reasoning_effort=I, model=N,
             tool_restriction=T, sandbox=T, max_turns=N, streaming=N, session_resume=N,
             cwd=N, web_search=I,
+            images=I, files=T,
         ),
         notes={
+            Param.images: "images are not passed to this CLI (not verified against it)",
+            Param.files: "text files are inlined into the message in a fence named after the file",
             Param.reasoning_effort: "not run here (no binary); no reasoning flag is documented",
             Param.system_prompt: "--system (extra system instructions)",
             Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "
@@ -125,8 +131,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             reasoning_effort=I, model=N,
             tool_restriction=N, sandbox=T, max_turns=I, streaming=T, session_resume=N,
             cwd=N, web_search=I,
+            images=I, files=T,
         ),
         notes={
+            Param.images: "images are not passed to this CLI (not verified against it)",
+            Param.files: "text files are inlined into the message in a fence named after the file",
             Param.reasoning_effort: "not run here (no binary); no reasoning flag is documented",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block",
             Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "
@@ -169,8 +178,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             reasoning_effort=I, model=N,
             tool_restriction=T, sandbox=T, max_turns=I, streaming=N, session_resume=N,
             cwd=N, web_search=I,
+            images=I, files=T,
         ),
         notes={
+            Param.images: "images are not passed to this CLI (not verified against it)",
+            Param.files: "text files are inlined into the message in a fence named after the file",
             Param.reasoning_effort: "not run here (no binary); no reasoning flag is documented",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block "
             "(the prompt travels as the value of -p: about 100 kB at most)",
@@ -218,8 +230,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             reasoning_effort=I, model=N,
             tool_restriction=I, sandbox=I, max_turns=T, streaming=I, session_resume=I,
             cwd=N, web_search=I,
+            images=I, files=T,
         ),
         notes={
+            Param.images: "images are not passed to this CLI (not verified against it)",
+            Param.files: "text files are inlined into the message in a fence named after the file",
             Param.reasoning_effort: "grok-cli 0.0.34 has no reasoning flag",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block "
             "(grok adds its own system prompt; the prompt is an argument: about 100 kB at most)",
@@ -267,8 +282,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             reasoning_effort=I, model=N,
             tool_restriction=I, sandbox=I, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=I,
+            images=I, files=T,
         ),
         notes={
+            Param.images: "images are not passed to this CLI (not verified against it)",
+            Param.files: "text files are inlined into the message in a fence named after the file",
             Param.reasoning_effort: "no reasoning command is known for the rpc mode",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block "
             "(the rpc prompt command has no system field)",
@@ -313,8 +331,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             reasoning_effort=I, model=I,
             tool_restriction=I, sandbox=T, max_turns=I, streaming=I, session_resume=N,
             cwd=N, web_search=I,
+            images=I, files=T,
         ),
         notes={
+            Param.images: "images are not passed to this CLI (not verified against it)",
+            Param.files: "text files are inlined into the message in a fence named after the file",
             Param.reasoning_effort: "the CLI has no reasoning flag",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block "
             "(the prompt is an argument: about 100 kB at most)",
@@ -357,8 +378,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             reasoning_effort=I, model=N,
             tool_restriction=T, sandbox=T, max_turns=I, streaming=N, session_resume=N,
             cwd=N, web_search=I,
+            images=I, files=T,
         ),
         notes={
+            Param.images: "ACP image content blocks are not sent yet",
+            Param.files: "text files are inlined into the message in a fence named after the file",
             Param.reasoning_effort: "ACP has no reasoning parameter",
             Param.system_prompt: "ACP has no system role: folded into the prompt as a "
             "'System instructions' block",

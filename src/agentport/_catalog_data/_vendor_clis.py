@@ -35,8 +35,12 @@ ENTRIES: tuple[BackendCapability, ...] = (
             reasoning_effort=N, model=N,
             tool_restriction=N, sandbox=T, max_turns=N, streaming=N, session_resume=N,
             cwd=N, web_search=N,
+            images=N, files=T,
         ),
         notes={
+            Param.images: "base64 image blocks in a stream-json user message "
+            "(--input-format=stream-json)",
+            Param.files: "text files are inlined into the message in a fence named after the file",
             Param.reasoning_effort: "--effort low|medium|high",
             Param.system_prompt: "--append-system-prompt ([llm.claude] system_prompt_mode = "
             "\"replace\" uses --system-prompt)",
@@ -92,8 +96,12 @@ ENTRIES: tuple[BackendCapability, ...] = (
             reasoning_effort=N, model=N,
             tool_restriction=T, sandbox=N, max_turns=I, streaming=N, session_resume=N,
             cwd=N, web_search=N,
+            images=N, files=T,
         ),
         notes={
+            Param.images: "--image=<file> per image (written to the run's folder): input_image "
+            "parts",
+            Param.files: "text files are inlined into the message in a fence named after the file",
             Param.reasoning_effort: "-c model_reasoning_effort=\"low|medium|high\": the "
             "Responses request's reasoning.effort",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block",
@@ -155,8 +163,12 @@ ENTRIES: tuple[BackendCapability, ...] = (
             reasoning_effort=I, model=N,
             tool_restriction=T, sandbox=T, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=N,
+            images=N, files=T,
         ),
         notes={
+            Param.images: "@<file> references in the prompt, their folder added with "
+            "--include-directories: inline data parts",
+            Param.files: "text files are inlined into the message in a fence named after the file",
             Param.reasoning_effort: "thinking is set per model in settings.json modelConfigs, "
             "which agentport does not write over the user's",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block",
@@ -207,8 +219,12 @@ ENTRIES: tuple[BackendCapability, ...] = (
             reasoning_effort=I, model=N,
             tool_restriction=T, sandbox=T, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=I,
+            images=N, files=T,
         ),
         notes={
+            Param.images: "--file=<file> per image; with base_url the run's model entry takes "
+            "images (modalities)",
+            Param.files: "text files are inlined into the message in a fence named after the file",
             Param.reasoning_effort: "--variant names a provider-specific model variant, not a "
             "level every provider has",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block "
@@ -261,8 +277,12 @@ ENTRIES: tuple[BackendCapability, ...] = (
             reasoning_effort=N, model=N,
             tool_restriction=N, sandbox=T, max_turns=N, streaming=N, session_resume=I,
             cwd=N, web_search=I,
+            images=N, files=T,
         ),
         notes={
+            Param.images: "@<file> references (as gemini); with base_url the run's model is "
+            "marked image-capable (generationConfig.modalities)",
+            Param.files: "text files are inlined into the message in a fence named after the file",
             Param.reasoning_effort: "model.generationConfig.samplingParams.reasoning_effort in "
             "the run's settings file: the request's reasoning_effort",
             Param.system_prompt: "--append-system-prompt ([llm.qwen] system_prompt_mode = "
@@ -311,8 +331,12 @@ ENTRIES: tuple[BackendCapability, ...] = (
             reasoning_effort=N, model=N,
             tool_restriction=N, sandbox=I, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=I,
+            images=N, files=T,
         ),
         notes={
+            Param.images: "@<file> arguments; with base_url the models.json model lists image "
+            "input",
+            Param.files: "text files are inlined into the message in a fence named after the file",
             Param.reasoning_effort: "--thinking low|medium|high (with base_url the models.json "
             "model is marked reasoning, which pi needs to send it)",
             Param.system_prompt: "--append-system-prompt ([llm.pi] system_prompt_mode = "
@@ -360,8 +384,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             reasoning_effort=N, model=N,
             tool_restriction=N, sandbox=T, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=I,
+            images=N, files=T,
         ),
         notes={
+            Param.images: "--attachment=<file> per image",
+            Param.files: "text files are inlined into the message in a fence named after the file",
             Param.reasoning_effort: "--reasoning-effort low|medium|high",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block",
             Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "

@@ -26,6 +26,7 @@ from ..core import (
     ToolPolicy,
     Usage,
     check_params,
+    messages_for,
 )
 from ..structured import complete_constrained
 from ._cli import render_prompt
@@ -177,6 +178,7 @@ async def schema_or_plain(
     checked = check_params(capability, messages, config)
     if isinstance(checked, Failure):
         return checked
+    messages = messages_for(capability, messages)
     warnings = checked.unwrap()
     result = await complete_constrained(once, messages, config, backend=capability.name)
     if warnings and isinstance(result, Success):

@@ -46,6 +46,7 @@ from ..core import (
     as_quota,
     check_params,
     merge_config,
+    messages_for,
     redact,
     until_consumer_leaves,
 )
@@ -157,6 +158,7 @@ class CliAdapter:
         checked = check_params(self.capability, messages, config)
         if isinstance(checked, Failure):
             return checked
+        messages = messages_for(self.capability, messages)
         warnings = checked.unwrap()
         if config.choices is not None:
             # no agent CLI constrains decoding to a list: instruction, match, re-prompt
@@ -301,6 +303,7 @@ class CliAdapter:
             cwd=cwd,
             session_id=config.session_id,
             deadline=started + config.attempt_budget_s if deadline is None else deadline,
+            images=tuple(image for m in messages for image in m.images),
         )
 
     async def _build(

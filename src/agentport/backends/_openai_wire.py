@@ -36,6 +36,7 @@ __all__ = [
     "ChatStreamAccumulator",
     "EndpointOptions",
     "build_request",
+    "chat_message",
     "classify_http",
     "classify_stream_error",
     "parse_chat_body",
@@ -92,6 +93,17 @@ class EndpointOptions(BaseModel):
 # ---- request building (pure) ----------------------------------------------------------------
 
 
+def chat_message(message: Message) -> dict[str, Any]:
+    """*message* in Chat Completions form: `{"role", "content"}`, the content a list of
+    `text` and `image_url` (a base64 data URL) parts when the message has images (OpenAI's
+    vision input; LiteLLM takes the same form for every provider)."""
+    if not message.images:
+        return message.to_dict()
+    content: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
+    content += [{"type": "image_url", "image_url": {"url": i.data_url}} for i in message.images]
+    return {"role": message.role.value, "content": content}
+
+
 def build_request(
     messages: Sequence[Message],
     config: CompletionConfig,
@@ -103,7 +115,7 @@ def build_request(
 
     `json_schema` (already a JSON-schema dict) adds `response_format` json_schema.
     """
-    body: dict[str, Any] = {"messages": [m.to_dict() for m in messages]}
+    body: dict[str, Any] = {"messages": [chat_message(m) for m in messages]}
     model = config.model or options.model
     if model:
         body["model"] = model

@@ -12,7 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core import AgentEvent, CompletionConfig, EventType, OutputSchema, ProviderError
+from ..core import (
+    AgentEvent,
+    CompletionConfig,
+    EventType,
+    ImagePart,
+    OutputSchema,
+    ProviderError,
+)
 
 __all__ = [
     "BackendSpec",
@@ -21,6 +28,8 @@ __all__ = [
     "RunOutcome",
     "as_dict",
     "as_int",
+    "at_references",
+    "image_files",
     "last_text",
     "text_after_last_tool",
 ]
@@ -44,6 +53,8 @@ class CliCall:
         session_id: the session to resume, or None.
         deadline: `time.monotonic()` by which the whole attempt must end (auxiliary commands
             such as codex's catalog probe are bounded by it too); None = no deadline.
+        images: the conversation's images, in order, when the catalog says images are
+            NATIVE (else removed before the call, after the `on_ignored` warning).
     """
 
     executable: str
@@ -56,6 +67,7 @@ class CliCall:
     cwd: Path
     session_id: str | None = None
     deadline: float | None = None
+    images: tuple[ImagePart, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +98,30 @@ class RunOutcome:
     stderr_tail: str
     events: Sequence[AgentEvent]
     noise: Sequence[str] = ()
+
+
+def image_files(call: CliCall) -> list[Path]:
+    """Write the call's images into `images/` of its private `run_dir` (`image-1.png`, ...),
+    for a CLI that takes images as files; their paths, in order."""
+    paths: list[Path] = []
+    for number, image in enumerate(call.images, 1):
+        path = call.run_dir / "images" / f"image-{number}{image.suffix}"
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(image.data)
+        paths.append(path)
+    return paths
+
+
+def at_references(call: CliCall) -> tuple[str, list[str]]:
+    """For the Gemini CLI family (gemini, qwen): the prompt with `@path` references to the
+    call's images (written by `image_files`; the CLI reads each and sends it as inline data)
+    and the flag adding their folder to the workspace (`--include-directories`). No images:
+    the prompt and no flag."""
+    if not call.images:
+        return call.prompt, []
+    paths = image_files(call)
+    prompt = call.prompt + "\n\n" + " ".join(f"@{path}" for path in paths)
+    return prompt, [f"--include-directories={paths[0].parent}"]
 
 
 def as_dict(value: Any) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from ..core import (
     AgentEvent,
     ErrorKind,
     EventType,
+    ImagePart,
     ProviderError,
     Sandbox,
     ToolPolicy,
@@ -132,9 +133,26 @@ def build(call: CliCall) -> Invocation:
         env["ANTHROPIC_API_KEY"] = str(opts["api_key"])
     # agentport owns retries: claude's own are off unless `max_retries` says
     env["CLAUDE_CODE_MAX_RETRIES"] = str(opts.get("max_retries", 0))
-    return Invocation(
-        tuple(argv), env, call.prompt.encode("utf-8"), endpoint_passthrough(opts, _PASSTHROUGH)
-    )
+    stdin = call.prompt.encode("utf-8")
+    if call.images:  # content blocks need the stream-json input: one user message
+        argv.insert(2, "--input-format=stream-json")
+        stdin = _user_message(call.prompt, call.images)
+    return Invocation(tuple(argv), env, stdin, endpoint_passthrough(opts, _PASSTHROUGH))
+
+
+def _user_message(prompt: str, images: tuple[ImagePart, ...]) -> bytes:
+    """The prompt and *images* as one stream-json input line: a user message whose content
+    is Anthropic Messages blocks (text, then base64 `image` blocks)."""
+    content: list[dict[str, Any]] = [{"type": "text", "text": prompt}]
+    content += [
+        {
+            "type": "image",
+            "source": {"type": "base64", "media_type": i.media_type, "data": i.base64},
+        }
+        for i in images
+    ]
+    line = {"type": "user", "message": {"role": "user", "content": content}}
+    return (json.dumps(line) + "\n").encode("utf-8")
 
 
 def _usage(result: dict[str, Any]) -> Usage:

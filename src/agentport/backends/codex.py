@@ -37,7 +37,16 @@ from ._classify import kind_from_text
 from ._codex_catalog import catalog_flags, load_catalog, restrict
 from ._endstate import unrecovered
 from ._policy import codex_config_env, not_a_flag, refuse
-from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, as_dict, as_int, last_text
+from ._spec import (
+    BackendSpec,
+    CliCall,
+    Invocation,
+    RunOutcome,
+    as_dict,
+    as_int,
+    image_files,
+    last_text,
+)
 from ._web_events import web_meta
 
 __all__ = ["SPEC", "build", "classify", "decode", "prepare"]
@@ -137,7 +146,8 @@ def _provider_flags(opts: Mapping[str, Any]) -> list[str]:
 def build(call: CliCall) -> Invocation:
     """argv: `codex exec --json --skip-git-repo-check --color never --cd=CWD [tool flags]
     [--model=M] [-c model_reasoning_effort=E] [--output-schema=FILE] [-c provider...] [extra_args]
-    [-c model_catalog_json=RUN_DIR/model-catalog.json] [resume ID] -` (`tool_flags`; `=`
+    [-c model_catalog_json=RUN_DIR/model-catalog.json] [--image=RUN_DIR/image-N.png ...]
+    [resume ID] -` (`tool_flags`; `=`
     forms so no caller text becomes a flag); the prompt goes through stdin. The catalog flag
     comes after `extra_args` so that no extra `-c` can bring the tools back; `prepare`
     writes the file."""
@@ -170,6 +180,7 @@ def build(call: CliCall) -> Invocation:
     catalog = _catalog_path(call)
     if catalog is not None:
         argv += catalog_flags(catalog)
+    argv += [f"--image={path}" for path in image_files(call)]
     if call.session_id:
         argv += ["resume", not_a_flag("session id", call.session_id)]
     argv.append("-")

@@ -37,7 +37,15 @@ from ._classify import kind_from_status, kind_from_text
 from ._node import blocking_stdio_env
 from ._policy import endpoint_passthrough, refuse
 from ._retry_notice import notice_event
-from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, as_dict, text_after_last_tool
+from ._spec import (
+    BackendSpec,
+    CliCall,
+    Invocation,
+    RunOutcome,
+    as_dict,
+    image_files,
+    text_after_last_tool,
+)
 
 __all__ = ["SPEC", "build", "classify", "decode"]
 
@@ -87,6 +95,7 @@ def build(call: CliCall) -> Invocation:
     if config.reasoning_effort:
         argv.append(f"--reasoning-effort={config.reasoning_effort}")
     argv += tool_flags(config.tools)
+    argv += [f"--attachment={path}" for path in image_files(call)]
     argv += [str(a) for a in opts.get("extra_args", ())]
     env: dict[str, str] = {}
     if opts.get("base_url"):

@@ -45,6 +45,7 @@ from ._spec import (
     RunOutcome,
     as_dict,
     as_int,
+    at_references,
     text_after_last_tool,
 )
 from ._web_events import web_meta
@@ -119,7 +120,9 @@ def build(call: CliCall) -> Invocation:
     (read_only -> default: headless runs drop every mutating tool); the `approval_mode`
     option applies only when the call leaves the sandbox to the CLI (`sandbox=None`). A tool
     list (none by default) becomes a per-run policy file (`--policy=FILE`, `policy_toml`) and
-    no MCP server is started (`--allowed-mcp-server-names=<none>`)."""
+    no MCP server is started (`--allowed-mcp-server-names=<none>`). Images are written to
+    the run's folder, added as a workspace folder (`--include-directories`), and referenced
+    at the end of the prompt as `@path`, which the CLI reads and sends as inline data."""
     opts, config = call.options, call.config
     argv = [call.executable, "--output-format", "stream-json", "--skip-trust"]
     if config.model:
@@ -134,13 +137,15 @@ def build(call: CliCall) -> Invocation:
         path.write_text(policy, encoding="utf-8")
         argv += [f"--policy={path}", f"--allowed-mcp-server-names={_NO_SERVER}"]
     argv += [str(a) for a in opts.get("extra_args", ())]
+    prompt, workspace = at_references(call)  # images: `@path`, read by the CLI itself
+    argv += workspace
     env: dict[str, str] = {}
     if opts.get("base_url"):
         env["GOOGLE_GEMINI_BASE_URL"] = str(opts["base_url"]).rstrip("/")
     if "api_key" in opts:
         env["GEMINI_API_KEY"] = str(opts["api_key"])
     return Invocation(
-        tuple(argv), env, call.prompt.encode("utf-8"), endpoint_passthrough(opts, _PASSTHROUGH)
+        tuple(argv), env, prompt.encode("utf-8"), endpoint_passthrough(opts, _PASSTHROUGH)
     )
 
 

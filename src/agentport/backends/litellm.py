@@ -42,8 +42,10 @@ from ..core import (
     as_quota,
     check_params,
     merge_config,
+    messages_for,
 )
 from ..structured import complete_constrained, schema_dict
+from ._openai_wire import chat_message
 
 # LiteLLM fetches a model price list over the network at import unless told not to.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -244,6 +246,7 @@ class LiteLLMAdapter:
         checked = check_params(self._capability, messages, config)
         if isinstance(checked, Failure):
             return checked
+        messages = messages_for(self._capability, messages)
         if not (config.model or self._options.model):
             return Failure(
                 ProviderError(
@@ -316,7 +319,7 @@ class LiteLLMAdapter:
         options = self._options
         kwargs: dict[str, Any] = {
             "model": config.model or options.model,
-            "messages": [m.to_dict() for m in messages],
+            "messages": [chat_message(m) for m in messages],
             "stream": options.stream,
             "timeout": config.total_timeout_s,
             "num_retries": 0,  # the one retry policy lives outside adapters

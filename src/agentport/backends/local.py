@@ -58,6 +58,7 @@ from ..core import (
     Usage,
     check_params,
     merge_config,
+    messages_for,
 )
 from ..structured import complete_constrained, schema_dict
 
@@ -372,6 +373,7 @@ class LocalAdapter:
         checked = check_params(self._capability, messages, config)
         if isinstance(checked, Failure):
             return checked
+        messages = messages_for(self._capability, messages)
         deadline = started + config.total_timeout_s
         schema = schema_dict(config.output_schema) if config.output_schema else None
         warnings = checked.unwrap()

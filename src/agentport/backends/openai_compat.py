@@ -52,6 +52,7 @@ from ..core import (
     check_params,
     headroom_from_headers,
     merge_config,
+    messages_for,
 )
 from ..core._headroom import with_headroom
 from ..structured import complete_constrained, restore_answer, schema_dict, strict_schema
@@ -187,6 +188,7 @@ class OpenAICompatAdapter:
         checked = check_params(self._capability, messages, config)
         if isinstance(checked, Failure):
             return checked
+        messages = messages_for(self._capability, messages)
         warnings = checked.unwrap()
         with anyio.move_on_after(config.total_timeout_s) as total:
             result = await self._complete(messages, config)

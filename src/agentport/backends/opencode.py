@@ -37,7 +37,7 @@ from ._classify import kind_from_status, kind_from_text
 from ._endstate import unrecovered
 from ._policy import endpoint_passthrough, opencode_config_env, refuse
 from ._retry_notice import LineWatch, stderr_notice
-from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, as_dict
+from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, as_dict, image_files
 
 __all__ = ["SPEC", "build", "classify", "decode"]
 
@@ -156,6 +156,7 @@ def build(call: CliCall) -> Invocation:
         argv.append(f"--model={ref}")
     if opts.get("agent"):
         argv.append(f"--agent={opts['agent']}")
+    argv += [f"--file={path}" for path in image_files(call)]
     argv += [str(a) for a in opts.get("extra_args", ())]
     env: dict[str, str] = {}
     config: dict[str, Any] = {
@@ -183,7 +184,7 @@ def build(call: CliCall) -> Invocation:
                 "npm": "@ai-sdk/openai-compatible",
                 "name": provider,
                 "options": options,
-                "models": {model: {"name": model}},
+                "models": {model: {"name": model, **_modalities(call)}},
             }
         }
         config["model"] = f"{provider}/{model}"
@@ -194,6 +195,14 @@ def build(call: CliCall) -> Invocation:
     if not opts.get("base_url"):  # opencode's own providers: the variables its config names
         passthrough += opencode_config_env(os.environ.get("OPENCODE_CONFIG"))
     return Invocation(tuple(argv), env, call.prompt.encode("utf-8"), passthrough)
+
+
+def _modalities(call: CliCall) -> dict[str, Any]:
+    """A custom model takes images only when its entry says so (opencode reads `--file`
+    images with a synthetic Read, then answers "this model does not support image input")."""
+    if not call.images:
+        return {}
+    return {"attachment": True, "modalities": {"input": ["text", "image"], "output": ["text"]}}
 
 
 def _usage(part: dict[str, Any]) -> Usage:

@@ -31,7 +31,7 @@ from typing import Any
 from ._node import blocking_stdio_env
 from ._pi_events import classify, decode, final_text, provider_keys
 from ._policy import endpoint_passthrough
-from ._spec import BackendSpec, CliCall, Invocation
+from ._spec import BackendSpec, CliCall, Invocation, image_files
 
 __all__ = ["SPEC", "build", "classify", "decode", "final_text", "provider_keys"]
 
@@ -75,6 +75,9 @@ def build(call: CliCall) -> Invocation:
                     # pi sends `--thinking` to a models.json model only when it is marked a
                     # reasoning model (pi-ai openai-completions: `model.reasoning`)
                     **({"reasoning": True} if config.reasoning_effort else {}),
+                    # and sends images only to a model whose `input` lists them (else it
+                    # writes "(image omitted: model does not support images)")
+                    **({"input": ["text", "image"]} if call.images else {}),
                 }
             ],
         }
@@ -110,6 +113,7 @@ def build(call: CliCall) -> Invocation:
         # no tools: no built-ins and no extension that could register one
         argv += ["--tools", ",".join(allowed)] if allowed else ["--no-tools", "--no-extensions"]
     argv += [str(a) for a in opts.get("extra_args", ())]
+    argv += [f"@{path}" for path in image_files(call)]  # `pi [options] [@files...]`
     env.update(blocking_stdio_env(call.run_dir, opts.get("env")))
     keys = ("PI_CODING_AGENT_DIR", *provider_keys(provider))
     return Invocation(

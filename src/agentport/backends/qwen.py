@@ -46,7 +46,7 @@ from ._classify import kind_from_status, kind_from_text
 from ._node import blocking_stdio_env
 from ._policy import endpoint_passthrough
 from ._retry_notice import stderr_notice
-from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, last_text
+from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, at_references, last_text
 from ._stream_json import decode_message
 
 __all__ = [
@@ -87,6 +87,8 @@ def _settings(call: CliCall) -> dict[str, Any]:
         sampling["reasoning_effort"] = config.reasoning_effort
     if sampling:
         generation["samplingParams"] = sampling
+    if call.images:  # qwen sends an `@path` image only to a model whose modalities list it
+        generation["modalities"] = {"image": True}
     return {
         "model": {"generationConfig": generation},
         "memory": {"enableManagedAutoMemory": bool(opts.get("managed_memory", False))},
@@ -167,6 +169,8 @@ def build(call: CliCall) -> Invocation:
     if call.session_id:
         argv.append(f"--resume={call.session_id}")
     argv += [str(a) for a in opts.get("extra_args", ())]
+    prompt, workspace = at_references(call)  # images: `@path`, read by the CLI itself
+    argv += workspace
     settings = call.run_dir / "qwen-settings.json"
     settings.write_text(json.dumps(_settings(call)), encoding="utf-8")
     env["QWEN_CODE_SYSTEM_DEFAULTS_PATH"] = str(settings)
@@ -182,7 +186,7 @@ def build(call: CliCall) -> Invocation:
     return Invocation(
         tuple(argv),
         env,
-        call.prompt.encode("utf-8"),
+        prompt.encode("utf-8"),
         endpoint_passthrough(opts, _PASSTHROUGH),
         log_dir=log_dir,
     )

@@ -180,6 +180,7 @@ _SHORT = {
     Param.max_tokens: "max", Param.reasoning_effort: "eff", Param.model: "mdl",
     Param.tool_restriction: "tls", Param.sandbox: "sbx", Param.max_turns: "trn",
     Param.streaming: "str", Param.session_resume: "res", Param.cwd: "cwd", Param.web_search: "web",
+    Param.images: "img", Param.files: "fil",
 }  # fmt: skip
 
 

@@ -15,7 +15,7 @@ from ._capabilities import (
     ParamSupport,
     normalize_name,
 )
-from ._checks import check_params
+from ._checks import check_params, messages_for
 from ._config import (
     CompletionConfig,
     IgnoredPolicy,
@@ -36,7 +36,8 @@ from ._errors import (
     register_secret,
 )
 from ._events import EventStream, until_consumer_leaves
-from ._messages import Message, MessageRole, as_messages, split_system
+from ._messages import Message, MessageRole, Part, as_messages, inline_files, split_system
+from ._parts import FilePart, ImagePart, sniff_image
 from ._protocols import AgentEvent, AgentRuntime, EventType, LLMAdapter, RuntimeHandle
 from ._response import CompletionResponse, ParamReceipt, RawInfo, SkippedBackend, Usage
 
@@ -73,8 +74,10 @@ __all__ = [
     "ErrorKind",
     "EventStream",
     "EventType",
+    "FilePart",
     "Headroom",
     "IgnoredPolicy",
+    "ImagePart",
     "LLMAdapter",
     "Message",
     "MessageRole",
@@ -82,6 +85,7 @@ __all__ = [
     "Param",
     "ParamReceipt",
     "ParamSupport",
+    "Part",
     "ProviderError",
     "QuotaWindow",
     "RawInfo",
@@ -96,14 +100,17 @@ __all__ = [
     "as_quota",
     "check_params",
     "headroom_from_headers",
+    "inline_files",
     "json_schema_problem",
     "merge_config",
+    "messages_for",
     "normalize_name",
     "parse_quota",
     "quota_from_body",
     "redact",
     "redact_value",
     "register_secret",
+    "sniff_image",
     "split_system",
     "until_consumer_leaves",
 ]

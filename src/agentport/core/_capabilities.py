@@ -47,6 +47,8 @@ class Param(enum.StrEnum):
     session_resume = "session_resume"
     cwd = "cwd"
     web_search = "web_search"
+    images = "images"
+    files = "files"
 
 
 class BackendKind(enum.StrEnum):

@@ -9,9 +9,9 @@ from returns.result import Failure, Result, Success
 from ._capabilities import BackendCapability, Param, ParamSupport
 from ._config import CompletionConfig
 from ._errors import ErrorKind, ProviderError
-from ._messages import Message, MessageRole
+from ._messages import Message, MessageRole, inline_files
 
-__all__ = ["SAFETY_PARAMS", "check_params", "unenforced_safety"]
+__all__ = ["SAFETY_PARAMS", "check_params", "messages_for", "unenforced_safety"]
 
 # Parameters that limit what an agent may do: never silently dropped.
 SAFETY_PARAMS: frozenset[Param] = frozenset({Param.tool_restriction, Param.sandbox})
@@ -47,11 +47,13 @@ def check_params(
     (`unenforced_safety`). A call with no user or assistant message (nothing to
     answer) is `Failure(ErrorKind.invalid_request)`.
     """
-    if not any(m.role is not MessageRole.system and m.content.strip() for m in messages):
+    if not any(
+        m.role is not MessageRole.system and (m.content.strip() or m.parts) for m in messages
+    ):
         return Failure(
             ProviderError(
                 ErrorKind.invalid_request,
-                "nothing to answer: no non-empty user or assistant message",
+                "nothing to answer: no user or assistant message with text or parts",
                 backend=capability.name,
             )
         )
@@ -92,3 +94,11 @@ def check_params(
             for p in ignored
         )
     )
+
+
+def messages_for(capability: BackendCapability, messages: Sequence[Message]) -> list[Message]:
+    """The messages *capability*'s backend is given, after `check_params` passed: text files
+    inlined into their message (files are TRANSLATED everywhere), images removed when the
+    backend IGNOREs them (the call's `on_ignored` policy warned, or failed it first)."""
+    drop = capability.support(Param.images) is ParamSupport.IGNORED
+    return inline_files(messages, drop_images=drop)

@@ -29,6 +29,7 @@ from ..core import (
     as_messages,
     check_params,
     merge_config,
+    messages_for,
     until_consumer_leaves,
 )
 from ..structured import parse_answer, parse_choice
@@ -59,6 +60,7 @@ class EchoAdapter:
         checked = check_params(self._capability, messages, config)
         if isinstance(checked, Failure):
             return checked
+        messages = messages_for(self._capability, messages)
         text = _echo(messages)
         parsed: Any = None
         if config.output_schema is not None:

@@ -13,7 +13,15 @@ from typing import Any, TypeAlias
 
 from pydantic import BaseModel
 
-from ._fake_wire import ApiKind, TokenUsage, system_text, tool_names, tool_results, user_text
+from ._fake_wire import (
+    ApiKind,
+    TokenUsage,
+    images_in,
+    system_text,
+    tool_names,
+    tool_results,
+    user_text,
+)
 
 __all__ = [
     "DEFAULT_SIDE_RULES",
@@ -91,6 +99,11 @@ class RecordedRequest:
     def tool_results(self) -> tuple[str, ...]:
         """Tool results at the end of the conversation (what this request follows up)."""
         return tool_results(self.api, self.body)
+
+    @property
+    def images(self) -> tuple[tuple[str, bytes], ...]:
+        """Every image the request carries: (media type, bytes), in any wire format."""
+        return images_in(self.body)
 
     @property
     def has_tool_result(self) -> bool:

@@ -6,6 +6,7 @@ live in `_fake_turn`, each API's rendering in `_fake_render`; this module is the
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -34,6 +35,7 @@ __all__ = [
     "Turn",
     "classify",
     "error_body",
+    "images_in",
     "render_json",
     "render_stream",
 ]
@@ -212,6 +214,48 @@ def tool_names(api: ApiKind, body: Any) -> tuple[str, ...]:
         elif isinstance(tool.get("name"), str):
             names.append(tool["name"])
     return tuple(names)
+
+
+def images_in(body: Any) -> tuple[tuple[str, bytes], ...]:
+    """Every image a request body carries, as (media type, bytes), in order, whatever the
+    wire format: a Chat Completions `image_url` or a Responses `input_image` with a base64
+    data URL, an Anthropic base64 `image` source, a Gemini `inlineData` part."""
+    found: list[tuple[str, bytes]] = []
+
+    def data_url(url: Any) -> None:
+        if isinstance(url, dict):
+            url = url.get("url")
+        match = (
+            re.fullmatch(r"data:([\w/+.-]+);base64,(.*)", url or "", re.S)
+            if isinstance(url, str)
+            else None
+        )
+        if match:
+            found.append((match.group(1), base64.b64decode(match.group(2))))
+
+    def walk(node: Any) -> None:
+        if isinstance(node, list):
+            for item in node:
+                walk(item)
+            return
+        if not isinstance(node, dict):
+            return
+        kind = node.get("type")
+        source = node.get("source")
+        inline = node.get("inlineData") or node.get("inline_data")
+        if kind in ("image_url", "input_image"):
+            data_url(node.get("image_url"))
+        elif kind == "image" and isinstance(source, dict) and source.get("type") == "base64":
+            found.append((str(source.get("media_type")), base64.b64decode(source["data"])))
+        elif isinstance(inline, dict) and "data" in inline:
+            found.append((str(inline.get("mimeType") or inline.get("mime_type")),
+                          base64.b64decode(inline["data"])))  # fmt: skip
+        else:
+            for value in node.values():
+                walk(value)
+
+    walk(body)
+    return tuple(found)
 
 
 def _is_tool_result_msg(api: ApiKind, msg: Mapping[str, Any]) -> bool:

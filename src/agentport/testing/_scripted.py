@@ -24,6 +24,7 @@ from ..core import (
     Usage,
     check_params,
     merge_config,
+    messages_for,
 )
 from ..structured import parse_answer, parse_choice, validate
 
@@ -229,6 +230,7 @@ class ScriptedAdapter:
         checked = check_params(self._capability, messages, config)
         if isinstance(checked, Failure):
             return checked
+        messages = messages_for(self._capability, messages)
         rule = next((r for r in self.rules if r.matches(call)), None)
         if rule is None:
             if self.default is None:
