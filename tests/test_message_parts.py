@@ -175,3 +175,25 @@ async def test_the_echo_backend_warns_and_answers_the_text(monkeypatch: pytest.M
         [Message.user("hello", ImagePart.from_bytes(RED))], CompletionConfig(on_ignored="fail")
     )
     assert refused.failure().kind is ErrorKind.unsupported
+
+
+def test_at_references_escape_blanks_in_the_run_folder(tmp_path: Path) -> None:
+    """gemini and qwen end an `@path` at a blank: a run folder under a home with a space
+    (checked against gemini 0.61: unescaped, the image never reached the request)."""
+    from agentport.backends._spec import CliCall, at_references
+
+    run_dir = tmp_path / "my runs"
+    run_dir.mkdir()
+    call = CliCall(
+        executable="gemini", prompt="Which colour?", system_prompt=None,
+        config=CompletionConfig(), schema=None, options={}, run_dir=run_dir, cwd=run_dir,
+        images=(ImagePart.from_bytes(RED),),
+    )  # fmt: skip
+    prompt, flags = at_references(call)
+    image = run_dir / "images" / "image-1.png"
+    assert image.read_bytes() == RED
+    assert prompt == "Which colour?\n\n@" + str(image).replace(" ", "\\ ")
+    assert flags == [f"--include-directories={image.parent}"]
+    assert at_references(
+        CliCall("gemini", "plain", None, CompletionConfig(), None, {}, run_dir, run_dir)
+    ) == ("plain", [])

@@ -120,7 +120,9 @@ def at_references(call: CliCall) -> tuple[str, list[str]]:
     if not call.images:
         return call.prompt, []
     paths = image_files(call)
-    prompt = call.prompt + "\n\n" + " ".join(f"@{path}" for path in paths)
+    # the CLI's `@` parser ends a path at a blank unless it is escaped with a backslash
+    refs = " ".join("@" + str(path).replace(" ", "\\ ") for path in paths)
+    prompt = call.prompt + "\n\n" + refs
     return prompt, [f"--include-directories={paths[0].parent}"]
 
 
