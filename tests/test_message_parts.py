@@ -5,6 +5,7 @@ backends' requests to FakeModelServer. The real CLIs: test_images_contract.py.""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -197,3 +198,13 @@ def test_at_references_escape_blanks_in_the_run_folder(tmp_path: Path) -> None:
     assert at_references(
         CliCall("gemini", "plain", None, CompletionConfig(), None, {}, run_dir, run_dir)
     ) == ("plain", [])
+
+
+def test_parts_travel_through_a_temporal_activity_input() -> None:
+    """A workflow's `complete` activity gets messages as JSON data: the parts must survive
+    it (they were dropped: `Message.to_dict` is text only)."""
+    data_module = pytest.importorskip("agentport.temporal._data", exc_type=ImportError)
+    message = Message.user("Which colour?", ImagePart.from_bytes(RED), FilePart.from_text("a", "b"))
+    (data,) = json.loads(json.dumps(data_module.messages_to_dicts([message])))
+    assert Message.model_validate(data) == message
+    assert data_module.messages_to_dicts([Message.user("x")]) == [{"role": "user", "content": "x"}]

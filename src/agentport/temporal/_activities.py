@@ -200,7 +200,7 @@ def _deadline_s(config: CompletionConfig | None) -> float:
 
 async def execute_complete(
     backend: str,
-    messages: Sequence[Message] | Sequence[dict[str, str]],
+    messages: Sequence[Message] | Sequence[dict[str, Any]],
     config: CompletionConfig | None = None,
     *,
     call_id: str,

@@ -47,7 +47,7 @@ class CompleteInput:
     Attributes:
         backend: backend name or alias (one backend; a chain runs as one call on the
             chain's queue, see `queue_for`).
-        messages: `Message.to_dict()` of each message, in order.
+        messages: each message as JSON data, in order (`messages_to_dicts`).
         config: `config_to_dict(CompletionConfig)`: only the fields the caller set.
         settings: `[llm]` overrides for the worker's adapter (`model`, `openai_compat`
             table, ...), as for `create_llm_adapter(**overrides)`; the worker's own
@@ -56,7 +56,7 @@ class CompleteInput:
     """
 
     backend: str
-    messages: list[dict[str, str]]
+    messages: list[dict[str, Any]]
     config: dict[str, Any] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
     call_id: str = ""
@@ -104,12 +104,19 @@ class CompleteOutput:
 
 
 def messages_to_dicts(
-    messages: Sequence[Message] | Sequence[dict[str, str]],
-) -> list[dict[str, str]]:
-    """`{"role", "content"}` dicts of *messages* (`Message`s or such dicts, validated)."""
-    return [
-        (m if isinstance(m, Message) else Message.model_validate(m)).to_dict() for m in messages
-    ]
+    messages: Sequence[Message] | Sequence[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """*messages* (`Message`s or their dicts, validated) as JSON data: `{"role", "content"}`,
+    plus `parts` (images as base64) when a message has any. Temporal limits a payload's size
+    (2 MB by default): a workflow passing large images should pass references instead."""
+    out: list[dict[str, Any]] = []
+    for item in messages:
+        message = item if isinstance(item, Message) else Message.model_validate(item)
+        data: dict[str, Any] = dict(message.to_dict())
+        if message.parts:
+            data["parts"] = [part.model_dump(mode="json") for part in message.parts]
+        out.append(data)
+    return out
 
 
 def config_to_dict(config: CompletionConfig | None) -> dict[str, Any]:
