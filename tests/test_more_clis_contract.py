@@ -142,7 +142,7 @@ BACKENDS = {
         fault_budget_s=130.0,
         sampling=True,
         schema_tool="structured_output",
-        always_tools=frozenset({"agent", "skill", "tool_search", "send_message", "task_stop"}),
+        # none: every other built-in and meta tool is excluded
     ),
 }
 

@@ -294,9 +294,10 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.max_tokens: "model.generationConfig.samplingParams.max_tokens, same file",
             Param.model: "-m",
             Param.tool_restriction: "--core-tools=<list> (only these built-in tools offered), "
-            "--allowed-tools=<list> (no confirmation), no MCP server; the meta tools agent, "
-            "skill, tool_search, send_message and task_stop stay offered, except with no "
-            "tools: --exclude-tools then lists every built-in and meta tool",
+            "--allowed-tools=<list> (no confirmation), --exclude-tools=<every other built-in "
+            "and meta tool> (agent, skill, tool_search, tool_call, ... are offered beside any "
+            "core list otherwise), no MCP server; exactly the listed tools are offered (0.15 "
+            "and 0.24)",
             Param.sandbox: "approval modes: read_only -> default (mutating tools are not "
             "offered headless), workspace_write -> auto-edit, full -> yolo",
             Param.max_turns: "--max-session-turns",

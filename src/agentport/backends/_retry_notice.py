@@ -77,24 +77,47 @@ def notice_error(event: AgentEvent, exit_code: int | None, stderr_tail: str) -> 
 LineWatch = Callable[[str], ProviderError | None]
 
 
-def stderr_notice(pattern: re.Pattern[str]) -> Callable[[], LineWatch]:
+def stderr_notice(pattern: re.Pattern[str], *, block: bool = False) -> Callable[[], LineWatch]:
     """A `BackendSpec.retry_notice` for stderr lines matching *pattern*: a named group
     `status`, when matched, is the HTTP status; a group `text` the part of the line that
-    names the error (else the whole line, which is also searched for a status). Stateless:
-    every run gets the same watcher."""
+    names the error (else the whole line, which is also searched for a status).
 
-    def notice(line: str) -> ProviderError | None:
-        found = pattern.search(line)
-        if found is None:
-            return None
-        groups = found.groupdict()
-        text = (groups.get("text") or line).strip()
-        status_text = groups.get("status")
-        status = int(status_text) if status_text and status_text.isdigit() else status_in(text)
-        return ProviderError(
-            _kind(status, text),
-            f"the CLI's own retry was stopped at its first notice: {text}"[:2000],
-            status=status,
-        )
+    *block*: a notice line ending in `{` opens a multi-line detail block (qwen 0.24's debug
+    log prints the provider's message there); the failure is returned at the line that
+    closes it (`}` first, at most `_BLOCK_LINES` later), its text joined to the notice, so
+    the wording (a usage limit, say) can be classified. One watcher per run."""
 
-    return lambda: notice
+    def watcher() -> LineWatch:
+        held: list[str] = []
+
+        def failure(text: str) -> ProviderError:
+            found = pattern.search(text)
+            groups = found.groupdict() if found else {}
+            said = (groups.get("text") or text).strip()
+            status_text = groups.get("status")
+            status = int(status_text) if status_text and status_text.isdigit() else None
+            return ProviderError(
+                _kind(status or status_in(said), said),
+                f"the CLI's own retry was stopped at its first notice: {said}"[:2000],
+                status=status or status_in(said),
+            )
+
+        def notice(line: str) -> ProviderError | None:
+            if held:
+                held.append(line.strip())
+                if line.startswith("}") or len(held) > _BLOCK_LINES:
+                    return failure(" ".join(held))
+                return None
+            if pattern.search(line) is None:
+                return None
+            if block and line.rstrip().endswith("{"):
+                held.append(line.strip())
+                return None
+            return failure(line)
+
+        return notice
+
+    return watcher
+
+
+_BLOCK_LINES = 30

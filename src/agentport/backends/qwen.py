@@ -67,7 +67,8 @@ _HEADLESS_ENV = {"QWEN_CODE_NO_RELAUNCH": "true"}
 # `[API Error: <message>]`, anywhere in the text (after partial output too): the message runs
 # to the last `]` of the text (messages may contain brackets themselves).
 _API_ERROR = re.compile(r"\[API Error: (?P<message>.*)\]", re.S)
-# qwen-code 0.15.10 debug log, before each retry of its backoff loop:
+# qwen-code debug log, before each retry of its backoff loop (0.15.10, and 0.24.4 with
+# QWEN_DEBUG_LOG_FILE=1, which adds a `{ ... providerMessage: ... }` block):
 # "2026-12-01T15:01:30.634Z [ERROR] [RETRY] Attempt 3 failed with status 500. Retrying ..."
 _RETRY_NOTICE = re.compile(
     r"\[RETRY\] Attempt \d+ failed(?: with status (?P<status>\d{3}))?\b.*Retrying"
@@ -110,13 +111,18 @@ _ALL_TOOLS = (
     "glob", "search_file_content", "grep_search", "list_directory", "web_fetch", "web_search",
     "save_memory", "todo_write", "agent", "task", "skill", "tool_search", "send_message",
     "task_stop", "exit_plan_mode", "lsp",
+    # qwen 0.24 offers these whatever --core-tools says (worktrees change the checkout;
+    # tool_call invokes other tools by name)
+    "enter_worktree", "exit_worktree", "get_goal", "update_goal", "list_agents",
+    "record_artifact", "report_findings", "tool_call", "ask_user_question",
 )  # fmt: skip
 
 
 def tool_flags(tools: ToolPolicy) -> list[str]:
     """The tool list as qwen flags: `--core-tools=L --allowed-tools=L` (no confirmation for
-    those), no MCP server (`--allowed-mcp-server-names=<none>`); no tools: `--core-tools` with
-    a name no tool has plus `--exclude-tools` listing every built-in and meta tool."""
+    those) and `--exclude-tools` listing every other built-in and meta tool, no MCP server
+    (`--allowed-mcp-server-names=<none>`); no tools: `--core-tools` with a name no tool has
+    and every tool excluded."""
     allowed = tools.allowed_tools
     if allowed is None:
         return []
@@ -124,7 +130,11 @@ def tool_flags(tools: ToolPolicy) -> list[str]:
     if not allowed:
         return [*flags, f"--core-tools={_NO_TOOL}", f"--exclude-tools={','.join(_ALL_TOOLS)}"]
     listed = ",".join(allowed)
-    return [*flags, f"--core-tools={listed}", f"--allowed-tools={listed}"]
+    # every other known tool excluded too: meta tools (agent, skill, tool_search, tool_call,
+    # ...) are offered beside any --core-tools list
+    rest = [t for t in _ALL_TOOLS if t not in allowed]
+    return [*flags, f"--core-tools={listed}", f"--allowed-tools={listed}",
+            f"--exclude-tools={','.join(rest)}"]  # fmt: skip
 
 
 def build(call: CliCall) -> Invocation:
@@ -182,6 +192,7 @@ def build(call: CliCall) -> Invocation:
         # runtime folder per run, whose debug log the runner reads for `retry_notice`
         runtime = call.run_dir / "qwen-runtime"
         env["QWEN_RUNTIME_DIR"] = str(runtime)
+        env["QWEN_DEBUG_LOG_FILE"] = "1"  # qwen 0.24 writes the debug log only when asked
         log_dir = runtime / "debug"
     return Invocation(
         tuple(argv),
@@ -223,7 +234,10 @@ def decode(obj: Any) -> AgentEvent | None:
             return event.model_copy(update={"is_error": True, "metadata": marked})
         return event
     if kind == "result":
-        text = str(obj.get("result") or "")
+        # qwen 0.24 puts a failure's message in `error.message` and leaves `result` out
+        error = obj.get("error")
+        said = error.get("message") if isinstance(error, dict) else error
+        text = str(obj.get("result") or said or "")
         # exit 0 + `is_error: false` on API errors: the marker in the text is the real signal
         failed = bool(obj.get("is_error")) or api_error(text) is not None
         meta: dict[str, Any] = {
@@ -277,5 +291,5 @@ SPEC = BackendSpec(
     final_text=last_text,
     native_schema=schema_dict,
     extra_env=_HEADLESS_ENV,
-    retry_notice=stderr_notice(_RETRY_NOTICE),
+    retry_notice=stderr_notice(_RETRY_NOTICE, block=True),
 )
