@@ -40,6 +40,8 @@ CONTRACT_TESTS = (
     "tests/test_quota_contract_more_clis.py",
     "tests/test_hermes_contract.py",
     "tests/test_grok_contract.py",
+    "tests/test_images_contract.py",
+    "tests/test_web_research_more_clis.py",
 )
 _NPM_PIN = re.compile(r'"(@?[\w.\-/]+)@(\d[\w.\-]*)"')
 _PIP_PIN = re.compile(r'PIN="([\w\-]+)==([\w.\-]+)"')
