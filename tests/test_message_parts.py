@@ -114,12 +114,15 @@ def test_files_are_translated_on_every_backend(capability: Any) -> None:
     assert "the secret is 42" in messages_for(capability, messages)[0].content
 
 
-def test_an_image_alone_is_something_to_answer() -> None:
-    capability = _capability("claude")
-    assert check_params(
-        capability, [Message.user("", ImagePart.from_bytes(RED))], CompletionConfig()
-    )
-    empty = check_params(capability, [Message.user("  ")], CompletionConfig())
+def test_an_image_alone_is_something_to_answer_where_the_backend_takes_images() -> None:
+    alone = [Message.user("", ImagePart.from_bytes(RED))]
+    assert check_params(_capability("claude"), alone, CompletionConfig()) == Success(())
+    # where images are IGNORED nothing would be left to send: refused, not an empty prompt
+    dropped = check_params(_capability("echo"), alone, CompletionConfig())
+    assert dropped.failure().kind is ErrorKind.invalid_request
+    with_file = [Message.user("", FilePart.from_text("a.txt", "x"))]
+    assert check_params(_capability("echo"), with_file, CompletionConfig()) == Success(())
+    empty = check_params(_capability("claude"), [Message.user("  ")], CompletionConfig())
     assert empty.failure().kind is ErrorKind.invalid_request
 
 

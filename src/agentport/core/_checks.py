@@ -44,11 +44,14 @@ def check_params(
     `Failure(ErrorKind.unsupported)` naming them under `fail`. Source: DESIGN.md, capabilities.
     Safety parameters (`SAFETY_PARAMS`: tool_restriction, sandbox) fail closed: one the
     backend cannot enforce is `Failure(ErrorKind.unsupported)` whatever `on_ignored` says
-    (`unenforced_safety`). A call with no user or assistant message (nothing to
-    answer) is `Failure(ErrorKind.invalid_request)`.
+    (`unenforced_safety`). A call with no user or assistant message with text, a file, or
+    an image the backend takes (nothing to answer) is `Failure(ErrorKind.invalid_request)`.
     """
+    kept_images = capability.support(Param.images) is not ParamSupport.IGNORED
     if not any(
-        m.role is not MessageRole.system and (m.content.strip() or m.parts) for m in messages
+        m.role is not MessageRole.system
+        and (m.content.strip() or len(m.images) < len(m.parts) or (kept_images and m.images))
+        for m in messages
     ):
         return Failure(
             ProviderError(
