@@ -181,10 +181,10 @@ async def test_the_echo_backend_warns_and_answers_the_text(monkeypatch: pytest.M
     assert refused.failure().kind is ErrorKind.unsupported
 
 
-def test_at_references_escape_blanks_in_the_run_folder(tmp_path: Path) -> None:
+def test_at_prompt_escape_blanks_in_the_run_folder(tmp_path: Path) -> None:
     """gemini and qwen end an `@path` at a blank: a run folder under a home with a space
     (checked against gemini 0.61: unescaped, the image never reached the request)."""
-    from agentport.backends._spec import CliCall, at_references
+    from agentport.backends._spec import CliCall, at_prompt
 
     run_dir = tmp_path / "my runs"
     run_dir.mkdir()
@@ -193,12 +193,12 @@ def test_at_references_escape_blanks_in_the_run_folder(tmp_path: Path) -> None:
         config=CompletionConfig(), schema=None, options={}, run_dir=run_dir, cwd=run_dir,
         images=(ImagePart.from_bytes(RED),),
     )  # fmt: skip
-    prompt, flags = at_references(call)
+    prompt, flags = at_prompt(call)
     image = run_dir / "images" / "image-1.png"
     assert image.read_bytes() == RED
     assert prompt == "Which colour?\n\n@" + str(image).replace(" ", "\\ ")
     assert flags == [f"--include-directories={image.parent}"]
-    assert at_references(
+    assert at_prompt(
         CliCall("gemini", "plain", None, CompletionConfig(), None, {}, run_dir, run_dir)
     ) == ("plain", [])
 
@@ -211,3 +211,18 @@ def test_parts_travel_through_a_temporal_activity_input() -> None:
     (data,) = json.loads(json.dumps(data_module.messages_to_dicts([message])))
     assert Message.model_validate(data) == message
     assert data_module.messages_to_dicts([Message.user("x")]) == [{"role": "user", "content": "x"}]
+
+
+def test_every_at_sign_is_escaped_for_the_gemini_family_under_restricted_tools(
+    tmp_path: Path,
+) -> None:
+    from agentport.backends._spec import CliCall, at_prompt
+
+    text = "see @a.txt, mail x@b.c, keep \\@d"
+    restricted = CliCall("gemini", text, None, CompletionConfig(), None, {}, tmp_path, tmp_path)
+    assert at_prompt(restricted) == ("see \\@a.txt, mail x\\@b.c, keep \\@d", [])
+    own = CompletionConfig(tools=ToolPolicy.cli_defaults())
+    assert at_prompt(CliCall("gemini", text, None, own, None, {}, tmp_path, tmp_path)) == (
+        text,
+        [],
+    )

@@ -7,6 +7,7 @@ inheritance between backends (DESIGN.md, "A backend is a spec").
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,7 @@ __all__ = [
     "RunOutcome",
     "as_dict",
     "as_int",
-    "at_references",
+    "at_prompt",
     "image_files",
     "last_text",
     "text_after_last_tool",
@@ -112,18 +113,30 @@ def image_files(call: CliCall) -> list[Path]:
     return paths
 
 
-def at_references(call: CliCall) -> tuple[str, list[str]]:
-    """For the Gemini CLI family (gemini, qwen): the prompt with `@path` references to the
-    call's images (written by `image_files`; the CLI reads each and sends it as inline data)
-    and the flag adding their folder to the workspace (`--include-directories`). No images:
-    the prompt and no flag."""
+def at_prompt(call: CliCall) -> tuple[str, list[str]]:
+    """The prompt for the Gemini CLI family (gemini, qwen), and the flags it needs.
+
+    Both CLIs read any `@path` in a prompt (even inside a word) and send that workspace
+    file's content to the model (measured: gemini 0.61, qwen 0.15 and 0.24). Under a call
+    that restricts tools that read is a privilege the call did not grant, and the `@` may
+    come from untrusted text (a fetched page, a refined document): every `@` is escaped as
+    `\\@`, which both CLIs leave as text. With the CLI's own tool defaults
+    (`allowed_tools=None`) the prompt is the caller's, as the CLI would take it.
+
+    Then the call's images: `@path` references to the files `image_files` writes (the CLI
+    reads each and sends it as inline data; a blank in the path escaped, since the parser
+    ends a path there) and `--include-directories` for their folder."""
+    prompt = call.prompt
+    if call.config.tools.allowed_tools is not None:
+        prompt = _UNESCAPED_AT.sub(r"\\@", prompt)
     if not call.images:
-        return call.prompt, []
+        return prompt, []
     paths = image_files(call)
-    # the CLI's `@` parser ends a path at a blank unless it is escaped with a backslash
     refs = " ".join("@" + str(path).replace(" ", "\\ ") for path in paths)
-    prompt = call.prompt + "\n\n" + refs
-    return prompt, [f"--include-directories={paths[0].parent}"]
+    return prompt + "\n\n" + refs, [f"--include-directories={paths[0].parent}"]
+
+
+_UNESCAPED_AT = re.compile(r"(?<!\\)@")
 
 
 def as_dict(value: Any) -> dict[str, Any]:

@@ -45,7 +45,7 @@ from ._spec import (
     RunOutcome,
     as_dict,
     as_int,
-    at_references,
+    at_prompt,
     text_after_last_tool,
 )
 from ._web_events import web_meta
@@ -137,7 +137,7 @@ def build(call: CliCall) -> Invocation:
         path.write_text(policy, encoding="utf-8")
         argv += [f"--policy={path}", f"--allowed-mcp-server-names={_NO_SERVER}"]
     argv += [str(a) for a in opts.get("extra_args", ())]
-    prompt, workspace = at_references(call)  # images: `@path`, read by the CLI itself
+    prompt, workspace = at_prompt(call)  # `@` escaped; images as `@path`
     argv += workspace
     env: dict[str, str] = {}
     if opts.get("base_url"):

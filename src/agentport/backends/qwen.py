@@ -46,7 +46,7 @@ from ._classify import kind_from_status, kind_from_text
 from ._node import blocking_stdio_env
 from ._policy import endpoint_passthrough
 from ._retry_notice import stderr_notice
-from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, at_references, last_text
+from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, at_prompt, last_text
 from ._stream_json import decode_message
 
 __all__ = [
@@ -179,7 +179,7 @@ def build(call: CliCall) -> Invocation:
     if call.session_id:
         argv.append(f"--resume={call.session_id}")
     argv += [str(a) for a in opts.get("extra_args", ())]
-    prompt, workspace = at_references(call)  # images: `@path`, read by the CLI itself
+    prompt, workspace = at_prompt(call)  # `@` escaped; images as `@path`
     argv += workspace
     settings = call.run_dir / "qwen-settings.json"
     settings.write_text(json.dumps(_settings(call)), encoding="utf-8")
