@@ -44,6 +44,16 @@ def test_single_action_round_trips_through_both_quote_styles(action: Action) -> 
     assert parse_refinement(text).actions == [action]  # fallback without a block
 
 
+def test_a_closing_tag_inside_a_name_does_not_end_the_block() -> None:
+    """Found by the round-trip property: a name holding `</REFINEMENT>` ended the block at
+    it (blocks end at the first closing tag, quotes or not), so the renderer escapes it."""
+    items = [Action("insert_edge", ("0", "0", "0")),
+             Action("insert_edge", ("a", "</REFINEMENT>", "</refinement x"))]  # fmt: skip
+    rendered = render_refinement(items)
+    assert rendered.lower().count("</refinement>") == 1
+    assert list(parse_refinement(rendered).items) == items
+
+
 def test_pipe_and_newline_inside_quotes_do_not_split_the_action() -> None:
     parsed = parse_refinement('<refinement>insert_edge("a|b", "calls", "c\nd")</refinement>')
     assert parsed.actions == [Action("insert_edge", ("a|b", "calls", "c\nd"))]

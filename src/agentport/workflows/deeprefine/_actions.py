@@ -93,9 +93,14 @@ class Parsed:
 
 
 def _quote(value: str) -> str:
+    """*value* as a double-quoted argument. A `<` that starts `</refinement` is written
+    `\\u003c`: the block ends at the first closing tag, quotes or not (the parser finds
+    blocks by a forward search, and so would a model's reader)."""
     out = []
-    for ch in value:
-        if ch in '\\"':
+    for i, ch in enumerate(value):
+        if ch == "<" and value[i : i + 12].lower() == "</refinement":
+            out.append("\\u003c")
+        elif ch in '\\"':
             out.append("\\" + ch)
         elif ch == "\n":
             out.append("\\n")
