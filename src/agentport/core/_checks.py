@@ -50,7 +50,7 @@ def check_params(
     kept_images = capability.support(Param.images) is not ParamSupport.IGNORED
     if not any(
         m.role is not MessageRole.system
-        and (m.content.strip() or len(m.images) < len(m.parts) or (kept_images and m.images))
+        and (m.content.strip() or m.files or (kept_images and m.images))
         for m in messages
     ):
         return Failure(

@@ -225,6 +225,6 @@ class CompletionConfig(BaseModel):
             Param.cwd: self.cwd is not None,
             Param.web_search: self.web_search,
             Param.images: any(m.images for m in messages),
-            Param.files: any(len(m.images) < len(m.parts) for m in messages),
+            Param.files: any(m.files for m in messages),
         }
         return frozenset(p for p, on in checks.items() if on)

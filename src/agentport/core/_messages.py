@@ -50,6 +50,10 @@ class Message(BaseModel):
     def images(self) -> tuple[ImagePart, ...]:
         return tuple(p for p in self.parts if isinstance(p, ImagePart))
 
+    @property
+    def files(self) -> tuple[FilePart, ...]:
+        return tuple(p for p in self.parts if isinstance(p, FilePart))
+
     def to_dict(self) -> dict[str, str]:
         """OpenAI-style `{"role", "content"}` (text only: parts are each backend's matter)."""
         return {"role": self.role.value, "content": self.content}
@@ -72,7 +76,7 @@ def inline_files(messages: Sequence[Message], *, drop_images: bool = False) -> l
         if not m.parts:
             out.append(m)
             continue
-        files = [fenced(p) for p in m.parts if isinstance(p, FilePart)]
+        files = [fenced(p) for p in m.files]
         text = "\n\n".join([m.content, *files]) if m.content else "\n\n".join(files)
         kept = () if drop_images else m.images
         out.append(m.model_copy(update={"content": text, "parts": kept}))
