@@ -6,7 +6,7 @@ Part of `agentport.catalog` (the single source of truth); import from there.
 from __future__ import annotations
 
 from ..core import BackendCapability, BackendKind, Billing, Param
-from ._support import I, N, T, params
+from ._support import FILES_INLINED, I, N, T, params
 
 ENTRIES: tuple[BackendCapability, ...] = (
     BackendCapability(
@@ -26,7 +26,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
         ),
         notes={
             Param.images: "scripted replies: images are not looked at",
-            Param.files: "text files are inlined into the message in a fence named after the file",
+            Param.files: FILES_INLINED,
             Param.output_schema: "replies are validated against the schema",
             Param.reasoning_effort: "scripted replies: nothing thinks",
         },
@@ -49,7 +49,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
         ),
         notes={
             Param.images: "echoes the text only",
-            Param.files: "text files are inlined into the message in a fence named after the file",
+            Param.files: FILES_INLINED,
             Param.output_schema: "the echoed text is validated against the schema",
             Param.reasoning_effort: "echoes the prompt: nothing thinks",
         },
@@ -74,7 +74,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
         notes={
             Param.images: "image_url parts with base64 data URLs (the Chat Completions vision "
             "input)",
-            Param.files: "text files are inlined into the message in a fence named after the file",
+            Param.files: FILES_INLINED,
             Param.reasoning_effort: "reasoning_effort in the request body (reasoning models; "
             "servers without it may reject the field)",
             Param.system_prompt: "sent as a system message",
@@ -111,7 +111,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
         notes={
             Param.images: "image_url parts with base64 data URLs; LiteLLM converts them per "
             "provider",
-            Param.files: "text files are inlined into the message in a fence named after the file",
+            Param.files: FILES_INLINED,
             Param.reasoning_effort: "reasoning_effort passed to litellm.acompletion, which maps "
             "it per provider",
             Param.system_prompt: "sent as a system message (LiteLLM adapts it per provider)",
@@ -149,7 +149,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
         ),
         notes={
             Param.images: "the embedded model has no vision projector",
-            Param.files: "text files are inlined into the message in a fence named after the file",
+            Param.files: FILES_INLINED,
             Param.reasoning_effort: "llama.cpp has no reasoning setting",
             Param.system_prompt: "through the chat template, or leading the Question/Answer "
             "prompt of a model without one (the packaged Gemma)",

@@ -6,7 +6,7 @@ Part of `agentport.catalog` (the single source of truth); import from there.
 from __future__ import annotations
 
 from ..core import BackendCapability, BackendKind, Billing, Param
-from ._support import OWN_WEB, I, N, T, params
+from ._support import FILES_INLINED, IMAGES_UNVERIFIED, OWN_WEB, I, N, T, params
 
 ENTRIES: tuple[BackendCapability, ...] = (
     BackendCapability(
@@ -35,8 +35,8 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=I, files=T,
         ),
         notes={
-            Param.images: "images are not passed to this CLI (not verified against it)",
-            Param.files: "text files are inlined into the message in a fence named after the file",
+            Param.images: IMAGES_UNVERIFIED,
+            Param.files: FILES_INLINED,
             Param.reasoning_effort: "the CLI has no reasoning flag",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block "
             "(the prompt is an argument: about 100 kB at most)",
@@ -87,8 +87,8 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=I, files=T,
         ),
         notes={
-            Param.images: "images are not passed to this CLI (not verified against it)",
-            Param.files: "text files are inlined into the message in a fence named after the file",
+            Param.images: IMAGES_UNVERIFIED,
+            Param.files: FILES_INLINED,
             Param.reasoning_effort: "not run here (no binary); no reasoning flag is documented",
             Param.system_prompt: "--system (extra system instructions)",
             Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "
@@ -134,8 +134,8 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=I, files=T,
         ),
         notes={
-            Param.images: "images are not passed to this CLI (not verified against it)",
-            Param.files: "text files are inlined into the message in a fence named after the file",
+            Param.images: IMAGES_UNVERIFIED,
+            Param.files: FILES_INLINED,
             Param.reasoning_effort: "not run here (no binary); no reasoning flag is documented",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block",
             Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "
@@ -181,8 +181,8 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=I, files=T,
         ),
         notes={
-            Param.images: "images are not passed to this CLI (not verified against it)",
-            Param.files: "text files are inlined into the message in a fence named after the file",
+            Param.images: IMAGES_UNVERIFIED,
+            Param.files: FILES_INLINED,
             Param.reasoning_effort: "not run here (no binary); no reasoning flag is documented",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block "
             "(the prompt travels as the value of -p: about 100 kB at most)",
@@ -233,8 +233,8 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=I, files=T,
         ),
         notes={
-            Param.images: "images are not passed to this CLI (not verified against it)",
-            Param.files: "text files are inlined into the message in a fence named after the file",
+            Param.images: IMAGES_UNVERIFIED,
+            Param.files: FILES_INLINED,
             Param.reasoning_effort: "grok-cli 0.0.34 has no reasoning flag",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block "
             "(grok adds its own system prompt; the prompt is an argument: about 100 kB at most)",
@@ -285,8 +285,8 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=I, files=T,
         ),
         notes={
-            Param.images: "images are not passed to this CLI (not verified against it)",
-            Param.files: "text files are inlined into the message in a fence named after the file",
+            Param.images: IMAGES_UNVERIFIED,
+            Param.files: FILES_INLINED,
             Param.reasoning_effort: "no reasoning command is known for the rpc mode",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block "
             "(the rpc prompt command has no system field)",
@@ -334,8 +334,8 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=I, files=T,
         ),
         notes={
-            Param.images: "images are not passed to this CLI (not verified against it)",
-            Param.files: "text files are inlined into the message in a fence named after the file",
+            Param.images: IMAGES_UNVERIFIED,
+            Param.files: FILES_INLINED,
             Param.reasoning_effort: "the CLI has no reasoning flag",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block "
             "(the prompt is an argument: about 100 kB at most)",
@@ -382,7 +382,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
         ),
         notes={
             Param.images: "ACP image content blocks are not sent yet",
-            Param.files: "text files are inlined into the message in a fence named after the file",
+            Param.files: FILES_INLINED,
             Param.reasoning_effort: "ACP has no reasoning parameter",
             Param.system_prompt: "ACP has no system role: folded into the prompt as a "
             "'System instructions' block",

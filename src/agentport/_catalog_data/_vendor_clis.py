@@ -6,7 +6,7 @@ Part of `agentport.catalog` (the single source of truth); import from there.
 from __future__ import annotations
 
 from ..core import BackendCapability, BackendKind, Billing, Param
-from ._support import OWN_WEB, I, N, T, params
+from ._support import FILES_INLINED, OWN_WEB, I, N, T, params
 
 ENTRIES: tuple[BackendCapability, ...] = (
     BackendCapability(
@@ -40,7 +40,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
         notes={
             Param.images: "base64 image blocks in a stream-json user message "
             "(--input-format=stream-json)",
-            Param.files: "text files are inlined into the message in a fence named after the file",
+            Param.files: FILES_INLINED,
             Param.reasoning_effort: "--effort low|medium|high",
             Param.system_prompt: "--append-system-prompt ([llm.claude] system_prompt_mode = "
             "\"replace\" uses --system-prompt)",
@@ -101,7 +101,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
         notes={
             Param.images: "--image=<file> per image (written to the run's folder): input_image "
             "parts",
-            Param.files: "text files are inlined into the message in a fence named after the file",
+            Param.files: FILES_INLINED,
             Param.reasoning_effort: "-c model_reasoning_effort=\"low|medium|high\": the "
             "Responses request's reasoning.effort",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block",
@@ -168,7 +168,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
         notes={
             Param.images: "@<file> references in the prompt, their folder added with "
             "--include-directories: inline data parts",
-            Param.files: "text files are inlined into the message in a fence named after the file",
+            Param.files: FILES_INLINED,
             Param.reasoning_effort: "thinking is set per model in settings.json modelConfigs, "
             "which agentport does not write over the user's",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block",
@@ -224,7 +224,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
         notes={
             Param.images: "--file=<file> per image; with base_url the run's model entry takes "
             "images (modalities)",
-            Param.files: "text files are inlined into the message in a fence named after the file",
+            Param.files: FILES_INLINED,
             Param.reasoning_effort: "--variant names a provider-specific model variant, not a "
             "level every provider has",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block "
@@ -282,7 +282,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
         notes={
             Param.images: "@<file> references (as gemini); with base_url the run's model is "
             "marked image-capable (generationConfig.modalities)",
-            Param.files: "text files are inlined into the message in a fence named after the file",
+            Param.files: FILES_INLINED,
             Param.reasoning_effort: "model.generationConfig.samplingParams.reasoning_effort in "
             "the run's settings file: the request's reasoning_effort",
             Param.system_prompt: "--append-system-prompt ([llm.qwen] system_prompt_mode = "
@@ -337,7 +337,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
         notes={
             Param.images: "@<file> arguments; with base_url the models.json model lists image "
             "input",
-            Param.files: "text files are inlined into the message in a fence named after the file",
+            Param.files: FILES_INLINED,
             Param.reasoning_effort: "--thinking low|medium|high (with base_url the models.json "
             "model is marked reasoning, which pi needs to send it)",
             Param.system_prompt: "--append-system-prompt ([llm.pi] system_prompt_mode = "
@@ -389,7 +389,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
         ),
         notes={
             Param.images: "--attachment=<file> per image",
-            Param.files: "text files are inlined into the message in a fence named after the file",
+            Param.files: FILES_INLINED,
             Param.reasoning_effort: "--reasoning-effort low|medium|high",
             Param.system_prompt: "folded into the prompt as a 'System instructions' block",
             Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "
