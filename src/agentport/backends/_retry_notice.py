@@ -95,11 +95,11 @@ def stderr_notice(pattern: re.Pattern[str], *, block: bool = False) -> Callable[
             groups = found.groupdict() if found else {}
             said = (groups.get("text") or text).strip()
             status_text = groups.get("status")
-            status = int(status_text) if status_text and status_text.isdigit() else None
+            status = int(status_text) if status_text and status_text.isdigit() else status_in(said)
             return ProviderError(
-                _kind(status or status_in(said), said),
+                _kind(status, said),
                 f"the CLI's own retry was stopped at its first notice: {said}"[:2000],
-                status=status or status_in(said),
+                status=status,
             )
 
         def notice(line: str) -> ProviderError | None:

@@ -146,7 +146,7 @@ def _provider_flags(opts: Mapping[str, Any]) -> list[str]:
 def build(call: CliCall) -> Invocation:
     """argv: `codex exec --json --skip-git-repo-check --color never --cd=CWD [tool flags]
     [--model=M] [-c model_reasoning_effort=E] [--output-schema=FILE] [-c provider...] [extra_args]
-    [-c model_catalog_json=RUN_DIR/model-catalog.json] [--image=RUN_DIR/image-N.png ...]
+    [-c model_catalog_json=RUN_DIR/model-catalog.json] [--image=RUN_DIR/images/image-N.png ...]
     [resume ID] -` (`tool_flags`; `=`
     forms so no caller text becomes a flag); the prompt goes through stdin. The catalog flag
     comes after `extra_args` so that no extra `-c` can bring the tools back; `prepare`

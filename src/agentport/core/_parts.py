@@ -84,7 +84,7 @@ class ImagePart(BaseModel):
 
     @field_serializer("data", when_used="json")
     def _encoded(self, data: bytes) -> str:
-        return base64.b64encode(data).decode("ascii")
+        return self.base64
 
     @classmethod
     def from_bytes(cls, data: bytes, name: str | None = None) -> ImagePart:
