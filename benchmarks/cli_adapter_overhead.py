@@ -6,7 +6,10 @@ tests/fixtures/cli/codex/ok-json.stdout (tests/fixtures/cli/fake_cli.py; no real
 reading all output. Runs alternate (raw, adapter) to share any drift. Goal: median ratio
 adapter / raw <= 1.05.
 
-    python benchmarks/cli_adapter_overhead.py [--runs 40]
+`--without-guardian` starts the CLI without its host-death guardian (a measurement only:
+agentport always uses it), to split the overhead into the guardian's share and the rest.
+
+    python benchmarks/cli_adapter_overhead.py [--runs 40] [--without-guardian]
 """
 
 from __future__ import annotations
@@ -25,8 +28,12 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "cli"
 
 
-async def main(runs: int) -> None:
+async def main(runs: int, without_guardian: bool) -> None:
     os.environ["AGENTPORT_ALLOW_REAL_BACKENDS"] = "1"
+    if without_guardian:
+        from agentport.transport import _runner
+
+        _runner.guard_argv = lambda argv: (list(argv), ())
 
     with tempfile.TemporaryDirectory(prefix="agentport-bench-") as scratch:
         await _measure(Path(scratch), runs)
@@ -82,4 +89,6 @@ async def _measure(tmp: Path, runs: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=40)
-    anyio.run(main, parser.parse_args().runs)
+    parser.add_argument("--without-guardian", action="store_true")
+    args = parser.parse_args()
+    anyio.run(main, args.runs, args.without_guardian)

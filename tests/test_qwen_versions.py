@@ -1,6 +1,6 @@
-"""qwen-code 0.15 (CI's pin) and 0.24 (npm's newest) through one spec, on the shapes each
-prints (measured against both binaries with FakeModelServer; the real-CLI runs are the
-contract tests, which `scripts/cli_drift.py --run` points at the newer release):
+"""qwen-code 0.15 and 0.24 (CI's pin) through one spec, on the shapes each prints (measured
+against both binaries with FakeModelServer; the real-CLI runs are the contract tests, on the
+pinned release):
 
 - 0.24 reports a failure as `result.error.message` with no `result` text;
 - 0.24 writes its debug log (where the retry notice is read) only with

@@ -3,8 +3,9 @@
 Each pinned CLI runs once against FakeModelServer with its own default tools (the widest set
 it offers headless, `ToolPolicy.cli_defaults()`, nothing for web turned on by agentport),
 and the test records which tools the CLI offered the model. None of them offers a web
-SEARCH tool agentport could turn on: qwen-code 0.15.10 and Copilot CLI 1.0.102 (BYOK) offer
-only a page fetch (`web_fetch`), pi 0.73.1 no web tool at all, and opencode 1.18.33 offers
+SEARCH tool agentport could turn on: qwen-code 0.24.4 and Copilot CLI 1.0.102 (BYOK) offer
+only a page fetch (`web_fetch`; qwen 0.24 lists it as a deferred tool that its `tool_search`
+loads), pi 0.73.1 no web tool at all, and opencode 1.18.33 offers
 `webfetch` and adds `websearch` only on opencode's own providers or with
 `OPENCODE_ENABLE_EXA` / `OPENCODE_ENABLE_PARALLEL`, which sends queries to Exa's or Parallel's
 hosted MCP service (URLs fixed in the binary: neither self-hostable nor provable offline).
@@ -16,6 +17,7 @@ Runs through scripts/test.sh (`unshare -n`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,8 +62,17 @@ def _is_search(name: str) -> bool:
     return "websearch" in flat or "searchweb" in flat
 
 
+# qwen-code 0.24 offers some tools deferred: only their names and one-line descriptions, as
+# `- "name": "..."` lines in a user message, loaded on demand by its `tool_search` tool.
+_DEFERRED = re.compile(r'^- "(\w+)": ', re.MULTILINE)
+
+
 def _offered(req: RecordedRequest) -> set[str]:
-    return set(req.tool_names)
+    """Tools the model could use: those sent as tools, and those listed as deferred."""
+    tools = set(req.tool_names)
+    if "tool_search" in tools:
+        tools |= set(_DEFERRED.findall(req.user_text))
+    return tools
 
 
 @pytest.fixture(scope="module")

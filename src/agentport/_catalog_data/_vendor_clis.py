@@ -269,7 +269,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
         executable="qwen",
         env_namespace=("QWEN_*", "DASHSCOPE_*"),
         install_hint="npm install -g @qwen-code/qwen-code",
-        verified_against="0.15.10",
+        verified_against="0.24.4",
         supports_runtime=True,
         auto_priority=50,
         params=params(
@@ -304,8 +304,9 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.streaming: "stream-json events (init, text, tool_call, tool_result, usage)",
             Param.session_resume: "not verified headless; each call is a new session",
             Param.cwd: "the process working directory",
-            Param.web_search: "not turned on: qwen-code 0.15.10 has no web search tool (only "
-            "web_fetch, whose page text a second model request summarises)" + OWN_WEB,
+            Param.web_search: "not turned on: qwen-code 0.24.4 has no web search tool (only "
+            "web_fetch, deferred behind tool_search, whose page text a second model request "
+            "summarises)" + OWN_WEB,
         },
     ),
     BackendCapability(
