@@ -167,7 +167,8 @@ async def test_http_a_server_that_never_answers_cannot_tell(
 ) -> None:
     server.reply(Hang())
     llm = _http("openai_compat", server.openai_base_url, tmp_path, monkeypatch)
-    error = (await llm.complete([Message.user("hi")], FAST)).failure()
+    silent = CompletionConfig(startup_timeout_s=1, idle_timeout_s=1, total_timeout_s=20)
+    error = (await llm.complete([Message.user("hi")], silent)).failure()
     assert error.kind is ErrorKind.timeout, error
     assert (error.request_sent, error.mid_stream) == (None, False)
 

@@ -18,6 +18,7 @@ from _fake_clis_util import install_fake, live_processes_with, recorded
 from _more_clis_util import cli_executable, network_isolated
 from agentport import create_llm_adapter
 from agentport.backends import gjc
+from agentport.backends._endstate import RunWatch
 from agentport.backends._spec import RunOutcome
 from agentport.catalog import get_capability
 from agentport.core import (
@@ -193,6 +194,28 @@ def test_a_host_frame_is_an_error_and_an_ack_is_not() -> None:
     error = gjc.classify(outcome)
     assert error is not None
     assert error.kind is ErrorKind.unsupported
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        {"id": "m", "type": "response", "command": "set_model", "success": False, "error": "x"},
+        {"type": "extension_ui_request", "id": "ui-1", "method": "confirm"},
+        {"type": "host_tool_call", "id": "t1"},
+    ],
+    ids=["refused-ack", "ui-request", "host-tool"],
+)
+def test_an_error_nothing_can_follow_stops_the_run_without_the_error_grace(
+    frame: dict[str, Any],
+) -> None:
+    # a refused switch means the prompt is never sent, and a host request is never answered:
+    # waiting `error_grace_s` (5 s) for a recovery would only delay the failure
+    event = gjc.decode(frame)
+    assert event is not None
+    assert event.is_error
+    assert RunWatch().feed(event) is True  # stop now, not "stop unless output within N s"
+    pi_error = {"type": "message_end", "message": {"role": "assistant", "stopReason": "error"}}
+    assert isinstance(RunWatch().feed(gjc.decode(pi_error)), float)  # pi may auto-retry
 
 
 # ---------------------------------------- the shared protocol on a real binary: pi's rpc mode

@@ -138,9 +138,15 @@ def unwrap(obj: dict[str, Any]) -> dict[str, Any]:
     return inner if "type" in inner else {**inner, "type": payload.get("event_type")}
 
 
+# an error no later frame can recover from: the run ends on it without `error_grace_s`
+_FINAL = {"fatal": True, "terminal": True}
+
+
 def decode(obj: Any) -> AgentEvent | None:
-    """One frame -> an event: a failed command ack or a host request is a fatal error; the
-    agent events decode as pi's (`_pi_events.decode`: text deltas, tool calls and results, the
+    """One frame -> an event: a failed command ack or a host request is a fatal error that
+    ends the run at once (`terminal`: nothing can follow it; a refused `set_model` means the
+    prompt is never sent, and agentport never answers a host request); the agent events
+    decode as pi's (`_pi_events.decode`: text deltas, tool calls and results, the
     assistant's `message_end` with usage and answer, a clean `agent_end` terminal)."""
     frame = unwrap(obj)
     kind = frame.get("type")
@@ -149,7 +155,7 @@ def decode(obj: Any) -> AgentEvent | None:
             return None
         text = f"gjc refused {frame.get('command')}: {frame.get('error') or 'no reason given'}"
         return AgentEvent(
-            type=EventType.error, content=text, raw=obj, is_error=True, metadata={"fatal": True}
+            type=EventType.error, content=text, raw=obj, is_error=True, metadata=dict(_FINAL)
         )
     if kind in _HOST_FRAMES:
         error = ProviderError(
@@ -157,7 +163,7 @@ def decode(obj: Any) -> AgentEvent | None:
             f"gjc asked the host for {kind}, which agentport does not answer headless",
             retryable=False,
         )
-        meta = {"fatal": True, "error": error}
+        meta = {**_FINAL, "error": error}
         return AgentEvent(
             type=EventType.error, content=error.message, raw=obj, is_error=True, metadata=meta
         )
