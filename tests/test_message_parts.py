@@ -27,6 +27,7 @@ from agentport.core import (
     ToolPolicy,
     check_params,
     messages_for,
+    prepare_messages,
 )
 from agentport.testing import FakeModelServer
 from test_images_contract import png
@@ -94,6 +95,14 @@ def test_an_image_is_never_dropped_in_silence(capability: Any) -> None:
         capability, messages, CLI_DEFAULTS.model_copy(update={"on_ignored": "fail"})
     )
     given_to_backend = messages_for(capability, messages)
+    # what every adapter calls: the same check and the same messages, in one Result
+    assert prepare_messages(capability, messages, CLI_DEFAULTS) == Success(
+        (given_to_backend, warn.unwrap())
+    )
+    failed = prepare_messages(
+        capability, messages, CLI_DEFAULTS.model_copy(update={"on_ignored": "fail"})
+    )
+    assert isinstance(failed, Failure) is isinstance(fail, Failure)
     if capability.support(Param.images) is ParamSupport.NATIVE:
         assert warn == Success(())
         assert given_to_backend[0].images == messages[0].images

@@ -25,8 +25,7 @@ from ..core import (
     Sandbox,
     ToolPolicy,
     Usage,
-    check_params,
-    messages_for,
+    prepare_messages,
 )
 from ..structured import complete_constrained
 from ._cli import render_prompt
@@ -175,11 +174,10 @@ async def schema_or_plain(
 ) -> Result[CompletionResponse, ProviderError]:
     """One ACP completion: the catalog's parameter check, then *once* under the structured
     output loop (a schema TRANSLATED into the prompt and validated), warnings kept."""
-    checked = check_params(capability, messages, config)
-    if isinstance(checked, Failure):
-        return checked
-    messages = messages_for(capability, messages)
-    warnings = checked.unwrap()
+    prepared = prepare_messages(capability, messages, config)
+    if isinstance(prepared, Failure):
+        return prepared
+    messages, warnings = prepared.unwrap()
     result = await complete_constrained(once, messages, config, backend=capability.name)
     if warnings and isinstance(result, Success):
         response = result.unwrap()

@@ -44,9 +44,8 @@ from ..core import (
     Usage,
     as_messages,
     as_quota,
-    check_params,
     merge_config,
-    messages_for,
+    prepare_messages,
     redact,
     until_consumer_leaves,
 )
@@ -155,11 +154,10 @@ class CliAdapter:
         """`complete`, also handing every decoded event to *sink* as it arrives."""
         config = merge_config(config, self.default_config)
         deadline = time.monotonic() + config.attempt_budget_s  # re-prompts share it
-        checked = check_params(self.capability, messages, config)
-        if isinstance(checked, Failure):
-            return checked
-        messages = messages_for(self.capability, messages)
-        warnings = checked.unwrap()
+        prepared = prepare_messages(self.capability, messages, config)
+        if isinstance(prepared, Failure):
+            return prepared
+        messages, warnings = prepared.unwrap()
         if config.choices is not None:
             # no agent CLI constrains decoding to a list: instruction, match, re-prompt
 

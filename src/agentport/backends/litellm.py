@@ -40,9 +40,8 @@ from ..core import (
     TimeoutWhich,
     Usage,
     as_quota,
-    check_params,
     merge_config,
-    messages_for,
+    prepare_messages,
 )
 from ..structured import complete_constrained, schema_dict
 from ._openai_wire import chat_message
@@ -243,10 +242,10 @@ class LiteLLMAdapter:
     ) -> Result[CompletionResponse, ProviderError]:
         started = time.monotonic()
         config = merge_config(config, self.default_config)
-        checked = check_params(self._capability, messages, config)
-        if isinstance(checked, Failure):
-            return checked
-        messages = messages_for(self._capability, messages)
+        prepared = prepare_messages(self._capability, messages, config)
+        if isinstance(prepared, Failure):
+            return prepared
+        messages, warnings = prepared.unwrap()
         if not (config.model or self._options.model):
             return Failure(
                 ProviderError(
@@ -267,7 +266,6 @@ class LiteLLMAdapter:
                     timeout="total",
                 )
             )
-        warnings = checked.unwrap()
         return result.map(
             lambda r: r.model_copy(
                 update={

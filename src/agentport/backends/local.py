@@ -56,9 +56,8 @@ from ..core import (
     ProviderError,
     RawInfo,
     Usage,
-    check_params,
     merge_config,
-    messages_for,
+    prepare_messages,
 )
 from ..structured import complete_constrained, schema_dict
 
@@ -370,13 +369,12 @@ class LocalAdapter:
     ) -> Result[CompletionResponse, ProviderError]:
         started = time.monotonic()
         config = merge_config(config, self.default_config)
-        checked = check_params(self._capability, messages, config)
-        if isinstance(checked, Failure):
-            return checked
-        messages = messages_for(self._capability, messages)
+        prepared = prepare_messages(self._capability, messages, config)
+        if isinstance(prepared, Failure):
+            return prepared
+        messages, warnings = prepared.unwrap()
         deadline = started + config.total_timeout_s
         schema = schema_dict(config.output_schema) if config.output_schema else None
-        warnings = checked.unwrap()
         native: Any = lambda convo: self._run(convo, config, deadline, schema=schema)  # noqa: E731
         if schema is not None and _backslash_literals(schema):
             # llama-cpp-python 0.3's schema-to-grammar converter leaves `\` unescaped in

@@ -49,10 +49,9 @@ from ..core import (
     Message,
     ProviderError,
     TimeoutWhich,
-    check_params,
     headroom_from_headers,
     merge_config,
-    messages_for,
+    prepare_messages,
 )
 from ..core._headroom import with_headroom
 from ..structured import complete_constrained, restore_answer, schema_dict, strict_schema
@@ -185,11 +184,10 @@ class OpenAICompatAdapter:
     ) -> Result[CompletionResponse, ProviderError]:
         started = time.monotonic()
         config = merge_config(config, self.default_config)
-        checked = check_params(self._capability, messages, config)
-        if isinstance(checked, Failure):
-            return checked
-        messages = messages_for(self._capability, messages)
-        warnings = checked.unwrap()
+        prepared = prepare_messages(self._capability, messages, config)
+        if isinstance(prepared, Failure):
+            return prepared
+        messages, warnings = prepared.unwrap()
         with anyio.move_on_after(config.total_timeout_s) as total:
             result = await self._complete(messages, config)
         if total.cancelled_caught:

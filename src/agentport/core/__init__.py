@@ -15,7 +15,7 @@ from ._capabilities import (
     ParamSupport,
     normalize_name,
 )
-from ._checks import check_params, messages_for
+from ._checks import check_params, messages_for, prepare_messages
 from ._config import (
     CompletionConfig,
     IgnoredPolicy,
@@ -106,6 +106,7 @@ __all__ = [
     "messages_for",
     "normalize_name",
     "parse_quota",
+    "prepare_messages",
     "quota_from_body",
     "redact",
     "redact_value",

@@ -11,7 +11,13 @@ from ._config import CompletionConfig
 from ._errors import ErrorKind, ProviderError
 from ._messages import Message, MessageRole, inline_files
 
-__all__ = ["SAFETY_PARAMS", "check_params", "messages_for", "unenforced_safety"]
+__all__ = [
+    "SAFETY_PARAMS",
+    "check_params",
+    "messages_for",
+    "prepare_messages",
+    "unenforced_safety",
+]
 
 # Parameters that limit what an agent may do: never silently dropped.
 SAFETY_PARAMS: frozenset[Param] = frozenset({Param.tool_restriction, Param.sandbox})
@@ -105,3 +111,13 @@ def messages_for(capability: BackendCapability, messages: Sequence[Message]) -> 
     backend IGNOREs them (the call's `on_ignored` policy warned, or failed it first)."""
     drop = capability.support(Param.images) is ParamSupport.IGNORED
     return inline_files(messages, drop_images=drop)
+
+
+def prepare_messages(
+    capability: BackendCapability, messages: Sequence[Message], config: CompletionConfig
+) -> Result[tuple[list[Message], tuple[str, ...]], ProviderError]:
+    """What every adapter does first: `check_params`, then `messages_for`. `Success((the
+    messages the backend is given, the warnings))`, or `check_params`'s `Failure`."""
+    return check_params(capability, messages, config).map(
+        lambda warnings: (messages_for(capability, messages), warnings)
+    )

@@ -27,9 +27,8 @@ from ..core import (
     RuntimeHandle,
     Usage,
     as_messages,
-    check_params,
     merge_config,
-    messages_for,
+    prepare_messages,
     until_consumer_leaves,
 )
 from ..structured import parse_answer, parse_choice
@@ -57,10 +56,10 @@ class EchoAdapter:
     ) -> Result[CompletionResponse, ProviderError]:
         started = time.monotonic()
         config = merge_config(config, self.default_config)
-        checked = check_params(self._capability, messages, config)
-        if isinstance(checked, Failure):
-            return checked
-        messages = messages_for(self._capability, messages)
+        prepared = prepare_messages(self._capability, messages, config)
+        if isinstance(prepared, Failure):
+            return prepared
+        messages, warnings = prepared.unwrap()
         text = _echo(messages)
         parsed: Any = None
         if config.output_schema is not None:
@@ -80,7 +79,7 @@ class EchoAdapter:
                 model="echo",
                 usage=Usage(input_tokens=len(text.split()), output_tokens=len(text.split())),
                 finish_reason="stop",
-                warnings=checked.unwrap(),
+                warnings=warnings,
                 backend="echo",
                 duration_s=time.monotonic() - started,
             )

@@ -22,9 +22,8 @@ from ..core import (
     Message,
     ProviderError,
     Usage,
-    check_params,
     merge_config,
-    messages_for,
+    prepare_messages,
 )
 from ..structured import parse_answer, parse_choice, validate
 
@@ -227,10 +226,10 @@ class ScriptedAdapter:
         config = merge_config(config, self.default_config)
         call = Call(tuple(messages), config)
         self.calls.append(call)
-        checked = check_params(self._capability, messages, config)
-        if isinstance(checked, Failure):
-            return checked
-        messages = messages_for(self._capability, messages)
+        prepared = prepare_messages(self._capability, messages, config)
+        if isinstance(prepared, Failure):
+            return prepared
+        messages, warnings = prepared.unwrap()
         rule = next((r for r in self.rules if r.matches(call)), None)
         if rule is None:
             if self.default is None:
@@ -243,7 +242,7 @@ class ScriptedAdapter:
             reply, delay = rule.next_reply(), rule.delay_s
         if delay:
             await anyio.sleep(delay)
-        return await _respond(self._backend, reply, call, started, checked.unwrap())
+        return await _respond(self._backend, reply, call, started, warnings)
 
 
 class FunctionAdapter:
