@@ -229,7 +229,7 @@ class ScriptedAdapter:
         prepared = prepare_messages(self._capability, messages, config)
         if isinstance(prepared, Failure):
             return prepared
-        messages, warnings = prepared.unwrap()
+        _, warnings = prepared.unwrap()  # rules match the call as the caller made it
         rule = next((r for r in self.rules if r.matches(call)), None)
         if rule is None:
             if self.default is None:
