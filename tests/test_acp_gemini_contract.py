@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from _acp_agents import acp_options as agent_options
 from _fake_clis_util import live_processes_with
 from agentport.core import CompletionConfig, ErrorKind, EventType, Message, Sandbox, ToolPolicy
 from agentport.factory import create_agent_runtime, create_llm_adapter
@@ -51,26 +52,10 @@ def server() -> Any:
 @pytest.fixture
 def acp_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, server: FakeModelServer) -> Any:
     monkeypatch.setenv("AGENTPORT_ALLOW_REAL_BACKENDS", "1")
-    home = tmp_path / "home"
-    (home / ".gemini").mkdir(parents=True)
-    settings = {
-        "security": {"auth": {"selectedType": "gemini-api-key"}},
-        "privacy": {"usageStatisticsEnabled": False},
-        "general": {"disableAutoUpdate": True, "disableUpdateNag": True, "maxAttempts": 1},
-    }
-    (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
-    marker = str(tmp_path / "marker")
-    return {
-        "command": [GEMINI, "--acp"],
-        "grace_s": 2.0,
-        "env": {
-            "HOME": str(home),
-            "GEMINI_API_KEY": "test-key",
-            "GOOGLE_GEMINI_BASE_URL": server.gemini_base_url,
-            "GEMINI_CLI_NO_RELAUNCH": "true",
-            "ACP_CONTRACT_MARKER": marker,
-        },
-    }
+    options = agent_options("gemini", server, tmp_path / "home", exe=GEMINI)
+    assert options is not None
+    options["env"]["ACP_CONTRACT_MARKER"] = str(tmp_path / "marker")
+    return options
 
 
 def _marker(options: dict[str, Any]) -> str:
@@ -94,12 +79,15 @@ async def test_acp_gemini_answers_through_the_fake_server(
     assert live_processes_with(_marker(acp_options)) == []
 
 
+@pytest.mark.parametrize("warm", [None, 1], ids=["cold", "warm"])
 async def test_acp_gemini_tool_runs_only_when_the_policy_allows_it(
-    acp_options: dict[str, Any], server: FakeModelServer, tmp_path: Path
+    acp_options: dict[str, Any], server: FakeModelServer, tmp_path: Path, warm: int | None
 ) -> None:
-    adapter = create_llm_adapter("acp", retry=False, acp=acp_options)
+    # warm: both calls on one gemini process, whose own folder is not the session's cwd
+    adapter = create_llm_adapter("acp", retry=False, warm=warm, acp=acp_options)
     work = tmp_path / "work"
     work.mkdir()
+    responses = []
     for sandbox, made in ((None, False), (Sandbox.full, True)):
         server.reply(
             ToolCallReply("run_shell_command", {"command": "touch made.txt"}, then="tool done"),
@@ -107,9 +95,14 @@ async def test_acp_gemini_tool_runs_only_when_the_policy_allows_it(
         )
         config = CompletionConfig(cwd=work, tools=ToolPolicy(sandbox=sandbox))
         response = (await adapter.complete([Message.user("make a file")], config)).unwrap()
+        responses.append(response)
         assert response.content == "tool done"
         assert response.raw.extra["permissions"][0]["allowed"] is made
         assert (work / "made.txt").exists() is made
+    pids = {r.raw.extra["pid"] for r in responses}
+    assert len(pids) == (1 if warm else 2)
+    if warm:
+        await adapter.aclose()  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(
@@ -166,4 +159,28 @@ async def test_acp_gemini_runtime_second_turn_carries_the_first(
     assert two[-1].content == "second answer"
     last = json.dumps(_main_requests(server)[-1].body)
     assert "pineapple" in last  # one live ACP session: the history went along
+    assert live_processes_with(_marker(acp_options)) == []
+
+
+async def test_acp_gemini_warm_calls_reuse_one_agent_with_a_fresh_conversation_each(
+    acp_options: dict[str, Any], server: FakeModelServer, tmp_path: Path
+) -> None:
+    # `[llm] warm = 2`: the second call runs on the first call's gemini process, in a new
+    # session: the model sees nothing of the first call (the outside check: what gemini sends)
+    server.script("first answer", "second answer")
+    adapter = create_llm_adapter("acp", retry=False, warm=2, acp=acp_options)
+    work = tmp_path / "work"
+    work.mkdir()
+    one = (await adapter.complete([Message.user("remember the word pineapple")])).unwrap()
+    config = CompletionConfig(cwd=work)
+    two = (await adapter.complete([Message.user("which word did I say?")], config)).unwrap()
+    assert (one.content, two.content) == ("first answer", "second answer")
+    assert one.raw.extra["pid"] == two.raw.extra["pid"]
+    assert two.raw.extra["agent_uses"] == 2
+    assert one.raw.session_id != two.raw.session_id
+    last = json.dumps(_main_requests(server)[-1].body)
+    assert "which word" in last
+    assert "pineapple" not in last  # no context leaks between calls
+    assert live_processes_with(_marker(acp_options)) != []  # kept warm
+    await adapter.aclose()  # type: ignore[attr-defined]
     assert live_processes_with(_marker(acp_options)) == []

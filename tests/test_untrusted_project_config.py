@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agentport._trust import UntrustedConfigWarning, filter_untrusted, is_trusted
-from agentport.config import load_settings
+from agentport.config import LLMSettings, load_settings
 from agentport.core import CompletionConfig, Message
 from agentport.factory import create_llm_adapter
 from agentport.testing import FakeModelServer, TextReply
@@ -35,6 +35,7 @@ DANGEROUS = {
     "llm.pi.api_key_env": '[llm.pi]\napi_key_env = "AWS_SECRET_ACCESS_KEY"',
     "llm.litellm.api_base": '[llm.litellm]\napi_base = "http://127.0.0.1:9/v1"',
     "llm.acp.command": '[llm.acp]\ncommand = ["/tmp/evil-agent"]',
+    "llm.warm": "warm = 500",  # agent processes kept alive: a resource the user decides
 }
 
 
@@ -68,7 +69,7 @@ def test_untrusted_project_key_is_ignored_with_a_warning_naming_file_and_key(
     if field:
         assert field not in llm.options(table)
     else:
-        assert llm.backend == "auto"
+        assert getattr(llm, table) == getattr(LLMSettings(), table)
     messages = [str(w.message) for w in caught if w.category is UntrustedConfigWarning]
     file = "pyproject.toml" if pyproject else "agentport.toml"
     assert len(messages) == 1, messages

@@ -102,6 +102,9 @@ class LLMSettings(BaseModel):
         min_headroom: with a chain, pass over a member (not the last) whose provider last
             reported less than this share (0-1] of a usage window left
             (`agentport.policies.quota_status`; None: never).
+        warm: how many idle agent processes a backend that can serve many calls per process
+            keeps between calls (ACP agents today; docs/warm.md). None (default): none for a
+            direct call, the workflows' default inside them; 0: never.
         options: per-backend option tables (`[llm.<backend>]`), keyed by canonical name.
     """
 
@@ -123,6 +126,7 @@ class LLMSettings(BaseModel):
     failover_on: tuple[str, ...] | None = None
     hedge_after_s: float | None = Field(default=None, gt=0)
     min_headroom: float | None = Field(default=None, gt=0, le=1)
+    warm: int | None = Field(default=None, ge=0)
 
     @field_validator("backend", mode="before")
     @classmethod

@@ -29,6 +29,7 @@ import importlib
 import importlib.util
 import os
 import shutil
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
@@ -250,6 +251,12 @@ def create_llm_adapter(
         return _chain_adapter(settings, retry=retry)
     capability = get_capability(settings.backend)
     adapter = cast(LLMAdapter, _build(capability, settings, runtime=False))
+    if settings.warm and not hasattr(adapter, "warm_pool"):
+        warnings.warn(
+            f"[llm] warm = {settings.warm} has no effect on backend {capability.name!r}: "
+            "only the acp backend keeps warm agent processes (docs/warm.md)",
+            stacklevel=2,
+        )
     if not retry:
         return adapter
     return _with_policies(adapter, capability, settings)
@@ -354,4 +361,10 @@ def complete_sync(
         adapter = create_llm_adapter(backend, cwd=cwd, **settings)
     except ProviderError as exc:
         return Failure(exc)
-    return anyio.run(adapter.complete, messages, config)
+    from .transport import warm_processes
+
+    async def once() -> Result[CompletionResponse, ProviderError]:
+        async with warm_processes(0):  # `[llm] warm` agents end with this call's event loop
+            return await adapter.complete(messages, config)
+
+    return anyio.run(once)

@@ -15,6 +15,7 @@ needs is small.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -36,7 +37,7 @@ from ..transport import (
     missing_executable,
     parse_line,
 )
-from ..transport._runner import _teardown
+from ..transport._runner import _signal_group, _teardown
 from ._classify import kind_from_status, kind_from_text
 
 __all__ = [
@@ -120,6 +121,7 @@ class AgentConnection:
         self._gone: ProviderError | None = None
         self._tail: deque[bytes] = deque()
         self._lock = anyio.Lock()
+        self._framer = LineFramer(max_line_bytes)  # kept: a warm agent is read by many calls
 
     @property
     def stderr_tail(self) -> str:
@@ -154,8 +156,23 @@ class AgentConnection:
                 f"cannot start {self.argv[0]!r}: {exc.strerror or exc}",
                 retryable=False,
             ) from None
+        self.attach(tg)
+
+    def attach(self, tg: TaskGroup) -> None:
+        """Read the agent's stdout and stderr in *tg* (the reading stops with *tg*; a warm
+        agent is attached to each call that takes it)."""
         tg.start_soon(self._read)
         tg.start_soon(self._drain)
+
+    def alive(self) -> bool:
+        """Started, not seen gone, and not exited."""
+        return self.process is not None and self._gone is None and self.process.returncode is None
+
+    def kill(self) -> None:
+        """SIGKILL the agent's process group now (no await: for an agent of a loop that is
+        gone)."""
+        if self.process is not None:
+            _signal_group(self.process.pid, signal.SIGKILL)
 
     async def aclose(self) -> None:
         process = self.process
@@ -190,7 +207,7 @@ class AgentConnection:
     async def _read(self) -> None:
         assert self.process is not None
         assert self.process.stdout is not None
-        framer = LineFramer(self.max_line_bytes)
+        framer = self._framer
         try:
             while True:
                 try:

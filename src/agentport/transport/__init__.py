@@ -14,6 +14,8 @@
   client, the local model worker).
 - `private_base()`, `private_tempdir(prefix)`: run folders in a 0700 folder of this user's,
   never directly under the shared temp directory (CLIs read config from parent folders).
+- `WarmPool`, `warm_processes(size)`, `current_scope()`: warm agent processes kept between
+  calls (a bounded pool per adapter, one event loop; a block that owns and closes them).
 - `tls_context()`: the one TLS client context every HTTP client shares (reading the CA bundle
   blocks the event loop).
 
@@ -47,14 +49,25 @@ from ._runner import (
     run_process,
 )
 from ._tls import tls_context
+from ._warm import (
+    DEFAULT_MAX_USES,
+    WORKFLOW_WARM,
+    WarmPool,
+    WarmScope,
+    current_scope,
+    warm_processes,
+    with_warm_processes,
+)
 
 __all__ = [
     "DEFAULT_MAX_EVENTS",
     "DEFAULT_MAX_LINE_BYTES",
+    "DEFAULT_MAX_USES",
     "DEPTH_ENV",
     "MAX_DEPTH",
     "MAX_JSON_DEPTH",
     "NESTING_MARKERS",
+    "WORKFLOW_WARM",
     "Frame",
     "LineFramer",
     "LineTooLongError",
@@ -63,8 +76,11 @@ __all__ = [
     "OnStderrLine",
     "ProcessRequest",
     "ProcessResult",
+    "WarmPool",
+    "WarmScope",
     "check_argv",
     "child_env",
+    "current_scope",
     "group_members",
     "guard_argv",
     "missing_executable",
@@ -75,4 +91,6 @@ __all__ = [
     "run_capture_sync",
     "run_process",
     "tls_context",
+    "warm_processes",
+    "with_warm_processes",
 ]

@@ -12,8 +12,6 @@ import functools
 import os
 import ssl
 
-import httpx
-
 __all__ = ["tls_context"]
 
 
@@ -24,4 +22,6 @@ def tls_context() -> ssl.SSLContext:
 
 @functools.cache
 def _context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
+    import httpx  # on first use: httpx loads click and rich when they are installed
+
     return httpx.create_ssl_context()

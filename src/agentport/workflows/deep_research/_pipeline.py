@@ -19,6 +19,7 @@ from returns.result import Failure
 
 from ...core import LLMAdapter
 from ...policies import Budget
+from ...transport import warm_processes
 from ...web import FetchRefused, WebSettings
 from . import _prompts as prompts
 from . import _small as small
@@ -161,7 +162,10 @@ async def run_research(
     if skipped:
         run.warn(f"corpus: skipped {len(skipped)} unreadable file(s): {skipped[0]}")
     try:
-        return finish_partial(await _pipeline(q, run, mode, started, own), run)
+        # warm agents (a fresh conversation each call), as many as calls run at once: the
+        # peak holds that many agents anyway; they end with the run
+        async with warm_processes(cfg.CONCURRENCY):
+            return finish_partial(await _pipeline(q, run, mode, started, own), run)
     finally:
         if own is not None:
             await own.aclose()

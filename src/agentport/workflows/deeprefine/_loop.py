@@ -31,6 +31,7 @@ from ...core import (
     ToolPolicy,
 )
 from ...policies import Budget, BudgetAdapter
+from ...transport import WORKFLOW_WARM, with_warm_processes
 from ._actions import Parsed, extract_block, parse_refinement
 from ._constants import (
     ABDUCTION_RETRY,
@@ -245,6 +246,7 @@ async def _ask(
     )
 
 
+@with_warm_processes(WORKFLOW_WARM)  # each call a fresh conversation on a warm agent
 async def run_loop(
     adapter: LLMAdapter,
     graph: Graph | GraphSource,

@@ -1,0 +1,377 @@
+"""One ACP agent process and its session (`Session`), and what one `session/prompt` collects
+(`Turn`): the part of the ACP backend (`agentport.backends.acp`) that speaks the protocol.
+Source and protocol steps: the `acp` module docstring and docs/backends/acp.md.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import ExitStack, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+from returns.result import Failure, Result, Success
+
+from ..core import (
+    AgentEvent,
+    BackendCapability,
+    CompletionConfig,
+    CompletionResponse,
+    ErrorKind,
+    ProviderError,
+    RawInfo,
+    ToolPolicy,
+)
+from ..transport import DEFAULT_MAX_LINE_BYTES, child_env
+from ._acp_rpc import PROTOCOL_VERSION, AgentConnection, RpcFailure
+from ._acp_wire import choose_option, decode_update, permission_allowed, usage_of
+from ._endstate import ToolLedger, refusal_error
+from ._policy import inherit_env
+from ._spec import text_after_last_tool
+
+__all__ = ["Session", "Sink", "Turn"]
+
+Sink = Callable[[AgentEvent], Awaitable[None]]
+
+
+@dataclass(slots=True)
+class Turn:
+    """What one `session/prompt` collects."""
+
+    sink: Sink | None
+    events: list[AgentEvent] = field(default_factory=list)
+    permissions: list[dict[str, Any]] = field(default_factory=list)
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    tools: ToolLedger = field(default_factory=ToolLedger)  # calls with no result yet
+
+
+class Session:
+    """An initialised agent with one ACP session at a time; runs prompts one at a time.
+
+    `open` = `start` (spawn, `initialize`) + `begin` (`session/new` or `session/load`). A warm
+    agent (`agentport.transport.WarmPool`) is started once and `begin`s a fresh session for
+    each call that takes it, after `attach`ing that call's task group to read it."""
+
+    def __init__(self, capability: BackendCapability, options: Mapping[str, Any]) -> None:
+        self.capability = capability
+        self.options = options
+        self.agent: AgentConnection | None = None
+        self.init: dict[str, Any] = {}
+        self.session_id: str | None = None
+        self.models: dict[str, Any] = {}
+        self.model: str | None = None
+        self.cwd: Path | None = None
+        self._turn: Turn | None = None
+        self._tools = ToolPolicy()
+        self.events: list[AgentEvent] = []  # the last turn's, kept after it ends
+        self.uses = 0  # calls served (a warm pool recycles the agent after its max_uses)
+        self.workdir: ExitStack | None = None  # a warm agent's own folder, closed with it
+
+    @property
+    def backend(self) -> str:
+        return self.capability.name
+
+    def command(self) -> list[str]:
+        raw = self.options.get("command")
+        if isinstance(raw, str):
+            argv = shlex.split(raw)
+        elif isinstance(raw, list | tuple):
+            argv = [str(a) for a in raw]
+        else:
+            argv = []
+        if not argv:
+            raise ProviderError(
+                ErrorKind.config,
+                "[llm.acp] command is required: the agent's command line, e.g. "
+                'command = ["gemini", "--acp"]',
+                retryable=False,
+            )
+        exe = argv[0]
+        found = exe if os.sep in exe and Path(exe).exists() else shutil.which(exe)
+        if found is None:
+            raise ProviderError(
+                ErrorKind.not_installed,
+                f"ACP agent {exe!r} not found on PATH; install it or set [llm.acp] command",
+                retryable=False,
+            )
+        return [found, *argv[1:]]
+
+    async def open(self, tg: TaskGroup, config: CompletionConfig, cwd: Path) -> None:
+        """Spawn the agent in *cwd*, `initialize`, then open (or load) the session."""
+        await self.start(tg, config, cwd)
+        await self.begin(config, cwd)
+
+    async def start(self, tg: TaskGroup, config: CompletionConfig, cwd: Path) -> None:
+        """Spawn the agent with *cwd* as its working folder and `initialize` it."""
+        user_env = {str(k): str(v) for k, v in dict(self.options.get("env") or {}).items()}
+        agent = AgentConnection(
+            self.command(),
+            child_env(os.environ, user_env, inherit=inherit_env(self.options)),
+            cwd,
+            grace_s=float(self.options.get("grace_s", 3.0)),
+            max_line_bytes=int(self.options.get("max_line_bytes", DEFAULT_MAX_LINE_BYTES)),
+            on_request=self._on_request,
+        )
+        self.agent, self.cwd = agent, cwd
+        agent.on_notify = self._on_notify
+        await agent.start(tg)
+        self.init = (
+            await agent.request(
+                "initialize",
+                {
+                    "protocolVersion": PROTOCOL_VERSION,
+                    "clientCapabilities": {
+                        "fs": {"readTextFile": False, "writeTextFile": False},
+                        "terminal": False,
+                    },
+                },
+                limit_s=config.startup_timeout_s,
+                which="startup",
+            )
+            or {}
+        )
+        version = self.init.get("protocolVersion")
+        if isinstance(version, int) and version != PROTOCOL_VERSION:
+            raise ProviderError(
+                ErrorKind.unsupported,
+                f"the ACP agent speaks protocol version {version}; agentport speaks "
+                f"{PROTOCOL_VERSION}",
+                retryable=False,
+            )
+
+    async def begin(self, config: CompletionConfig, cwd: Path) -> None:
+        """A fresh session in *cwd* (`session/new`), or the caller's (`session/load`)."""
+        self.cwd, self.session_id, self.models, self.model = cwd, None, {}, None
+        self.events = []
+        if config.session_id:
+            await self.load(config.session_id, config)
+        else:
+            await self._new(config)
+
+    def attach(self, tg: TaskGroup) -> None:
+        """Read a started agent in *tg* (a warm agent taken by a new call)."""
+        assert self.agent is not None
+        self.agent.attach(tg)
+
+    def alive(self) -> bool:
+        return self.agent is not None and self.agent.alive()
+
+    def kill(self) -> None:
+        if self.agent is not None:
+            self.agent.kill()
+        self._drop_workdir()
+
+    async def aclose(self) -> None:
+        await self.close()
+        self._drop_workdir()
+
+    def _drop_workdir(self) -> None:
+        workdir, self.workdir = self.workdir, None
+        if workdir is not None:
+            workdir.close()
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        """The agent's `agentCapabilities` from its `initialize` answer."""
+        caps = self.init.get("agentCapabilities")
+        return caps if isinstance(caps, dict) else {}
+
+    async def _new(self, config: CompletionConfig) -> None:
+        assert self.agent is not None
+        assert self.cwd is not None
+        params = {"cwd": str(self.cwd), "mcpServers": list(self.options.get("mcp_servers", []))}
+        try:
+            answer = await self.agent.request(
+                "session/new", params, limit_s=config.startup_timeout_s, which="startup"
+            )
+        except ProviderError as exc:
+            method = self.options.get("auth_method")
+            if exc.kind is not ErrorKind.auth_required or not method:
+                raise
+            await self.agent.request(
+                "authenticate", {"methodId": str(method)}, limit_s=config.startup_timeout_s,
+                which="startup",
+            )  # fmt: skip
+            answer = await self.agent.request(
+                "session/new", params, limit_s=config.startup_timeout_s, which="startup"
+            )
+        answer = answer or {}
+        self.session_id = str(answer.get("sessionId") or "")
+        models = answer.get("models")
+        self.models = models if isinstance(models, dict) else {}
+        if not self.session_id:
+            raise ProviderError(ErrorKind.bad_output, "session/new answered without a sessionId")
+
+    async def load(self, session_id: str, config: CompletionConfig) -> None:
+        """Resume *session_id* with `session/load` (needs `loadSession` in `initialize`)."""
+        assert self.agent is not None
+        assert self.cwd is not None
+        if not self.capabilities.get("loadSession"):
+            raise ProviderError(
+                ErrorKind.unsupported,
+                "this ACP agent cannot resume sessions (no loadSession in its initialize answer)",
+                retryable=False,
+            )
+        replay, self._turn = self._turn, None  # the agent replays history: not this turn's
+        try:
+            await self.agent.request(
+                "session/load",
+                {
+                    "sessionId": session_id,
+                    "cwd": str(self.cwd),
+                    "mcpServers": list(self.options.get("mcp_servers", [])),
+                },
+                limit_s=config.startup_timeout_s,
+                which="startup",
+            )
+        finally:
+            self._turn = replay
+        self.session_id = session_id
+
+    async def _set_model(self, model: str, config: CompletionConfig) -> None:
+        assert self.agent is not None
+        if model == self.model:
+            return
+        if not self.models:
+            raise ProviderError(
+                ErrorKind.unsupported,
+                "this ACP agent offers no model selection (no models in its session/new "
+                "answer); choose the model in [llm.acp] command",
+                retryable=False,
+            )
+        await self.agent.request(
+            "session/set_model",
+            {"sessionId": self.session_id, "modelId": model},
+            limit_s=config.idle_timeout_s,
+        )
+        self.model = model
+
+    async def _on_notify(self, method: str, params: Any) -> None:
+        turn = self._turn
+        if method != "session/update" or turn is None or not isinstance(params, dict):
+            return
+        if params.get("sessionId") not in (None, self.session_id):
+            return
+        update = params.get("update")
+        event = decode_update(update) if isinstance(update, dict) else None
+        if event is None:
+            return
+        turn.events.append(event)
+        turn.tools.observe(event)
+        await self._emit(turn, event)
+
+    async def _emit(self, turn: Turn, event: AgentEvent) -> None:
+        if turn.sink is not None:
+            try:
+                await turn.sink(event)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                turn.sink = None  # the consumer stopped reading: stop the turn
+                turn.scope.cancel()
+
+    async def _on_request(self, method: str, params: Any) -> Any:
+        if method != "session/request_permission" or not isinstance(params, dict):
+            raise RpcFailure(-32601, f"method not found: {method}")
+        raw_call = params.get("toolCall")
+        tool_call: dict[str, Any] = raw_call if isinstance(raw_call, dict) else {}
+        allowed = permission_allowed(tool_call, self._tools, self.cwd or Path.cwd())
+        option = choose_option(params.get("options") or [], allowed)
+        if self._turn is not None:
+            self._turn.permissions.append(
+                {"tool": tool_call.get("title"), "kind": tool_call.get("kind"),
+                 "allowed": allowed, "option": option}
+            )  # fmt: skip
+        if option is None:
+            return {"outcome": {"outcome": "cancelled"}}
+        return {"outcome": {"outcome": "selected", "optionId": option}}
+
+    async def prompt(
+        self, text: str, config: CompletionConfig, sink: Sink | None
+    ) -> Result[CompletionResponse, ProviderError]:
+        """One `session/prompt` turn (the caller bounds it with the total timeout)."""
+        assert self.agent is not None
+        started = time.monotonic()
+        if config.model:
+            await self._set_model(config.model, config)
+        self._tools = config.tools
+        turn = self._turn = Turn(sink)
+        self.events = turn.events
+        params = {"sessionId": self.session_id, "prompt": [{"type": "text", "text": text}]}
+        result: Any = None
+        with turn.scope:
+            try:
+                result = await self.agent.request(
+                    "session/prompt", params, limit_s=config.idle_timeout_s
+                )
+            except BaseException:
+                # ask the agent to stop (it may be gone already)
+                with (
+                    anyio.CancelScope(shield=True),
+                    anyio.move_on_after(1.0),
+                    suppress(ProviderError),
+                ):
+                    await self.agent.notify("session/cancel", {"sessionId": self.session_id})
+                raise
+            finally:
+                self._turn = None
+        if turn.scope.cancelled_caught:
+            return Failure(ProviderError(
+                ErrorKind.process_failed, "the consumer stopped reading; the turn was cancelled",
+                retryable=False,
+            ))  # fmt: skip
+        for closed in turn.tools.close():  # the turn ended: a call with no result is abandoned
+            await self._emit(turn, closed)
+        result = result if isinstance(result, dict) else {}
+        stop = str(result.get("stopReason") or "end_turn")
+        if stop == "max_turn_requests":
+            return Failure(ProviderError(
+                ErrorKind.process_failed, "the agent reached its turn limit (max_turn_requests)",
+                retryable=False,
+            ))  # fmt: skip
+        if stop == "refusal":  # the same rule as every CLI backend (_endstate)
+            return Failure(refusal_error(text_after_last_tool(turn.events), None))
+        if stop == "cancelled":
+            return Failure(ProviderError(ErrorKind.process_failed, "the turn was cancelled"))
+        answer = text_after_last_tool(turn.events)
+        if not answer.strip():
+            return Failure(ProviderError(ErrorKind.bad_output, "the agent ended its turn "
+                                         "without an answer"))  # fmt: skip
+        warnings: tuple[str, ...] = ()
+        if stop == "max_tokens":
+            warnings = ("the answer was cut at the token limit (stopReason max_tokens)",)
+        return Success(
+            CompletionResponse(
+                content=answer,
+                model=config.model or self.models.get("currentModelId"),
+                usage=usage_of(result),
+                finish_reason="length" if stop == "max_tokens" else "stop",
+                warnings=warnings,
+                backend=self.backend,
+                duration_s=time.monotonic() - started,
+                raw=RawInfo(
+                    session_id=self.session_id,
+                    exit_code=None,
+                    extra={
+                        "stop_reason": stop,
+                        "permissions": turn.permissions,
+                        "agent_info": self.init.get("agentInfo"),
+                        "agent_capabilities": self.capabilities,
+                        "pid": self.agent.process.pid if self.agent.process else None,
+                        "agent_uses": self.uses,  # > 1: a warm agent (WarmPool) answered
+                    },
+                ),
+            )
+        )
+
+    async def close(self) -> None:
+        if self.agent is not None:
+            await self.agent.aclose()
+
+    def stderr_tail(self) -> str:
+        return self.agent.stderr_tail[-4000:] if self.agent is not None else ""

@@ -1,0 +1,215 @@
+"""Warm processes: a bounded set of started agent processes kept between calls, so a call
+that finds one idle skips the agent's start-up (Node's start, the agent's own set-up: 1-5 s
+for the agent CLIs, against tens of milliseconds for a turn on a warm one).
+
+- `WarmPool(size, max_uses)`: at most *size* idle processes; `take()` hands out an idle one
+  of this event loop (or None: start a fresh one), `give(item)` keeps it for the next call
+  unless the pool is full, closed, the process is gone or it has served *max_uses* calls.
+  A caller gives back only what ended cleanly: a process that saw any error is closed
+  (`item.aclose()`), never reused. The backend gives each call a fresh conversation on the
+  process it takes (for ACP: a new `session/new`).
+- A process belongs to the event loop that started it (anyio's `Process`). A pool closes its
+  idle processes when that loop ends: it parks an async generator in the loop, which the loop
+  finalizes at its end (asyncio's `shutdown_asyncgens`, PEP 525; trio finalizes the async
+  generators still alive when its run ends). A pool used from another loop first kills what
+  is left of the old one's (`item.kill()`, synchronous, the whole process group).
+- `warm_processes(size)`: an async context manager giving every pool made inside it a default
+  size (for adapters whose `[llm] warm` is unset) and closing those pools when it exits. The
+  workflows run inside one; `complete_sync` runs inside one of size 0 (ownership only).
+
+Teardown: each item is spawned under the runner's guardian, so an idle warm process dies with
+the host even on SIGKILL (docs/runner.md); `aclose()` on a pool closes its idle processes.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from typing import Any, Generic, ParamSpec, Protocol, TypeVar
+
+import anyio
+import anyio.lowlevel
+
+__all__ = [
+    "DEFAULT_MAX_USES",
+    "WORKFLOW_WARM",
+    "Warm",
+    "WarmPool",
+    "WarmScope",
+    "current_scope",
+    "warm_processes",
+    "with_warm_processes",
+]
+
+DEFAULT_MAX_USES = 25  # a process that served this many calls is replaced (state it may keep)
+WORKFLOW_WARM = 4  # idle agents a workflow keeps per adapter (each agent CLI: ~100-200 MB)
+
+
+class Warm(Protocol):
+    """What a pool keeps: a started process with a use count."""
+
+    uses: int
+
+    def alive(self) -> bool: ...
+
+    def kill(self) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+W = TypeVar("W", bound=Warm)
+
+
+class WarmPool(Generic[W]):
+    """At most *size* idle processes (`size >= 1`), each reused for at most *max_uses* calls.
+
+    `starts` and `reuses` count what happened (for tests and `benchmarks/warm_calls.py`):
+    callers call `started()` when they had to start a process."""
+
+    def __init__(self, size: int, max_uses: int = DEFAULT_MAX_USES) -> None:
+        if size < 1 or max_uses < 1:
+            raise ValueError("a warm pool needs size >= 1 and max_uses >= 1")
+        self.size = size
+        self.max_uses = max_uses
+        self.starts = 0
+        self.reuses = 0
+        self._idle: list[W] = []
+        self._loop: Any = None
+        self._closed = False
+        self._loop_end: AsyncGenerator[None, None] | None = None
+
+    @property
+    def idle(self) -> int:
+        return len(self._idle)
+
+    async def _same_loop(self) -> None:
+        token = anyio.lowlevel.current_token()
+        if self._loop == token:
+            return
+        idle, self._idle = self._idle, []
+        for item in idle:  # their loop is gone or elsewhere: they cannot be driven here
+            item.kill()
+        self._loop = token
+        self._loop_end = self._close_at_loop_end()
+        await self._loop_end.asend(None)  # parked: the loop finalizes it when it ends
+
+    async def _close_at_loop_end(self) -> AsyncGenerator[None, None]:
+        try:
+            yield
+        finally:
+            idle, self._idle = self._idle, []
+            with anyio.CancelScope(shield=True):
+                for item in idle:
+                    await item.aclose()
+
+    async def take(self) -> W | None:
+        """An idle process of this event loop, marked used; None when there is none."""
+        await self._same_loop()
+        while self._idle:
+            item = self._idle.pop()
+            if item.alive():
+                item.uses += 1
+                self.reuses += 1
+                return item
+            item.kill()
+        return None
+
+    def started(self, item: W) -> None:
+        """Count a process the caller started for this pool (its first use, after `take`)."""
+        item.uses = 1
+        self.starts += 1
+
+    async def give(self, item: W) -> None:
+        """Keep *item* (which ended its call cleanly) for the next call, or close it."""
+        keep = (
+            not self._closed
+            and len(self._idle) < self.size
+            and item.uses < self.max_uses
+            and item.alive()
+        )
+        if keep:
+            self._idle.append(item)
+        else:
+            await item.aclose()
+
+    async def aclose(self) -> None:
+        """Close every idle process; a process given back later is closed, not kept."""
+        self._closed = True
+        idle, self._idle = self._idle, []
+        same = self._loop is None or self._loop == anyio.lowlevel.current_token()
+        for item in idle:
+            if same:
+                await item.aclose()
+            else:
+                item.kill()
+        loop_end, self._loop_end = self._loop_end, None
+        if loop_end is not None and same:
+            await loop_end.aclose()
+
+
+class WarmScope:
+    """The pools made while a `warm_processes` block runs, closed when it exits."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._pools: dict[int, tuple[object, WarmPool[Any]]] = {}
+
+    def pool_for(self, owner: object, size: int) -> WarmPool[Any]:
+        """*owner*'s pool in this scope (one per adapter), made on first use."""
+        found = self._pools.get(id(owner))
+        if found is None:
+            found = (owner, WarmPool[Any](size))
+            self._pools[id(owner)] = found
+        return found[1]
+
+    async def aclose(self) -> None:
+        pools, self._pools = self._pools, {}
+        with anyio.CancelScope(shield=True):
+            for _, pool in pools.values():
+                await pool.aclose()
+
+
+_SCOPE: ContextVar[WarmScope | None] = ContextVar("agentport_warm_scope", default=None)
+
+
+def current_scope() -> WarmScope | None:
+    """The innermost `warm_processes` block running in this task, or None."""
+    return _SCOPE.get()
+
+
+@asynccontextmanager
+async def warm_processes(size: int = 2) -> AsyncIterator[WarmScope]:
+    """Inside the block, adapters that can keep warm processes and whose `[llm] warm` is unset
+    keep up to *size* idle ones each (0: none; `warm = 0` in the settings always wins); every
+    such process is closed when the block exits (shielded, even on cancellation)."""
+    if size < 0:
+        raise ValueError("warm_processes(size): size must be >= 0")
+    scope = WarmScope(size)
+    reset = _SCOPE.set(scope)
+    try:
+        yield scope
+    finally:
+        _SCOPE.reset(reset)
+        await scope.aclose()
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def with_warm_processes(
+    size: int,
+) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
+    """Run the decorated coroutine function inside `warm_processes(size)` (the workflows)."""
+
+    def wrap(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+        @functools.wraps(fn)
+        async def run(*args: P.args, **kwargs: P.kwargs) -> R:
+            async with warm_processes(size):
+                return await fn(*args, **kwargs)
+
+        return run
+
+    return wrap
