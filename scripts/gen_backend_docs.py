@@ -8,8 +8,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from agentport._docs import render_backend_page, render_matrix
 from agentport.catalog import all_backends
+from agentport.cli._docs import render_backend_page, render_matrix
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "backends"

@@ -11,8 +11,8 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from agentport._docs import billing_label, render_backend_page, render_matrix
 from agentport.catalog import all_backends
+from agentport.cli._docs import billing_label, render_backend_page, render_matrix
 from agentport.core import BackendKind, Billing
 from agentport.policies import default_store
 

@@ -66,3 +66,12 @@ def test_a_backend_module_never_imports_another_backend() -> None:
         path = SRC / "backends" / f"{name}.py"
         others = {f".{other}" for other in backend_modules - {name}}
         assert not (_imports(path) & others), f"{name} imports another backend"
+
+
+def test_the_package_top_level_is_the_factory_config_layer() -> None:
+    # DESIGN.md "Layers": helpers live in the layer they serve (core, transport, cli, ...);
+    # the top level holds the factory/config layer and its own helpers only
+    top = {p.stem for p in Path(agentport.__file__).parent.glob("*.py")}
+    assert top == {
+        "__init__", "__main__", "catalog", "config", "factory", "_chain", "_trust", "_guard",
+    }  # fmt: skip

@@ -1,4 +1,4 @@
-"""agentport._fs.atomic_write: atomic replacement that keeps file modes."""
+"""agentport.transport._fs.atomic_write: atomic replacement that keeps file modes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agentport._fs import atomic_write
+from agentport.transport._fs import atomic_write
 
 
 def _mode(path: Path) -> int:

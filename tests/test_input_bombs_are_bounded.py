@@ -15,11 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentport import _bounded
 from agentport.backends.openai_compat import ERROR_BODY_LIMIT, OpenAICompatAdapter, load_options
 from agentport.catalog import get_capability
 from agentport.cli._deeprefine import main as deeprefine_main
-from agentport.core import CompletionConfig, ErrorKind, Message
+from agentport.core import CompletionConfig, ErrorKind, Message, _bounded
 from agentport.structured import find_json
 from agentport.structured._extract import NOTHING
 from agentport.workflows.deep_research import CallCache

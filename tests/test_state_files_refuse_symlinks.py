@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from _deeprefine_util import write_tiny
-from agentport._fs import append_text, atomic_write, ensure_real_dir, open_lock_file
+from agentport.transport._fs import append_text, atomic_write, ensure_real_dir, open_lock_file
 from agentport.workflows.deep_research import load_corpus
 from agentport.workflows.deeprefine import Layout, add_query, apply_refinement, sync_memory
 from agentport.workflows.deeprefine._code import locate

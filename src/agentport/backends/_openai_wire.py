@@ -19,7 +19,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from returns.result import Failure, Result, Success
 
-from .. import _bounded as bounded
 from ..core import (
     CompletionConfig,
     CompletionResponse,
@@ -30,6 +29,7 @@ from ..core import (
     Usage,
     as_quota,
 )
+from ..core import _bounded as bounded
 from ._classify import kind_from_text
 
 __all__ = [

@@ -38,7 +38,6 @@ import httpx
 from pydantic import ValidationError
 from returns.result import Failure, Result
 
-from .. import _bounded as bounded
 from ..config import LLMSettings
 from ..core import (
     BackendCapability,
@@ -53,6 +52,7 @@ from ..core import (
     merge_config,
     prepare_messages,
 )
+from ..core import _bounded as bounded
 from ..core._headroom import with_headroom
 from ..structured import complete_constrained, restore_answer, schema_dict, strict_schema
 from ..transport import tls_context

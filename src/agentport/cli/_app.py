@@ -19,10 +19,10 @@ import anyio
 import typer
 from returns.result import Failure
 
-from .. import _bounded as bounded
-from .._docs import billing_label, verified_label
 from ..catalog import all_backends
 from ..core import ErrorKind, Message, Param, ProviderError, json_schema_problem, redact
+from ..core import _bounded as bounded
+from ._docs import billing_label, verified_label
 
 if TYPE_CHECKING:
     from ..config import LLMSettings

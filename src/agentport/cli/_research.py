@@ -17,7 +17,6 @@ import anyio
 import typer
 from returns.result import Failure
 
-from .._fs import check_writable
 from ..catalog import get_capability
 from ..core import (
     BackendKind,
@@ -26,6 +25,7 @@ from ..core import (
     redact,
 )
 from ..policies import Budget, workflow_span
+from ..transport._fs import check_writable
 from ..workflows.deep_research import (
     CallCache,
     Corpus,

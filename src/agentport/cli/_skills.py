@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._fs import atomic_write
+from ..transport._fs import atomic_write
 
 __all__ = ["AGENTS", "add_installers"]
 

@@ -21,8 +21,8 @@ from typing import Any
 import anyio
 from returns.result import Result, Success
 
-from .._fs import atomic_write
 from ..core import CompletionResponse, Headroom, ProviderError
+from ..transport._fs import atomic_write
 from ._cooldown import state_dir
 
 __all__ = ["QuotaStatus", "note_headroom", "quota_status"]

@@ -20,7 +20,7 @@ import anyio
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from .._fs import atomic_write
+from ..transport._fs import atomic_write
 from ..workflows.batch import (
     BatchState,
     Item,

@@ -14,15 +14,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ... import _bounded as bounded
-from ..._fs import atomic_write, ensure_private_dir
+from ...core import _bounded as bounded
 from ...core import redact
+from ...transport._fs import atomic_write, ensure_private_dir
 
 __all__ = ["CallCache", "atomic_write_text"]
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write *text* to *path* atomically (see `agentport._fs.atomic_write`)."""
+    """Write *text* to *path* atomically (see `agentport.transport._fs.atomic_write`)."""
     atomic_write(path, text)
 
 

@@ -20,8 +20,8 @@ from typing import BinaryIO
 
 from returns.result import Failure
 
-from ..._fs import append_text, atomic_write, ensure_real_dir, open_lock_file
 from ...core import ErrorKind, ProviderError
+from ...transport._fs import append_text, atomic_write, ensure_real_dir, open_lock_file
 from ._constants import OUT_DIR, STATE_DIR
 
 __all__ = [

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ... import _bounded as bounded
+from ...core import _bounded as bounded
 from ._files import Layout, append_text, atomic_write, ensure_state
 from ._trace import query_id
 
@@ -100,7 +100,7 @@ def pending(history: History) -> list[dict[str, Any]]:
 
 def _append(path: Path, rows: list[dict[str, Any]], mode: int | None = None) -> None:
     # never through a symlink or a foreign folder: a cloned repository could point
-    # history.jsonl at a shell start-up file (agentport._fs.append_text)
+    # history.jsonl at a shell start-up file (agentport.transport._fs.append_text)
     ensure_state(path.parent)
     append_text(path, "".join(jsonl_line(row) + "\n" for row in rows), mode=mode)
 

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ... import _bounded as bounded
+from ...core import _bounded as bounded
 from ...core import redact
 from ._files import (
     InputError,

@@ -6,8 +6,8 @@ authenticate, endpoint) followed by facts and the N/T/I table taken from the cat
 
 from __future__ import annotations
 
-from .catalog import all_backends
-from .core import BackendCapability, BackendKind, Param
+from ..catalog import all_backends
+from ..core import BackendCapability, BackendKind, Param
 
 __all__ = ["billing_label", "render_backend_page", "render_matrix", "verified_label"]
 
