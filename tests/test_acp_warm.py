@@ -302,3 +302,29 @@ def test_warm_on_the_acp_backend_or_unset_warns_nothing(monkeypatch: pytest.Monk
         warnings.simplefilter("error")
         create_llm_adapter("acp", warm=2, acp={"command": ["agent"]})
         create_llm_adapter("echo")
+
+
+@pytest.mark.anyio
+async def test_adapters_made_per_call_share_their_warm_agents(record: Path) -> None:
+    # `await create_llm_adapter(...).complete(...)` in a loop: one agent, not one per adapter
+    pids = {(await ask(acp(warm=1), f"q{i}"))[1] for i in range(3)}
+    assert len(pids) == 1
+    assert len(live_processes_with(str(record))) == 2  # the agent and its guardian
+    await acp(warm=1).aclose()
+    assert live_processes_with(str(record)) == []
+
+
+@pytest.mark.anyio
+async def test_an_agent_is_reused_only_with_the_environment_it_started_with(
+    record: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    adapter = acp(warm=1)
+    _, first, _ = await ask(adapter, "one")
+    monkeypatch.setenv("FAKE_TOKEN", "rotated")  # an allow-listed variable changed
+    _, second, uses = await ask(adapter, "two")
+    assert second != first
+    assert uses == 1
+    await adapter.aclose()
+    monkeypatch.delenv("FAKE_TOKEN")
+    await adapter.aclose()
+    assert live_processes_with(str(record)) == []

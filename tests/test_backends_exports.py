@@ -23,8 +23,8 @@ def test_transport_exports() -> None:
             "missing_executable", "parse_line", "private_base", "private_tempdir", "run_capture",
             "run_capture_sync", "run_process", "tls_context",
             # warm agents (docs/warm.md)
-            "DEFAULT_MAX_USES", "WORKFLOW_WARM", "WarmPool", "WarmScope", "current_scope",
-            "warm_processes", "with_warm_processes",
+            "DEFAULT_MAX_USES", "WORKFLOW_WARM", "WarmPool", "WarmScope", "close_shared",
+            "current_scope", "shared_pool", "warm_processes", "with_warm_processes",
         ]
     )  # fmt: skip
     for name in agentport.transport.__all__:

@@ -111,3 +111,33 @@ async def test_a_closed_pool_closes_what_is_given_back() -> None:
 def test_a_pool_needs_a_size() -> None:
     with pytest.raises(ValueError, match="size >= 1"):
         WarmPool(0)
+
+
+@pytest.mark.anyio
+async def test_a_forked_child_never_signals_its_parents_idle_processes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agentport.transport import _warm
+
+    pool: WarmPool[Item] = WarmPool(1)
+    assert await pool.take() is None
+    item = Item()
+    pool.started(item)
+    await pool.give(item)
+    monkeypatch.setattr(_warm.os, "getpid", lambda: -1)  # as seen in a forked child
+    assert await pool.take() is None
+    assert not item.killed
+    assert not item.closed
+
+
+def test_pools_are_per_configuration_and_grow_to_the_largest_size() -> None:
+    from agentport.transport import close_shared, shared_pool
+
+    a = shared_pool(("t", "one"), 1)
+    assert shared_pool(("t", "one"), 3) is a
+    assert a.size == 3
+    assert shared_pool(("t", "two"), 1) is not a
+    anyio.run(close_shared, ("t", "one"))
+    anyio.run(close_shared, ("t", "two"))
+    assert shared_pool(("t", "one"), 1) is not a
+    anyio.run(close_shared, ("t", "one"))

@@ -36,9 +36,15 @@ from ._endstate import ToolLedger, refusal_error
 from ._policy import inherit_env
 from ._spec import text_after_last_tool
 
-__all__ = ["Session", "Sink", "Turn"]
+__all__ = ["Session", "Sink", "Turn", "agent_env"]
 
 Sink = Callable[[AgentEvent], Awaitable[None]]
+
+
+def agent_env(options: Mapping[str, Any]) -> dict[str, str]:
+    """The agent's environment: this process's, through the allow-list, plus `[llm.acp] env`."""
+    user_env = {str(k): str(v) for k, v in dict(options.get("env") or {}).items()}
+    return child_env(os.environ, user_env, inherit=inherit_env(options))
 
 
 @dataclass(slots=True)
@@ -110,10 +116,9 @@ class Session:
 
     async def start(self, tg: TaskGroup, config: CompletionConfig, cwd: Path) -> None:
         """Spawn the agent with *cwd* as its working folder and `initialize` it."""
-        user_env = {str(k): str(v) for k, v in dict(self.options.get("env") or {}).items()}
         agent = AgentConnection(
             self.command(),
-            child_env(os.environ, user_env, inherit=inherit_env(self.options)),
+            agent_env(self.options),
             cwd,
             grace_s=float(self.options.get("grace_s", 3.0)),
             max_line_bytes=int(self.options.get("max_line_bytes", DEFAULT_MAX_LINE_BYTES)),

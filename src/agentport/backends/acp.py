@@ -25,6 +25,7 @@ auth_required; -32601 unsupported; -32602 invalid_request; otherwise by message 
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
@@ -53,9 +54,9 @@ from ..core import (
     merge_config,
     until_consumer_leaves,
 )
-from ..transport import WarmPool, current_scope, private_tempdir
+from ..transport import WarmPool, close_shared, current_scope, private_tempdir, shared_pool
 from ._acp_rpc import PROTOCOL_VERSION
-from ._acp_session import Session
+from ._acp_session import Session, agent_env
 from ._acp_wire import absolute_cwd, decode_update, permission_allowed, prompt_text, schema_or_plain
 from ._endstate import with_progress
 
@@ -81,40 +82,40 @@ class AcpAdapter:
     when `warm` is unset, as the workflows run): up to N idle agents are kept after calls that
     succeeded; a call takes one and opens a fresh session on it (`session/new`: no
     conversation is shared between calls), so it skips the agent's start-up. An agent that saw
-    any error, or served `DEFAULT_MAX_USES` calls, is closed instead. `aclose()` closes the
-    idle agents of a pool made outside a `warm_processes` block."""
+    any error, or served `DEFAULT_MAX_USES` calls, is closed instead. Adapters made with the
+    same options share one pool (`agentport.transport.shared_pool`)."""
 
     def __init__(self, capability: BackendCapability, settings: LLMSettings) -> None:
         self.capability = capability
         self.options: dict[str, Any] = settings.options(capability.name)
         self.default_config = settings.completion_config()
         self.warm = settings.warm
-        self._pool: WarmPool[Session] | None = None
 
     @property
     def backend(self) -> str:
         return self.capability.name
 
     def warm_pool(self) -> WarmPool[Session] | None:
-        """The pool this call uses (a `warm_processes` block's, else this adapter's own), or
-        None when warm agents are off (`warm = 0`, or unset outside a block)."""
+        """The pool this call uses: a `warm_processes` block's, else the process-wide one, for
+        this backend and options (adapters made alike share agents); None when warm agents
+        are off (`warm = 0`, or unset outside a block)."""
         scope = current_scope()
         size = self.warm if self.warm is not None else (scope.size if scope else 0)
         if not size:
             return None
-        if scope is not None:
-            pool: WarmPool[Session] = scope.pool_for(self, size)
-            return pool
-        if self._pool is None:
-            self._pool = WarmPool(size)
-        return self._pool
+        key = self._warm_key()
+        pool: WarmPool[Session] = scope.pool_for(key, size) if scope else shared_pool(key, size)
+        return pool
+
+    def _warm_key(self) -> tuple[str, str]:
+        # what a started agent depends on: its options (command line, limits) and environment
+        started_with = {"options": self.options, "env": agent_env(self.options)}
+        return self.capability.name, json.dumps(started_with, sort_keys=True, default=str)
 
     async def aclose(self) -> None:
-        """Close this adapter's idle warm agents (those of a `warm_processes` block close
-        with the block)."""
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.aclose()
+        """Close the idle warm agents of this backend and options outside any block (those of
+        a `warm_processes` block close with the block)."""
+        await close_shared(self._warm_key())
 
     async def complete(
         self, messages: Sequence[Message], config: CompletionConfig | None = None

@@ -13,6 +13,9 @@ for the agent CLIs, against tens of milliseconds for a turn on a warm one).
   finalizes at its end (asyncio's `shutdown_asyncgens`, PEP 525; trio finalizes the async
   generators still alive when its run ends). A pool used from another loop first kills what
   is left of the old one's (`item.kill()`, synchronous, the whole process group).
+- Pools are per configuration (a hashable key the backend derives from its options), not
+  per adapter: adapters made per call share their agents. Outside a block one process-wide
+  pool per key (`shared_pool`, `close_shared`); a forked child never touches its parent's.
 - `warm_processes(size)`: an async context manager giving every pool made inside it a default
   size (for adapters whose `[llm] warm` is unset) and closing those pools when it exits. The
   workflows run inside one; `complete_sync` runs inside one of size 0 (ownership only).
@@ -24,7 +27,8 @@ the host even on SIGKILL (docs/runner.md); `aclose()` on a pool closes its idle 
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+import os
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Hashable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import Any, Generic, ParamSpec, Protocol, TypeVar
@@ -38,7 +42,9 @@ __all__ = [
     "Warm",
     "WarmPool",
     "WarmScope",
+    "close_shared",
     "current_scope",
+    "shared_pool",
     "warm_processes",
     "with_warm_processes",
 ]
@@ -77,6 +83,7 @@ class WarmPool(Generic[W]):
         self.reuses = 0
         self._idle: list[W] = []
         self._loop: Any = None
+        self._pid = os.getpid()
         self._closed = False
         self._loop_end: AsyncGenerator[None, None] | None = None
 
@@ -86,12 +93,14 @@ class WarmPool(Generic[W]):
 
     async def _same_loop(self) -> None:
         token = anyio.lowlevel.current_token()
-        if self._loop == token:
+        if self._loop == token and self._pid == os.getpid():
             return
         idle, self._idle = self._idle, []
-        for item in idle:  # their loop is gone or elsewhere: they cannot be driven here
-            item.kill()
-        self._loop = token
+        if self._pid == os.getpid():
+            for item in idle:  # their loop is gone or elsewhere: they cannot be driven here
+                item.kill()
+        # else: a forked child; the idle agents are its parent's, never signalled from here
+        self._loop, self._pid = token, os.getpid()
         self._loop_end = self._close_at_loop_end()
         await self._loop_end.asend(None)  # parked: the loop finalizes it when it ends
 
@@ -154,21 +163,43 @@ class WarmScope:
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._pools: dict[int, tuple[object, WarmPool[Any]]] = {}
+        self._pools: dict[Hashable, WarmPool[Any]] = {}
 
-    def pool_for(self, owner: object, size: int) -> WarmPool[Any]:
-        """*owner*'s pool in this scope (one per adapter), made on first use."""
-        found = self._pools.get(id(owner))
-        if found is None:
-            found = (owner, WarmPool[Any](size))
-            self._pools[id(owner)] = found
-        return found[1]
+    def pool_for(self, key: Hashable, size: int) -> WarmPool[Any]:
+        """The block's pool for one configuration *key* (shared by every adapter made with
+        it), made on first use."""
+        return _pool_in(self._pools, key, size)
 
     async def aclose(self) -> None:
         pools, self._pools = self._pools, {}
         with anyio.CancelScope(shield=True):
-            for _, pool in pools.values():
+            for pool in pools.values():
                 await pool.aclose()
+
+
+def _pool_in(pools: dict[Hashable, WarmPool[Any]], key: Hashable, size: int) -> WarmPool[Any]:
+    pool = pools.get(key)
+    if pool is None:
+        pool = pools[key] = WarmPool[Any](size)
+    pool.size = max(pool.size, size)
+    return pool
+
+
+# outside a block: one pool per configuration for the whole process, so adapters made per
+# call (a common pattern) share their warm agents instead of each parking its own
+_SHARED: dict[Hashable, WarmPool[Any]] = {}
+
+
+def shared_pool(key: Hashable, size: int) -> WarmPool[Any]:
+    """The process-wide pool for configuration *key* (at least *size* idle agents)."""
+    return _pool_in(_SHARED, key, size)
+
+
+async def close_shared(key: Hashable) -> None:
+    """Close and forget the process-wide pool for *key* (a later call makes a new one)."""
+    pool = _SHARED.pop(key, None)
+    if pool is not None:
+        await pool.aclose()
 
 
 _SCOPE: ContextVar[WarmScope | None] = ContextVar("agentport_warm_scope", default=None)
