@@ -25,6 +25,7 @@ auth_required; -32601 unsupported; -32602 invalid_request; otherwise by message 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import ExitStack
@@ -108,9 +109,11 @@ class AcpAdapter:
         return pool
 
     def _warm_key(self) -> tuple[str, str]:
-        # what a started agent depends on: its options (command line, limits) and environment
+        # what a started agent depends on: its options (command line, limits) and environment;
+        # hashed, so no key or token of the environment is kept in the pool registry
         started_with = {"options": self.options, "env": agent_env(self.options)}
-        return self.capability.name, json.dumps(started_with, sort_keys=True, default=str)
+        text = json.dumps(started_with, sort_keys=True, default=str)
+        return self.capability.name, hashlib.sha256(text.encode()).hexdigest()
 
     async def aclose(self) -> None:
         """Close the idle warm agents of this backend and options outside any block (those of
