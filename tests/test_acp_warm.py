@@ -285,7 +285,7 @@ def test_warm_through_the_default_policies_and_a_failover_chain(record: Path) ->
         assert live_processes_with(str(record)) == []  # closed with the event loop
 
 
-@pytest.mark.parametrize("backend", ["echo", "codex", "claude", "local"])
+@pytest.mark.parametrize("backend", ["echo", "codex", "claude", "opencode"])
 def test_warm_on_a_backend_without_warm_processes_says_so(
     backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
