@@ -361,10 +361,5 @@ def complete_sync(
         adapter = create_llm_adapter(backend, cwd=cwd, **settings)
     except ProviderError as exc:
         return Failure(exc)
-    from .transport import warm_processes
-
-    async def once() -> Result[CompletionResponse, ProviderError]:
-        async with warm_processes(0):  # `[llm] warm` agents end with this call's event loop
-            return await adapter.complete(messages, config)
-
-    return anyio.run(once)
+    # `[llm] warm` agents end with this call's event loop (transport._warm closes them there)
+    return anyio.run(adapter.complete, messages, config)

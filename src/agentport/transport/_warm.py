@@ -18,7 +18,7 @@ for the agent CLIs, against tens of milliseconds for a turn on a warm one).
   pool per key (`shared_pool`, `close_shared`); a forked child never touches its parent's.
 - `warm_processes(size)`: an async context manager giving every pool made inside it a default
   size (for adapters whose `[llm] warm` is unset) and closing those pools when it exits. The
-  workflows run inside one; `complete_sync` runs inside one of size 0 (ownership only).
+  workflows run inside one.
 
 Teardown: each item is spawned under the runner's guardian, so an idle warm process dies with
 the host even on SIGKILL (docs/runner.md); `aclose()` on a pool closes its idle processes.
