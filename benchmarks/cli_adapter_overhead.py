@@ -31,9 +31,9 @@ FIXTURES = ROOT / "tests" / "fixtures" / "cli"
 async def main(runs: int, without_guardian: bool) -> None:
     os.environ["AGENTPORT_ALLOW_REAL_BACKENDS"] = "1"
     if without_guardian:
-        from agentport.transport import _runner
+        from agentport.transport import _spawner
 
-        _runner.guard_argv = lambda argv: (list(argv), ())
+        _spawner._guardable = lambda: False
 
     with tempfile.TemporaryDirectory(prefix="agentport-bench-") as scratch:
         await _measure(Path(scratch), runs)

@@ -123,7 +123,7 @@ async def test_a_pool_keeps_at_most_its_size_of_idle_agents(record: Path) -> Non
     assert pool is not None
     assert (pool.starts, pool.idle) == (3, 2)  # three at once; the third closed after its call
     with anyio.fail_after(10):
-        while len(live_processes_with(str(record))) > 4:  # noqa: ASYNC110 - 2 guardians + 2 agents
+        while len(live_processes_with(str(record))) > 2:  # noqa: ASYNC110 - polling /proc
             await anyio.sleep(0.02)
     await adapter.aclose()
     assert live_processes_with(str(record)) == []
@@ -217,7 +217,7 @@ def test_sigkill_of_the_host_ends_its_idle_warm_agents(record: Path, loop: str) 
     try:
         assert host.stdout is not None
         assert host.stdout.readline().strip() == "idle"
-        assert live_processes_with(str(record)) != []  # the idle agent and its guardian
+        assert live_processes_with(str(record)) != []  # the idle agent
         host.kill()
         host.wait()
         deadline = time.monotonic() + 10
@@ -309,7 +309,7 @@ async def test_adapters_made_per_call_share_their_warm_agents(record: Path) -> N
     # `await create_llm_adapter(...).complete(...)` in a loop: one agent, not one per adapter
     pids = {(await ask(acp(warm=1), f"q{i}"))[1] for i in range(3)}
     assert len(pids) == 1
-    assert len(live_processes_with(str(record))) == 2  # the agent and its guardian
+    assert len(live_processes_with(str(record))) == 1  # one agent (its guardian is the host's)
     await acp(warm=1).aclose()
     assert live_processes_with(str(record)) == []
 

@@ -20,8 +20,8 @@ def test_transport_exports() -> None:
             "MAX_JSON_DEPTH", "NESTING_MARKERS", "Frame", "LineFramer", "LineTooLongError",
             "NestingTooDeepError", "OnFrame", "OnStderrLine", "ProcessRequest",
             "ProcessResult", "check_argv", "child_env", "group_members", "guard_argv",
-            "missing_executable", "parse_line", "private_base", "private_tempdir", "run_capture",
-            "run_capture_sync", "run_process", "tls_context",
+            "missing_executable", "open_guarded", "parse_line", "private_base",
+            "private_tempdir", "run_capture", "run_capture_sync", "run_process", "tls_context",
             # warm agents (docs/warm.md)
             "DEFAULT_MAX_USES", "WORKFLOW_WARM", "WarmPool", "WarmScope", "close_shared",
             "current_scope", "shared_pool", "warm_processes", "with_warm_processes",

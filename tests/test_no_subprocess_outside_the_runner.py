@@ -1,5 +1,6 @@
 """The grep-able rule of docs/architecture.md: every process agentport starts goes through
-`agentport.transport` (the runner, or the guardian's `guard_argv` for long-lived processes)."""
+`agentport.transport` (the runner and `open_guarded`, which start every CLI through the host's
+guardian, or `guard_argv` for the one process started synchronously)."""
 
 from __future__ import annotations
 
@@ -12,15 +13,16 @@ SPAWN = re.compile(
     r"|create_subprocess_(?:exec|shell)\(|os\.(?:system|popen|spawn\w*|exec\w*|fork)\("
 )
 # the runner itself; the pass-throughs it runs (already inside the runner's group: the line
-# reader, and the cassette recorder that runs the real CLI as its own child); and the two
-# long-lived processes, which must start under the guardian (`guard_argv`)
+# reader, and the cassette recorder that runs the real CLI as its own child); and the local
+# model's worker, started synchronously, which must start under a guardian (`guard_argv`)
 RUNNER = {
     "transport/_runner.py",
+    "transport/_spawner.py",
     "transport/_guardian.py",
     "backends/_lines.py",
     "testing/_cassette.py",
 }
-GUARDED = {"backends/_acp_rpc.py", "backends/_local_client.py"}
+GUARDED = {"backends/_local_client.py"}
 # `agentport worker` re-executes itself with a fixed hash seed: no child process
 REEXEC = {"cli/_worker.py"}
 

@@ -73,7 +73,7 @@ def test_sigkill_of_the_host_mid_call_leaves_no_process(
             time.sleep(0.02)
         orphan = int(pidfile.read_text())
         assert _alive(orphan)
-        assert live_processes(marker)  # the guardian and the CLI run
+        assert live_processes(marker)  # the CLI runs
     finally:
         host.kill()  # SIGKILL: no finally, no atexit, no teardown in the host
         host.wait()

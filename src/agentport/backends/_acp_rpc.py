@@ -1,8 +1,8 @@
 """The ACP client's connection: one agent process speaking JSON-RPC 2.0 over stdio
 (`AgentConnection`), and the classification of JSON-RPC errors (`rpc_error`).
 
-The process is spawned under the runner's guardian (`agentport.transport.guard_argv`) in a
-new process group, so it dies with this process even on SIGKILL; its stderr is kept as a
+The process is spawned by this process's guardian (`agentport.transport.open_guarded`) in a
+session of its own, so it dies with this process even on SIGKILL; its stderr is kept as a
 bounded tail and its group torn down shielded and bounded (`_teardown`), like every CLI run.
 Source: agentclientprotocol.com (protocol version 1); docs/backends/acp.md.
 
@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -33,8 +31,8 @@ from ..core import ErrorKind, ProviderError, TimeoutWhich
 from ..transport import (
     LineFramer,
     LineTooLongError,
-    guard_argv,
     missing_executable,
+    open_guarded,
     parse_line,
 )
 from ..transport._runner import _signal_group, _teardown
@@ -132,20 +130,10 @@ class AgentConnection:
         if why is not None:
             kind = ErrorKind.process_failed if "Permission" in why else ErrorKind.not_installed
             raise ProviderError(kind, f"cannot start {self.argv[0]!r}: {why}", retryable=False)
-        argv, pass_fds = guard_argv(self.argv)
         try:
             # shielded, as in the runner: a spawn cancelled half-way leaves an untracked group
             with anyio.CancelScope(shield=True):
-                self.process = await anyio.open_process(
-                    argv,
-                    pass_fds=pass_fds,
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    cwd=self.cwd,
-                    env=self.env,
-                    start_new_session=sys.platform != "win32",
-                )
+                self.process = await open_guarded(self.argv, cwd=self.cwd, env=self.env)
         except FileNotFoundError as exc:
             raise ProviderError(
                 ErrorKind.not_installed, f"cannot start {self.argv[0]!r}: {exc.strerror}"

@@ -25,13 +25,12 @@ removes `clock`, `request_user_input_async`, `send_message_to_user_async`;
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
-import anyio
 
 from ..core import ErrorKind, ProviderError, TimeoutWhich
 from ..transport import ProcessRequest, run_capture
@@ -123,7 +122,7 @@ async def load_catalog(
     cannot print the catalog (an older codex, a broken install): without it the tools
     cannot be turned off."""
     try:
-        stat = await anyio.Path(executable).stat()
+        stat = os.stat(executable)  # one syscall: faster in place than a worker thread
         key: tuple[Any, ...] = (executable, stat.st_size, stat.st_mtime_ns, tuple(flags))
     except OSError:
         key = (executable, tuple(flags))

@@ -10,8 +10,9 @@
 - `child_env`, `check_argv`: the child's environment (recursion markers, depth counter) and
   the argv-length guard.
 - `group_members(pgid)`: live processes of a group (tests assert it is empty after a run).
-- `guard_argv`, `missing_executable`: the guardian for long-lived processes (the ACP
-  client, the local model worker).
+- `open_guarded(argv, ...)`: start a process under this process's guardian, so it dies with
+  this process (the runner and the ACP client); `guard_argv`: a guardian of its own for a
+  process started synchronously (the local model worker); `missing_executable`: check first.
 - `private_base()`, `private_tempdir(prefix)`: run folders in a 0700 folder of this user's,
   never directly under the shared temp directory (CLIs read config from parent folders).
 - `WarmPool`, `warm_processes(size)`, `current_scope()`: warm agent processes kept between
@@ -42,12 +43,12 @@ from ._runner import (
     ProcessRequest,
     ProcessResult,
     group_members,
-    guard_argv,
     missing_executable,
     run_capture,
     run_capture_sync,
     run_process,
 )
+from ._spawner import guard_argv, open_guarded
 from ._tls import tls_context
 from ._warm import (
     DEFAULT_MAX_USES,
@@ -87,6 +88,7 @@ __all__ = [
     "group_members",
     "guard_argv",
     "missing_executable",
+    "open_guarded",
     "parse_line",
     "private_base",
     "private_tempdir",

@@ -1,21 +1,29 @@
-"""The guardian: a tiny stdlib-only program that sits between agentport and an agent CLI so the
-CLI's process group never outlives the Python process that started it, even on SIGKILL.
+"""The guardian: a tiny stdlib-only program that sits between agentport and the agent CLIs so
+a CLI's process group never outlives the Python process that started it, even on SIGKILL.
+Never import it; the host runs it in one of two modes.
 
-Run as `python -I -S _guardian.py FD HOST_PID -- ARGV...` (the runner does this; never import
-it). It leads the new process group (`start_new_session`), spawns ARGV in that same group with
-default signal dispositions, and then waits for one of:
+`python -I -S _guardian.py --serve SOCK HOST_PID` (one per host process, `_spawner.py`): it
+starts every CLI the host asks for, each in a session of its own (pid = pgid), and reports
+its pid and exit status. A request on the stream socket SOCK is an 8-byte big-endian length
+carrying the descriptors (SCM_RIGHTS: a status pipe's write end, then stdin (optional),
+stdout, stderr), followed by that many bytes of JSON `{"argv", "env", "cwd", "stdin"}`. On
+the status pipe it writes `pid N` (or `err ERRNO` when the exec failed), later `exit STATUS`
+(a raw wait status), and closes it.
 
-- the CLI exits: the guardian exits the same way (same code, or killed by the same signal), so
-  the runner sees the CLI's own exit status;
-- the host dies: FD (the read end of a pipe whose write end only the host holds) reaches EOF,
-  or the guardian's parent pid changes (a 1 s backstop, for a write end leaked by a `fork`):
-  the guardian SIGKILLs its whole group, then every descendant it can still find (Linux:
-  it is a child subreaper, so grandchildren that left the group and lost their parent are
-  re-parented to it and found through /proc), and exits.
+`python -I -S _guardian.py FD HOST_PID -- ARGV...` (one per long-lived process started
+outside the runner, `guard_argv`): it leads the new process group (`start_new_session`),
+spawns ARGV in that group and exits the way ARGV exits (same code, or killed by the same
+signal), so the parent sees the CLI's own exit status.
 
-SIGTERM / SIGINT / SIGHUP do not stop the guardian: the runner signals the whole group, the
-CLI gets the signal itself, and the guardian relays the CLI's exit. SIGKILL of the group kills
-it with everything else. Source: prctl(2) (PR_SET_CHILD_SUBREAPER).
+Either way it watches the host: FD (the read end of a pipe whose write end only the host
+holds) or SOCK reaching EOF, or its parent pid changing (a 1 s backstop, for a descriptor
+leaked by a `fork`), means the host is gone: it SIGKILLs every process it started, then every
+descendant it can still find (Linux: it is a child subreaper, so grandchildren that left their
+group and lost their parent are re-parented to it and found through /proc), and exits.
+
+SIGTERM / SIGINT / SIGHUP do not stop the guardian: the runner signals the CLI's group, the CLI
+gets the signal itself, and the guardian relays its exit. Sources: prctl(2)
+(PR_SET_CHILD_SUBREAPER), unix(7) (SCM_RIGHTS).
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import _signal as signal  # type: ignore[import-not-found]  # C module: `signal`
 import os
 import select
 import sys
+from typing import Any
 
 _EXEC_FAILED = 127
 _POLL_S = 1.0
@@ -69,9 +78,14 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
-def _kill_everything() -> None:
-    """SIGKILL every descendant (repeatedly: one may fork while we look), then the group,
-    this process included. Never returns."""
+def _kill_everything(groups: Any = ()) -> None:
+    """SIGKILL the process *groups* started, every descendant (repeatedly: one may fork while
+    we look), then the guardian's own group, this process included. Never returns."""
+    for pgid in groups:
+        try:  # noqa: SIM105 - no contextlib: the guardian imports as little as it can
+            os.killpg(pgid, signal.SIGKILL)
+        except OSError:
+            pass
     me = os.getpid()
     for _ in range(5):
         rest = _descendants(me)
@@ -106,9 +120,12 @@ def _relay(status: int) -> None:
     os._exit(os.waitstatus_to_exitcode(status))
 
 
-def main(argv: list[str]) -> None:
-    death_fd, host_pid, cmd = int(argv[1]), int(argv[2]), argv[4:]
-    os.set_inheritable(death_fd, False)
+_RESTORE = ("SIGPIPE", "SIGXFSZ", "SIGTERM", "SIGINT", "SIGHUP", "SIGCHLD")
+
+
+def _prepare(watched: int, host_pid: int) -> int:
+    """Ignore the polite signals, route SIGCHLD to a pipe; return that pipe's read end."""
+    os.set_inheritable(watched, False)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: None)
     wake_r, wake_w = os.pipe()
@@ -117,8 +134,161 @@ def main(argv: list[str]) -> None:
     signal.set_wakeup_fd(wake_w)
     if os.getppid() != host_pid:  # the host died before we got here
         _kill_everything()
-    restore = [signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTERM, signal.SIGINT, signal.SIGHUP]
-    restore.append(signal.SIGCHLD)
+    return wake_r
+
+
+def _reaped() -> Any:
+    """(pid, wait status) of each child that has ended (the CLIs and any adopted orphans)."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        yield pid, status
+
+
+def _null_stdio() -> None:
+    # keep no copy of the host's or a CLI's pipes: their EOF must follow the CLI's exit
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+
+
+def _exec_child(req: Any, stdio: list[int], failed: int) -> None:
+    """In the forked child: a session of its own, the request's cwd and stdio, default signal
+    dispositions, then exec; on failure the errno goes to *failed*. Never returns."""
+    try:
+        os.setsid()
+        os.chdir(req["cwd"])
+        for target, fd in enumerate(stdio):
+            os.dup2(fd, target)
+        for name in _RESTORE:
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, ())
+        os.execvpe(req["argv"][0], req["argv"], req["env"])
+    except OSError as exc:
+        os.write(failed, str(exc.errno or 0).encode())
+    finally:
+        os._exit(_EXEC_FAILED)
+
+
+def _close(fds: Any) -> None:
+    for fd in fds:
+        try:  # noqa: SIM105
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def _tell(fd: int, line: bytes) -> None:
+    try:  # noqa: SIM105 - the host may have stopped listening
+        os.write(fd, line)
+    except OSError:
+        pass
+
+
+def _start(req: Any, status: int, stdio: list[int], children: dict[int, int]) -> None:
+    """Fork and exec one request; its pid (or the exec's errno) goes to *status*."""
+    try:
+        failed_r, failed_w = os.pipe()
+        pid = os.fork()
+    except OSError as exc:
+        _close(stdio)
+        _tell(status, b"err %d\n" % (exc.errno or 0))
+        _close([status])
+        return
+    if pid == 0:  # pragma: no cover - the child execs
+        _exec_child(req, stdio, failed_w)
+    _close([failed_w, *stdio])
+    errno = os.read(failed_r, 32)  # EOF: the exec succeeded (close-on-exec)
+    os.close(failed_r)
+    if errno:
+        os.waitpid(pid, 0)
+        _tell(status, b"err " + errno + b"\n")
+        _close([status])
+    else:
+        _tell(status, b"pid %d\n" % pid)
+        children[pid] = status
+
+
+def _receive(sock: Any) -> Any:
+    """The next request: (its JSON bytes, its descriptors), or None at EOF (the host is gone)."""
+    import _socket  # C module: `socket` costs enum's import
+    import array
+
+    size = 4 * 8
+    head, anc, _, _ = sock.recvmsg(8, _socket.CMSG_SPACE(size))
+    fds: list[int] = []
+    for level, kind, data in anc:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+            fds.extend(array.array("i", data[: len(data) - len(data) % 4]))
+    for fd in fds:
+        os.set_inheritable(fd, False)
+    if len(head) < 8:
+        for fd in fds:
+            os.close(fd)
+        return None
+    want = int.from_bytes(head, "big")
+    body = bytearray()
+    while len(body) < want:
+        chunk = sock.recv(min(want - len(body), 1 << 20))
+        if not chunk:
+            return None
+        body += chunk
+    return body, fds
+
+
+def serve(sock_fd: int, host_pid: int) -> None:
+    import _socket
+    import json
+
+    wake_r = _prepare(sock_fd, host_pid)
+    sock = _socket.socket(fileno=sock_fd)
+    _subreaper()
+    _null_stdio()
+    children: dict[int, int] = {}  # pid -> its status pipe
+    while True:
+        try:
+            ready, _, _ = select.select([sock_fd, wake_r], [], [], _POLL_S)
+        except InterruptedError:  # pragma: no cover - PEP 475 retries
+            ready = []
+        if sock_fd in ready:
+            got = _receive(sock)
+            if got is None:
+                _kill_everything(children)
+            body, fds = got
+            stdio: list[int] = []
+            try:
+                req = json.loads(body)
+                stdio = fds[1:] if req["stdin"] else [os.open(os.devnull, os.O_RDONLY), *fds[1:]]
+                ok = len(stdio) == 3 and isinstance(req["argv"], list) and req["argv"]
+            except (OSError, ValueError, KeyError, TypeError):
+                ok = False
+            if ok:
+                _start(req, fds[0], stdio, children)
+            else:  # not a request the host sends: drop it, keep serving the others
+                _close(set(fds) | set(stdio))
+        if wake_r in ready:
+            os.read(wake_r, 512)
+        if os.getppid() != host_pid:
+            _kill_everything(children)
+        for pid, status in _reaped():
+            fd = children.pop(pid, None)
+            if fd is not None:
+                _tell(fd, b"exit %d\n" % status)
+                _close([fd])
+
+
+def main(argv: list[str]) -> None:
+    if argv[1] == "--serve":
+        serve(int(argv[2]), int(argv[3]))
+        return
+    death_fd, host_pid, cmd = int(argv[1]), int(argv[2]), argv[4:]
+    wake_r = _prepare(death_fd, host_pid)
+    restore = [getattr(signal, name) for name in _RESTORE]
     try:
         child = os.posix_spawnp(cmd[0], cmd, os.environ, setsigdef=restore, setsigmask=())
     except OSError as exc:
@@ -130,10 +300,7 @@ def main(argv: list[str]) -> None:
     # would have left the CLI's group and lost its parent within the CLI's first milliseconds,
     # before any agent CLI (Node, Python) has loaded its own code, let alone started a tool.
     _subreaper()
-    # keep no copy of the CLI's pipes: their EOF must follow the CLI's exit, not ours
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
+    _null_stdio()
     while True:
         try:
             ready, _, _ = select.select([death_fd, wake_r], [], [], _POLL_S)
@@ -145,13 +312,7 @@ def main(argv: list[str]) -> None:
             os.read(wake_r, 512)
         if os.getppid() != host_pid:
             _kill_everything()
-        while True:  # reap the CLI and any adopted orphans
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                pid, status = 0, 0
-            if pid == 0:
-                break
+        for pid, status in _reaped():
             if pid == child:
                 _relay(status)
 

@@ -9,9 +9,10 @@ installed, a timeout, an over-long, too deeply nested or undecodable line, too m
 failure named by `on_stderr_line`) are in `ProcessResult.error`. Cancellation propagates,
 after the teardown.
 
-On POSIX the CLI is started under a guardian (`_guardian.py`, a stdlib-only Python program
-that leads the group): when this process dies, even by SIGKILL, the guardian kills the CLI's
-group and every descendant it can find. docs/runner.md has the mechanism and its limits.
+On POSIX the CLI is started by this process's guardian (`_spawner.py`, `_guardian.py`: a
+stdlib-only Python program that is the parent of every CLI): when this process dies, even by
+SIGKILL, the guardian kills the CLI's group and every descendant it can find. docs/runner.md
+has the mechanism and its limits.
 
 Timeouts, in seconds: `startup` (no first stdout byte), `idle` (no stdout between two chunks;
 time spent in `on_frame` is not counted), `total` (wall clock). Source: DESIGN.md (runner),
@@ -54,6 +55,7 @@ from ._framer import (
 )
 from ._notices import OnStderrLine, Stop, drain, follow_logs
 from ._rundir import private_tempdir
+from ._spawner import open_guarded
 
 __all__ = [
     "DEFAULT_MAX_EVENTS",
@@ -71,7 +73,6 @@ _CHUNK = 256 * 1024
 _NOISE_CHARS = 2000
 _DRAIN_S = 0.5
 _POLL_S = 0.02
-_GUARDIAN = Path(__file__).with_name("_guardian.py")
 DEFAULT_MAX_EVENTS = 200_000
 # What a decoder may raise on a line of an unexpected shape: a value, never an exception out
 # of complete(). (anyio's stream errors and cancellation pass through.)
@@ -216,8 +217,9 @@ async def _wait_gone(process: Process, pgid: int, seconds: float) -> bool:
     return False
 
 
-async def _teardown(process: Process, grace_s: float) -> None:
-    """Kill what is left of the group: SIGTERM, `grace_s`, SIGKILL. Shielded; every await bounded.
+async def _teardown(process: Process, grace_s: float, close: bool = True) -> None:
+    """Kill what is left of the group: SIGTERM, `grace_s`, SIGKILL, then (*close*) close the
+    process's pipes. Shielded; every await bounded.
 
     The pgid is the leader's pid, recorded at spawn; it cannot be recycled while any member of
     the group is alive, and we only signal while members remain.
@@ -229,8 +231,9 @@ async def _teardown(process: Process, grace_s: float) -> None:
             if not await _wait_gone(process, pgid, grace_s):
                 _signal_group(pgid, signal.SIGKILL)
                 await _wait_gone(process, pgid, max(grace_s, 1.0))
-        with anyio.move_on_after(max(grace_s, 1.0)):
-            await process.aclose()
+        if close:
+            with anyio.move_on_after(max(grace_s, 1.0)):
+                await process.aclose()
 
 
 async def _feed(
@@ -371,51 +374,6 @@ class _Undecodable(Exception):
         )
 
 
-class _DeathPipe:
-    """One pipe per process: the guardians hold its read end, only this process its write end
-    (close-on-exec, closed again in a forked child), so its EOF means this process is gone."""
-
-    fds: tuple[int, int] | None = None
-
-    @classmethod
-    def read_end(cls) -> int:
-        if cls.fds is None:
-            cls.fds = os.pipe()
-        return cls.fds[0]
-
-    @classmethod
-    def forget(cls) -> None:  # in a forked child: the parent's pipe is not ours
-        if cls.fds is not None:
-            for fd in cls.fds:
-                with suppress(OSError):
-                    os.close(fd)
-            cls.fds = None
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_DeathPipe.forget)
-
-
-def _guarded(request: ProcessRequest, env: Mapping[str, str]) -> tuple[list[str], tuple[int, ...]]:
-    """argv under the guardian (and the fd it inherits), or argv as is where there is none."""
-    return guard_argv(request.argv) if request.guard else (list(request.argv), ())
-
-
-def guard_argv(argv: Sequence[str]) -> tuple[list[str], tuple[int, ...]]:
-    """*argv* wrapped in the guardian, and the fds the spawn must pass (`pass_fds`): spawned
-    with `start_new_session`, the process group then dies with this process, even on SIGKILL.
-    POSIX only; elsewhere (and in frozen apps) *argv* unchanged and no fds. For processes
-    spawned outside `run_process` (the ACP client); check `missing_executable` first, since
-    the guardian itself always starts."""
-    argv = list(argv)
-    frozen = getattr(sys, "frozen", False)  # PyInstaller & co: sys.executable is the app
-    if sys.platform == "win32" or not sys.executable or frozen:
-        return argv, ()
-    fd = _DeathPipe.read_end()
-    guardian = [sys.executable, "-I", "-S", str(_GUARDIAN), str(fd), str(os.getpid()), "--"]
-    return guardian + argv, (fd,)
-
-
 def missing_executable(argv0: str, env: Mapping[str, str]) -> str | None:
     """Why *argv0* cannot be started (checked before the guardian runs), or None."""
     if os.sep in argv0:
@@ -423,6 +381,23 @@ def missing_executable(argv0: str, env: Mapping[str, str]) -> str | None:
             return "No such file or directory"
         return None if os.access(argv0, os.X_OK) else "Permission denied"
     return None if shutil.which(argv0, path=env.get("PATH", os.defpath)) else "not found on PATH"
+
+
+async def _open(request: ProcessRequest, cwd: Path, env: dict[str, str], stdout: Any) -> Process:
+    if request.guard:
+        to_file = None if stdout is subprocess.PIPE else stdout
+        return await open_guarded(
+            request.argv, cwd=cwd, env=env, stdin=request.stdin is not None, stdout=to_file
+        )
+    return await anyio.open_process(
+        list(request.argv),
+        stdin=subprocess.PIPE if request.stdin is not None else subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=env,
+        start_new_session=sys.platform != "win32",
+    )
 
 
 async def run_process(request: ProcessRequest, on_frame: OnFrame) -> ProcessResult:
@@ -443,8 +418,7 @@ async def run_process(request: ProcessRequest, on_frame: OnFrame) -> ProcessResu
         if request.stdout_to_file:
             out_path = scratch.enter_context(private_tempdir("agentport-out-")) / "stdout"
             stdout_target = out_path.open("wb")
-        argv, pass_fds = _guarded(request, env)
-        if pass_fds and (why := missing_executable(request.argv[0], env)) is not None:
+        if request.guard and (why := missing_executable(request.argv[0], env)) is not None:
             kind = ErrorKind.not_installed if "Permission" not in why else ErrorKind.process_failed
             result.error = ProviderError(
                 kind, f"cannot start {request.argv[0]!r}: {why}", retryable=False
@@ -457,16 +431,7 @@ async def run_process(request: ProcessRequest, on_frame: OnFrame) -> ProcessResu
             # handle, so the group (the CLI under its guardian) would run on untracked; a
             # cancellation is taken after the spawn, where the teardown below owns the group
             with anyio.CancelScope(shield=True):
-                process = await anyio.open_process(
-                    argv,
-                    pass_fds=pass_fds,
-                    stdin=subprocess.PIPE if request.stdin is not None else subprocess.DEVNULL,
-                    stdout=stdout_target,
-                    stderr=subprocess.PIPE,
-                    cwd=cwd,
-                    env=env,
-                    start_new_session=sys.platform != "win32",
-                )
+                process = await _open(request, cwd, env, stdout_target)
         except FileNotFoundError as exc:
             result.error = ProviderError(
                 ErrorKind.not_installed, f"cannot start {request.argv[0]!r}: {exc.strerror}"
@@ -523,9 +488,9 @@ async def run_process(request: ProcessRequest, on_frame: OnFrame) -> ProcessResu
                         f"still running after {request.total_timeout_s:g}s",
                         timeout="total",
                     )
-                await _teardown(process, request.grace_s)
-                with anyio.move_on_after(0.5):
-                    await stderr_done.wait()
+                await _teardown(process, request.grace_s, close=False)
+                with anyio.move_on_after(0.5):  # the group is gone: stderr is at EOF, or an
+                    await stderr_done.wait()  # orphan outside the group still holds it
                 tg.cancel_scope.cancel()
         finally:
             await _teardown(process, request.grace_s)
