@@ -1,17 +1,18 @@
-"""Per-call time of the real ACP agents, cold (one agent process per call) against warm
-(`[llm] warm = 1`: one agent kept between calls, a fresh session per call), each answering
-from FakeModelServer on 127.0.0.1 (no network, no account).
+"""Per-call time of the real agents, cold (one agent process per call) against warm
+(`[llm] warm = 1`: one agent kept between calls, a fresh conversation per call), each
+answering from FakeModelServer on 127.0.0.1 (no network, no account).
 
-Agents: `gemini --acp`, `qwen --acp`, `opencode acp` and `copilot --acp`, as CI installs them
-(.ci/steps/20-agent-clis and 21-more-agent-clis), configured as each CLI's docs tell users to
-point it at an OpenAI-compatible or Gemini endpoint (tests/_acp_agents.py). Goal (issue: warm
-processes): warm <= 1/5 of cold for the node-based CLIs.
+Agents: `gemini --acp`, `qwen --acp`, `opencode acp` and `copilot --acp` through the acp
+backend, configured as each CLI's docs tell users to point it at an OpenAI-compatible or
+Gemini endpoint (tests/_acp_agents.py); `claude` through the claude backend (`base_url`,
+`api_key`: ANTHROPIC_BASE_URL / ANTHROPIC_API_KEY), as CI installs them (.ci/steps/20-agent-clis
+and 21-more-agent-clis). Goal: warm <= 1/5 of cold for the node-based CLIs.
 
 Also: a research run (`run_research`, web mode with `assume_web_tools`: the scripted model
 answers each phase's schema) on FakeModelServer through `gemini --acp`, with the workflows'
 default warm block and with `warm = 0`.
 
-    python benchmarks/warm_calls.py [--calls 6] [--agents gemini,qwen,opencode,copilot]
+    python benchmarks/warm_calls.py [--calls 6] [--agents gemini,qwen,opencode,copilot,claude]
                                     [--no-research]
 """
 
@@ -42,13 +43,32 @@ def _options(agent: str, server: Any, home: Path) -> dict[str, Any]:
     return options
 
 
+def _claude(server: Any, tmp: Path) -> dict[str, Any]:
+    from _more_clis_util import cli_executable
+
+    exe = cli_executable("claude")
+    if exe is None:
+        raise SystemExit("claude is not installed: run .ci/run (it installs the agent CLIs)")
+    home = tmp / "home-claude"
+    home.mkdir(exist_ok=True)
+    return {
+        "executable": str(exe),
+        "base_url": server.anthropic_base_url,
+        "api_key": "test-key",
+        "env": {"HOME": str(home)},
+    }
+
+
 async def _per_call(agent: str, calls: int, warm: int, tmp: Path) -> list[float]:
     from agentport import Message, create_llm_adapter
     from agentport.testing import FakeModelServer
 
     with FakeModelServer(default="hello from the fake model") as server:
-        options = _options(agent, server, tmp / f"home-{agent}")
-        llm = create_llm_adapter("acp", retry=False, warm=warm, acp=options)
+        if agent == "claude":
+            llm = create_llm_adapter("claude", retry=False, warm=warm, claude=_claude(server, tmp))
+        else:
+            options = _options(agent, server, tmp / f"home-{agent}")
+            llm = create_llm_adapter("acp", retry=False, warm=warm, acp=options)
         times = []
         for _ in range(calls + 1):
             started = time.perf_counter()
@@ -117,7 +137,7 @@ async def _research(warm: bool, tmp: Path) -> tuple[float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=6)
-    parser.add_argument("--agents", default="gemini,qwen,opencode,copilot")
+    parser.add_argument("--agents", default="gemini,qwen,opencode,copilot,claude")
     parser.add_argument("--no-research", action="store_true")
     args = parser.parse_args()
     os.environ["AGENTPORT_ALLOW_REAL_BACKENDS"] = "1"

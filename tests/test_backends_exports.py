@@ -23,8 +23,9 @@ def test_transport_exports() -> None:
             "missing_executable", "open_guarded", "parse_line", "private_base",
             "private_tempdir", "run_capture", "run_capture_sync", "run_process", "tls_context",
             # warm agents (docs/warm.md)
-            "DEFAULT_MAX_USES", "WORKFLOW_WARM", "WarmPool", "WarmScope", "close_shared",
-            "current_scope", "shared_pool", "warm_processes", "with_warm_processes",
+            "DEFAULT_MAX_USES", "WORKFLOW_WARM", "WarmPool", "WarmScope", "call_pool",
+            "close_shared", "current_scope", "pool_size", "shared_pool", "warm_processes",
+            "with_warm_processes",
         ]
     )  # fmt: skip
     for name in agentport.transport.__all__:

@@ -1,6 +1,7 @@
 """`WarmPool`'s rules as properties over any sequence of calls: never more idle processes than
-its size, never one handed to two calls, never a dead, worn-out or errored one reused, none
-lost (each given back is kept or closed), and none left when the loop ends."""
+its size (nor, for pools sharing an `IdleBudget`, than its limit in all), never one handed to
+two calls, never a dead, worn-out or errored one reused, none lost (each given back is kept
+or closed), and none left when the loop ends."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentport.transport import WarmPool
+from agentport.transport._warm import IdleBudget
 
 
 @dataclass(eq=False)
@@ -95,6 +97,52 @@ def test_pool_rules_hold_for_any_sequence(
     # the loop ended: every process is closed, killed, or died by itself
     assert all(i.closed or i.killed or i.dead for i in made)
     assert pool.starts == len(made)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    limit=st.integers(1, 3),
+    steps=st.lists(
+        st.tuples(st.sampled_from(["call", "hold", "release"]), st.integers(0, 2), st.booleans()),
+        max_size=40,
+    ),
+)
+def test_pools_sharing_a_budget_keep_at_most_its_limit_idle(
+    limit: int, steps: list[tuple[str, int, bool]]
+) -> None:
+    budget = IdleBudget(limit)
+    pools: list[WarmPool[Item]] = [WarmPool(limit, budget=budget) for _ in range(3)]
+    made: list[Item] = []
+    held: list[tuple[int, Item]] = []
+
+    async def get(n: int) -> Item:
+        item = await pools[n].take()
+        if item is None:
+            item = Item()
+            made.append(item)
+            pools[n].started(item)
+        assert item.alive()
+        assert all(item is not h for _, h in held)
+        return item
+
+    async def run() -> None:
+        for kind, n, clean in steps:
+            if kind == "call":
+                item = await get(n)
+                await (pools[n].give(item) if clean else item.aclose())
+            elif kind == "hold":
+                held.append((n, await get(n)))
+            elif held:
+                m, item = held.pop(0)
+                await (pools[m].give(item) if clean else item.aclose())
+            assert sum(p.idle for p in pools) == budget.idle <= limit
+            for item in made:
+                assert item.closed or any(item is h for _, h in held) or item.alive()
+        for m, item in held:
+            await pools[m].give(item)
+
+    anyio.run(run)
+    assert all(i.closed or i.killed for i in made)
 
 
 @pytest.mark.anyio

@@ -251,10 +251,10 @@ def create_llm_adapter(
         return _chain_adapter(settings, retry=retry)
     capability = get_capability(settings.backend)
     adapter = cast(LLMAdapter, _build(capability, settings, runtime=False))
-    if settings.warm and not hasattr(adapter, "warm_pool"):
+    if settings.warm and not getattr(adapter, "keeps_warm", False):
         warnings.warn(
             f"[llm] warm = {settings.warm} has no effect on backend {capability.name!r}: "
-            "only the acp backend keeps warm agent processes (docs/warm.md)",
+            "only the acp and claude backends keep warm agent processes (docs/warm.md)",
             stacklevel=2,
         )
     if not retry:

@@ -8,7 +8,8 @@ here and one entry in `agentport.catalog`. Backend modules never import each oth
 
 from __future__ import annotations
 
-from ._cli import CliAdapter, CliRuntime, render_prompt
+from ._cli import CliAdapter, render_prompt
+from ._cli_runtime import CliRuntime
 from ._spec import (
     BackendSpec,
     CliCall,

@@ -1,28 +1,28 @@
-"""The one generic CLI adapter: `CliAdapter` (`LLMAdapter.complete`) and `CliRuntime`
-(`AgentRuntime`), both driven by a `BackendSpec` and the backend's catalog entry.
+"""The one generic CLI adapter: `CliAdapter` (`LLMAdapter.complete`), driven by a
+`BackendSpec` and the backend's catalog entry (its `AgentRuntime` is `_cli_runtime.CliRuntime`).
 
 Per call: check the parameters against the catalog (`check_params`), render the messages into
 one prompt (the system prompt NATIVE or folded in, per the catalog), shape the schema (NATIVE:
 `spec.native_schema`; TRANSLATED: instruction + validate-and-retry from `agentport.structured`),
-`spec.build` the invocation, run it with `agentport.transport.run_process`, `spec.decode` each
-line, then `spec.classify` the outcome. Source: DESIGN.md ("A backend is a spec", "AgentRuntime").
+`spec.build` the invocation, run it with `agentport.transport.run_process` (or, warm, as a turn
+of a kept process: `_cli_warm`), `spec.decode` each line, then `spec.classify` the outcome.
+Source: DESIGN.md ("A backend is a spec", "AgentRuntime").
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 import anyio
-from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from returns.result import Failure, Result, Success
 
@@ -32,22 +32,17 @@ from ..core import (
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
-    EventStream,
-    EventType,
     Message,
     MessageRole,
     Param,
     ParamSupport,
     ProviderError,
     RawInfo,
-    RuntimeHandle,
     Usage,
-    as_messages,
     as_quota,
     merge_config,
     prepare_messages,
     redact,
-    until_consumer_leaves,
 )
 from ..core._telemetry import span, trace_env
 from ..structured import (
@@ -62,10 +57,16 @@ from ..transport import (
     Frame,
     ProcessRequest,
     ProcessResult,
+    WarmPool,
+    call_pool,
     child_env,
+    close_shared,
+    pool_size,
     private_tempdir,
     run_process,
 )
+from ..transport._live import LiveProcess
+from ._cli_warm import finish, run_turn, warm_key
 from ._endstate import (
     DEFAULT_ERROR_GRACE_S,
     RunWatch,
@@ -82,7 +83,7 @@ from ._web_events import web_activity
 if TYPE_CHECKING:  # settings arrive from the factory; config sits above backends
     from ..config import LLMSettings
 
-__all__ = ["CliAdapter", "CliRuntime", "render_prompt"]
+__all__ = ["CliAdapter", "render_prompt"]
 
 Sink = Callable[[AgentEvent], Awaitable[None]]
 
@@ -115,6 +116,10 @@ class CliAdapter:
     `error_grace_s` (how long it may stay silent after a fatal error line, default 5),
     `max_line_bytes` (default 64 MiB), plus the backend's own options (see its docs page).
     How a run's last events decide its outcome: `agentport.backends._endstate`.
+
+    Warm (`[llm] warm = N`, or inside `warm_processes`), for a spec with `warm` (claude): a
+    call runs as a turn of a kept process with the same command line, after a fresh
+    conversation was started on it (`_cli_warm`, docs/warm.md); a resumed session runs cold.
     """
 
     def __init__(
@@ -124,10 +129,31 @@ class CliAdapter:
         self.capability = capability
         self.options: dict[str, Any] = settings.options(capability.name)
         self.default_config = settings.completion_config()
+        self.warm = settings.warm
+        self._warm_keys: set[Hashable] = set()
 
     @property
     def backend(self) -> str:
         return self.capability.name
+
+    @property
+    def keeps_warm(self) -> bool:
+        """Whether `[llm] warm` applies: the CLI can serve many calls per process."""
+        return self.spec.warm is not None
+
+    def _warm_size(self, config: CompletionConfig) -> int:
+        """Idle processes to keep for this call (0: a process of its own, cold): the spec
+        must say how one process serves many calls, and a resumed session runs cold."""
+        if self.spec.warm is None or config.session_id is not None:
+            return 0
+        return pool_size(self.warm)
+
+    async def aclose(self) -> None:
+        """Close the idle warm processes this adapter's calls left outside any block (those of
+        a `warm_processes` block close with the block)."""
+        keys, self._warm_keys = self._warm_keys, set()
+        for key in keys:
+            await close_shared(key)
 
     @property
     def _model_ignored(self) -> bool:
@@ -225,24 +251,43 @@ class CliAdapter:
         turn = _Turn(
             self.spec, sink, float(self.options.get("error_grace_s", DEFAULT_ERROR_GRACE_S))
         )
+        warm = self._warm_size(config)
         with ExitStack() as stack:
             run_dir = stack.enter_context(private_tempdir(f"agentport-{self.backend}-"))
             call = self._call(messages, config, native_schema, exe, run_dir, started, deadline)
-            built = await self._build(call)
+            built = await self._build(call, warm=bool(warm))
             if isinstance(built, Failure):
                 return built
             invocation, env = built
+            pool: WarmPool[LiveProcess] | None = None
+            if warm:
+                key = (*self._options_key(), warm_key(invocation, env, config.cwd))
+                self._warm_keys.add(key)
+                pool = call_pool(key, warm)
             budget_s = config.attempt_budget_s if deadline is None else deadline - started
             more = turn.dialogue(invocation, stack)
             with span(f"exec {Path(exe).name}", {"agentport.backend": self.backend}) as current:
                 env.update(trace_env())  # the CLI continues this trace (OpenTelemetry)
                 request = self._request(invocation, env, call, budget_s, more)
-                outcome = await run_process(request, turn.on_frame)
+                live = None
+                if pool is None:
+                    outcome = await run_process(request, turn.on_frame)
+                else:
+                    outcome, live = await run_turn(
+                        pool, self.spec, invocation, env, config.cwd, request, turn.on_frame
+                    )
                 if current is not None:
                     found = {"process.pid": outcome.pid, "process.exit.code": outcome.exit_code}
                     current.set_attributes({k: v for k, v in found.items() if v is not None})
         await turn.emit(*turn.ledger.close())
-        return self._settle(outcome, turn, env, config, native_schema, started)
+        result = self._settle(outcome, turn, env, config, native_schema, started)
+        if pool is not None and live is not None:
+            await finish(pool, live, isinstance(result, Success))
+        return result
+
+    def _options_key(self) -> tuple[str, str]:
+        text = json.dumps(self.options, sort_keys=True, default=str)
+        return self.backend, hashlib.sha256(text.encode()).hexdigest()
 
     def _refused(
         self, config: CompletionConfig, started: float, deadline: float | None, exe: str | None
@@ -305,14 +350,15 @@ class CliAdapter:
         )
 
     async def _build(
-        self, call: CliCall
+        self, call: CliCall, warm: bool = False
     ) -> tuple[Invocation, dict[str, str]] | Failure[ProviderError]:
         """The spec's invocation and the child's environment (the allow-list, the user's
         `env`, the CLI's own namespace unless `base_url` is set), then the files the argv
         names (`BackendSpec.prepare`). Either may refuse: `unsupported`, `config`."""
         user_env = {str(k): str(v) for k, v in dict(self.options.get("env") or {}).items()}
         try:
-            invocation = self.spec.build(call)
+            build = self.spec.warm.build if warm and self.spec.warm else self.spec.build
+            invocation = build(call)
             namespace = () if self.options.get("base_url") else self.capability.env_namespace
             env = child_env(
                 os.environ,
@@ -467,117 +513,3 @@ class _Turn:
             self.events.append(event)
             await self.emit(event)
         return self.watch.feed(event)
-
-
-class CliRuntime:
-    """`AgentRuntime` for any agent CLI described by a `BackendSpec`.
-
-    An async context manager owning a task group; each `send` runs one CLI process in it and
-    hands its events out through a bounded memory stream (`buffer` events: a slow consumer
-    applies back-pressure). A fresh working directory lives as long as the runtime (unless the
-    config sets `cwd`); later turns resume `handle.session_id` where the catalog says
-    session_resume is NATIVE. Leaving the block cancels a running turn and kills its process.
-    """
-
-    def __init__(
-        self,
-        spec: BackendSpec,
-        capability: BackendCapability,
-        settings: LLMSettings,
-        buffer: int = 64,
-    ) -> None:
-        self._adapter = CliAdapter(spec, capability, settings)
-        self._handle = RuntimeHandle(backend=capability.name)
-        self._buffer = buffer
-        self._tg: TaskGroup | None = None
-        self._workdir: ExitStack | None = None
-
-    @property
-    def handle(self) -> RuntimeHandle:
-        return self._handle
-
-    async def __aenter__(self) -> Self:
-        self._workdir = ExitStack()
-        prefix = f"agentport-{self._handle.backend}-rt-"
-        self._handle.cwd = self._workdir.enter_context(private_tempdir(prefix))
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        assert self._tg is not None
-        self._tg.cancel_scope.cancel()
-        tg, self._tg = self._tg, None
-        try:
-            return await tg.__aexit__(exc_type, exc, tb)
-        finally:
-            if self._workdir is not None:
-                self._workdir.close()
-                self._workdir = None
-
-    def send(
-        self, prompt: str | Sequence[Message], config: CompletionConfig | None = None
-    ) -> AsyncIterator[AgentEvent]:
-        if self._tg is None:
-            raise RuntimeError("use `async with` before send()")
-        send, receive = anyio.create_memory_object_stream[AgentEvent](self._buffer)
-        self._tg.start_soon(self._turn, as_messages(prompt), config, send)
-        return EventStream(receive)
-
-    async def _turn(
-        self,
-        messages: list[Message],
-        config: CompletionConfig | None,
-        send: MemoryObjectSendStream[AgentEvent],
-    ) -> None:
-        with until_consumer_leaves():  # the caller closed the stream: the turn just ends
-            await self._turn_events(messages, config, send)
-
-    async def _turn_events(
-        self,
-        messages: list[Message],
-        config: CompletionConfig | None,
-        send: MemoryObjectSendStream[AgentEvent],
-    ) -> None:
-        async with send:
-            config = merge_config(config, self._adapter.default_config)
-            update: dict[str, Any] = {}
-            if config.cwd is None:
-                update["cwd"] = self._handle.cwd
-            resumable = self._adapter.capability.support(Param.session_resume)
-            if (
-                config.session_id is None
-                and self._handle.session_id
-                and resumable is ParamSupport.NATIVE
-            ):
-                update["session_id"] = self._handle.session_id
-            config = config.model_copy(update=update)
-
-            async def sink(event: AgentEvent) -> None:
-                sid = event.metadata.get("session_id")
-                if sid:
-                    self._handle.session_id = str(sid)
-                await send.send(event)
-
-            result = await self._adapter.run(messages, config, sink)
-            if isinstance(result, Failure):
-                error = result.failure()
-                final = AgentEvent(
-                    type=EventType.error,
-                    content=str(error),
-                    is_error=True,
-                    metadata={"error": error},
-                )
-            else:
-                response = result.unwrap()
-                final = AgentEvent(
-                    type=EventType.final,
-                    content=response.content,
-                    metadata={"response": response, "usage": response.usage},
-                )
-            await send.send(final)

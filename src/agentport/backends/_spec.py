@@ -27,6 +27,7 @@ __all__ = [
     "CliCall",
     "Invocation",
     "RunOutcome",
+    "WarmTurns",
     "as_dict",
     "as_int",
     "at_prompt",
@@ -171,6 +172,25 @@ def text_after_last_tool(events: Sequence[AgentEvent]) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class WarmTurns:
+    """How one process of a CLI serves call after call, for warm processes (docs/warm.md).
+
+    Attributes:
+        build: `CliCall -> Invocation` of the long-lived process: its argv and env (they must
+            not depend on the prompt: they are the pool's key) and, as stdin, the call's turn
+            (one input line; stdin then stays open for the next).
+        reset: the input line that starts a fresh conversation on a process that served a
+            call (claude: the `/clear` command), sent before the next call's turn.
+        reset_done: a stdout JSON object -> True when it confirms that reset; a reset turn
+            that ends without one closes the process.
+    """
+
+    build: Callable[[CliCall], Invocation]
+    reset: bytes
+    reset_done: Callable[[Any], bool]
+
+
+@dataclass(frozen=True, slots=True)
 class BackendSpec:
     """One agent CLI.
 
@@ -208,6 +228,7 @@ class BackendSpec:
             `turn.completed`, claude `result`, ...), which its decoder marks `terminal`; a run
             whose answer came without it is never a clean success (`_endstate.settle` adds
             `MISSING_TERMINAL`). None: the CLI has no such event (plain text, one final print).
+        warm: how one process serves many calls (`WarmTurns`), or None: one process per call.
     """
 
     name: str
@@ -222,3 +243,4 @@ class BackendSpec:
     retry_notice: Callable[[], Callable[[str], ProviderError | None]] | None = None
     prepare: Callable[[CliCall, Invocation, Mapping[str, str]], Awaitable[None]] | None = None
     terminal_event: str | None = None
+    warm: WarmTurns | None = None

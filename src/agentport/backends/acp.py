@@ -55,7 +55,7 @@ from ..core import (
     merge_config,
     until_consumer_leaves,
 )
-from ..transport import WarmPool, close_shared, current_scope, private_tempdir, shared_pool
+from ..transport import WarmPool, call_pool, close_shared, pool_size, private_tempdir
 from ._acp_rpc import PROTOCOL_VERSION
 from ._acp_session import Session, agent_env
 from ._acp_wire import absolute_cwd, decode_update, permission_allowed, prompt_text, schema_or_plain
@@ -91,6 +91,7 @@ class AcpAdapter:
         self.options: dict[str, Any] = settings.options(capability.name)
         self.default_config = settings.completion_config()
         self.warm = settings.warm
+        self.keeps_warm = True  # `[llm] warm` applies
 
     @property
     def backend(self) -> str:
@@ -100,12 +101,10 @@ class AcpAdapter:
         """The pool this call uses: a `warm_processes` block's, else the process-wide one, for
         this backend and options (adapters made alike share agents); None when warm agents
         are off (`warm = 0`, or unset outside a block)."""
-        scope = current_scope()
-        size = self.warm if self.warm is not None else (scope.size if scope else 0)
+        size = pool_size(self.warm)
         if not size:
             return None
-        key = self._warm_key()
-        pool: WarmPool[Session] = scope.pool_for(key, size) if scope else shared_pool(key, size)
+        pool: WarmPool[Session] = call_pool(self._warm_key(), size)
         return pool
 
     def _warm_key(self) -> tuple[str, str]:

@@ -38,7 +38,16 @@ from ..core import (
 from ..structured import schema_dict
 from ._classify import kind_from_status, kind_from_text
 from ._policy import endpoint_passthrough, refuse
-from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, as_dict, as_int, last_text
+from ._spec import (
+    BackendSpec,
+    CliCall,
+    Invocation,
+    RunOutcome,
+    WarmTurns,
+    as_dict,
+    as_int,
+    last_text,
+)
 from ._stream_json import decode_message
 from ._web_events import web_meta
 
@@ -138,6 +147,31 @@ def build(call: CliCall) -> Invocation:
         argv.insert(2, "--input-format=stream-json")
         stdin = _user_message(call.prompt, call.images)
     return Invocation(tuple(argv), env, stdin, endpoint_passthrough(opts, _PASSTHROUGH))
+
+
+def warm_build(call: CliCall) -> Invocation:
+    """`build` for a process that serves call after call (warm processes): stream-json
+    input always, the call's prompt (and images) as one user-message line, and never
+    `--resume` (each call on a warm process is a fresh conversation; the adapter runs a call
+    that resumes a session cold)."""
+    cold = build(call)
+    argv = [a for a in cold.argv if not a.startswith("--resume=")]
+    if "--input-format=stream-json" not in argv:
+        argv.insert(2, "--input-format=stream-json")
+    stdin = _user_message(call.prompt, call.images)
+    return Invocation(tuple(argv), cold.env, stdin, cold.passthrough)
+
+
+# `/clear` as a user message starts a new conversation (a new session id) on the running
+# process and prints `{"type": "conversation_reset", "trigger": "clear", ...}` before its
+# `result`: measured on claude 2.1.332 against FakeModelServer, whose next model request
+# then carries nothing of the conversation before it (tests/test_claude_warm_contract.py).
+_CLEAR = json.dumps({"type": "user", "message": {"role": "user", "content": "/clear"}})
+WARM = WarmTurns(
+    build=warm_build,
+    reset=(_CLEAR + "\n").encode("utf-8"),
+    reset_done=lambda obj: obj.get("type") == "conversation_reset",
+)
 
 
 def _user_message(prompt: str, images: tuple[ImagePart, ...]) -> bytes:
@@ -293,4 +327,5 @@ SPEC = BackendSpec(
     native_schema=schema_dict,
     extra_env=_HEADLESS_ENV,
     stdout_to_file=True,  # on a pipe it cuts an 8 MiB answer short and exits 0
+    warm=WARM,  # a warm process never exits after its answer: a pipe holds it all
 )

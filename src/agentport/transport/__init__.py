@@ -15,8 +15,9 @@
   process started synchronously (the local model worker); `missing_executable`: check first.
 - `private_base()`, `private_tempdir(prefix)`: run folders in a 0700 folder of this user's,
   never directly under the shared temp directory (CLIs read config from parent folders).
-- `WarmPool`, `warm_processes(size)`, `current_scope()`: warm agent processes kept between
-  calls (a bounded pool per adapter, one event loop; a block that owns and closes them).
+- `WarmPool`, `warm_processes(size)`, `current_scope()`, `pool_size`, `call_pool`: warm agent
+  processes kept between calls (a bounded pool per configuration, one event loop; a block
+  that owns and closes them).
 - `tls_context()`: the one TLS client context every HTTP client shares (reading the CA bundle
   blocks the event loop).
 
@@ -55,8 +56,10 @@ from ._warm import (
     WORKFLOW_WARM,
     WarmPool,
     WarmScope,
+    call_pool,
     close_shared,
     current_scope,
+    pool_size,
     shared_pool,
     warm_processes,
     with_warm_processes,
@@ -81,6 +84,7 @@ __all__ = [
     "ProcessResult",
     "WarmPool",
     "WarmScope",
+    "call_pool",
     "check_argv",
     "child_env",
     "close_shared",
@@ -90,6 +94,7 @@ __all__ = [
     "missing_executable",
     "open_guarded",
     "parse_line",
+    "pool_size",
     "private_base",
     "private_tempdir",
     "run_capture",

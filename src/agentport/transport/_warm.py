@@ -39,11 +39,14 @@ import anyio.lowlevel
 __all__ = [
     "DEFAULT_MAX_USES",
     "WORKFLOW_WARM",
+    "IdleBudget",
     "Warm",
     "WarmPool",
     "WarmScope",
+    "call_pool",
     "close_shared",
     "current_scope",
+    "pool_size",
     "shared_pool",
     "warm_processes",
     "with_warm_processes",
@@ -68,16 +71,49 @@ class Warm(Protocol):
 W = TypeVar("W", bound=Warm)
 
 
+class IdleBudget:
+    """At most *limit* idle processes across several pools (a block's, or the process-wide
+    ones): a backend whose processes are started per command line (claude: the system
+    prompt, schema and tools are flags) has a pool per configuration, and a workflow's
+    phases would otherwise each park a pool's worth. Beyond the limit the process idle the
+    longest is closed."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._order: list[tuple[WarmPool[Any], Any]] = []  # oldest first
+
+    @property
+    def idle(self) -> int:
+        return len(self._order)
+
+    def forget(self, items: list[Any]) -> None:
+        self._order = [entry for entry in self._order if entry[1] not in items]
+
+    async def kept(self, pool: WarmPool[Any], item: Any) -> None:
+        self._order.append((pool, item))
+        while len(self._order) > self.limit:
+            oldest_pool, oldest = self._order.pop(0)
+            oldest_pool._idle.remove(oldest)
+            if oldest_pool._loop == anyio.lowlevel.current_token():
+                await oldest.aclose()
+            else:  # a process-wide pool last used from another event loop
+                oldest.kill()
+
+
 class WarmPool(Generic[W]):
-    """At most *size* idle processes (`size >= 1`), each reused for at most *max_uses* calls.
+    """At most *size* idle processes (`size >= 1`), each reused for at most *max_uses* calls;
+    with a *budget*, also at most its limit across the pools that share it.
 
     `starts` and `reuses` count what happened (for tests and `benchmarks/warm_calls.py`):
     callers call `started()` when they had to start a process."""
 
-    def __init__(self, size: int, max_uses: int = DEFAULT_MAX_USES) -> None:
+    def __init__(
+        self, size: int, max_uses: int = DEFAULT_MAX_USES, budget: IdleBudget | None = None
+    ) -> None:
         if size < 1 or max_uses < 1:
             raise ValueError("a warm pool needs size >= 1 and max_uses >= 1")
         self.size = size
+        self.budget = budget
         self.max_uses = max_uses
         self.starts = 0
         self.reuses = 0
@@ -91,11 +127,17 @@ class WarmPool(Generic[W]):
     def idle(self) -> int:
         return len(self._idle)
 
+    def _drop_idle(self) -> list[W]:
+        idle, self._idle = self._idle, []
+        if self.budget is not None:
+            self.budget.forget(idle)
+        return idle
+
     async def _same_loop(self) -> None:
         token = anyio.lowlevel.current_token()
         if self._loop == token and self._pid == os.getpid():
             return
-        idle, self._idle = self._idle, []
+        idle = self._drop_idle()
         if self._pid == os.getpid():
             for item in idle:  # their loop is gone or elsewhere: they cannot be driven here
                 item.kill()
@@ -108,7 +150,7 @@ class WarmPool(Generic[W]):
         try:
             yield
         finally:
-            idle, self._idle = self._idle, []
+            idle = self._drop_idle()
             with anyio.CancelScope(shield=True):
                 for item in idle:
                     await item.aclose()
@@ -118,6 +160,8 @@ class WarmPool(Generic[W]):
         await self._same_loop()
         while self._idle:
             item = self._idle.pop()
+            if self.budget is not None:
+                self.budget.forget([item])
             if item.alive():
                 item.uses += 1
                 self.reuses += 1
@@ -140,13 +184,15 @@ class WarmPool(Generic[W]):
         )
         if keep:
             self._idle.append(item)
+            if self.budget is not None:
+                await self.budget.kept(self, item)
         else:
             await item.aclose()
 
     async def aclose(self) -> None:
         """Close every idle process; a process given back later is closed, not kept."""
         self._closed = True
-        idle, self._idle = self._idle, []
+        idle = self._drop_idle()
         same = self._loop is None or self._loop == anyio.lowlevel.current_token()
         for item in idle:
             if same:
@@ -164,11 +210,12 @@ class WarmScope:
     def __init__(self, size: int) -> None:
         self.size = size
         self._pools: dict[Hashable, WarmPool[Any]] = {}
+        self.budget = IdleBudget(size)
 
     def pool_for(self, key: Hashable, size: int) -> WarmPool[Any]:
         """The block's pool for one configuration *key* (shared by every adapter made with
-        it), made on first use."""
-        return _pool_in(self._pools, key, size)
+        it), made on first use; the block's pools keep at most *size* idle in all."""
+        return _pool_in(self._pools, key, size, self.budget)
 
     async def aclose(self) -> None:
         pools, self._pools = self._pools, {}
@@ -177,22 +224,27 @@ class WarmScope:
                 await pool.aclose()
 
 
-def _pool_in(pools: dict[Hashable, WarmPool[Any]], key: Hashable, size: int) -> WarmPool[Any]:
+def _pool_in(
+    pools: dict[Hashable, WarmPool[Any]], key: Hashable, size: int, budget: IdleBudget
+) -> WarmPool[Any]:
     pool = pools.get(key)
     if pool is None:
-        pool = pools[key] = WarmPool[Any](size)
+        pool = pools[key] = WarmPool[Any](size, budget=budget)
     pool.size = max(pool.size, size)
+    budget.limit = max(budget.limit, size)
     return pool
 
 
 # outside a block: one pool per configuration for the whole process, so adapters made per
 # call (a common pattern) share their warm agents instead of each parking its own
 _SHARED: dict[Hashable, WarmPool[Any]] = {}
+_SHARED_BUDGET = IdleBudget(0)
 
 
 def shared_pool(key: Hashable, size: int) -> WarmPool[Any]:
-    """The process-wide pool for configuration *key* (at least *size* idle agents)."""
-    return _pool_in(_SHARED, key, size)
+    """The process-wide pool for configuration *key* (at least *size* idle agents; the
+    process-wide pools keep at most the largest size asked for in all)."""
+    return _pool_in(_SHARED, key, size, _SHARED_BUDGET)
 
 
 async def close_shared(key: Hashable) -> None:
@@ -208,6 +260,21 @@ _SCOPE: ContextVar[WarmScope | None] = ContextVar("agentport_warm_scope", defaul
 def current_scope() -> WarmScope | None:
     """The innermost `warm_processes` block running in this task, or None."""
     return _SCOPE.get()
+
+
+def pool_size(warm: int | None) -> int:
+    """Idle processes a call keeps: `[llm] warm` when set (0: none), else the enclosing
+    `warm_processes` block's size, else 0 (outside a block, warm is opt-in)."""
+    if warm is not None:
+        return warm
+    scope = current_scope()
+    return scope.size if scope is not None else 0
+
+
+def call_pool(key: Hashable, size: int) -> WarmPool[Any]:
+    """The pool for configuration *key*: the enclosing block's, else the process-wide one."""
+    scope = current_scope()
+    return scope.pool_for(key, size) if scope is not None else shared_pool(key, size)
 
 
 @asynccontextmanager
