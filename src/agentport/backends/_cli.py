@@ -66,7 +66,7 @@ from ..transport import (
     run_process,
 )
 from ..transport._live import LiveProcess
-from ._cli_warm import finish, run_turn, warm_key
+from ._cli_warm import Launch, finish, run_turn
 from ._endstate import (
     DEFAULT_ERROR_GRACE_S,
     RunWatch,
@@ -141,10 +141,12 @@ class CliAdapter:
         """Whether `[llm] warm` applies: the CLI can serve many calls per process."""
         return self.spec.warm is not None
 
-    def _warm_size(self, config: CompletionConfig) -> int:
+    def _warm_size(self, call: CliCall) -> int:
         """Idle processes to keep for this call (0: a process of its own, cold): the spec
-        must say how one process serves many calls, and a resumed session runs cold."""
-        if self.spec.warm is None or config.session_id is not None:
+        must say how one process serves many calls and that this call fits one, and a
+        resumed session runs cold."""
+        warm = self.spec.warm
+        if warm is None or call.session_id is not None or not warm.fits(call):
             return 0
         return pool_size(self.warm)
 
@@ -251,17 +253,18 @@ class CliAdapter:
         turn = _Turn(
             self.spec, sink, float(self.options.get("error_grace_s", DEFAULT_ERROR_GRACE_S))
         )
-        warm = self._warm_size(config)
         with ExitStack() as stack:
             run_dir = stack.enter_context(private_tempdir(f"agentport-{self.backend}-"))
             call = self._call(messages, config, native_schema, exe, run_dir, started, deadline)
+            warm = self._warm_size(call)
             built = await self._build(call, warm=bool(warm))
             if isinstance(built, Failure):
                 return built
             invocation, env = built
             pool: WarmPool[LiveProcess] | None = None
             if warm:
-                key = (*self._options_key(), warm_key(invocation, env, config.cwd))
+                launch = Launch.of(invocation, env, run_dir, call.cwd, config.cwd)
+                key = (*self._options_key(), launch.key())
                 self._warm_keys.add(key)
                 pool = call_pool(key, warm)
             budget_s = config.attempt_budget_s if deadline is None else deadline - started
@@ -272,10 +275,8 @@ class CliAdapter:
                 live = None
                 if pool is None:
                     outcome = await run_process(request, turn.on_frame)
-                else:
-                    outcome, live = await run_turn(
-                        pool, self.spec, invocation, env, config.cwd, request, turn.on_frame
-                    )
+                else:  # a warm process starts without this call's trace context
+                    outcome, live = await run_turn(pool, self.spec, launch, request, turn.on_frame)
                 if current is not None:
                     found = {"process.pid": outcome.pid, "process.exit.code": outcome.exit_code}
                     current.set_attributes({k: v for k, v in found.items() if v is not None})

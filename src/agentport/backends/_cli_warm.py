@@ -1,12 +1,15 @@
 """Warm processes for the CLI backends whose spec says how one process serves call after call
-(`BackendSpec.warm`: claude's stream-json input). Used by `CliAdapter`; docs/warm.md.
+(`BackendSpec.warm`: claude's stream-json input, pi's rpc mode). Used by `CliAdapter`;
+docs/warm.md.
 
-- The pool is per configuration: the long-lived invocation's argv and environment (hashed:
-  no key or token is kept in the registry) and the call's `cwd` when it sets one. Calls that
-  differ in anything the process was started with (model, system prompt, tools, schema, ...)
-  never share a process.
+- The pool is per configuration (`Launch.key`): the long-lived invocation's argv and
+  environment, the files the build wrote into the call's run folder (hashed: no key or token
+  is kept in the registry) and the call's `cwd` when it sets one. Calls that differ in
+  anything the process was started with (model, system prompt, tools, schema, ...) never
+  share a process; a started process gets its own copy of the files.
 - A call takes an idle process and first starts a fresh conversation on it
-  (`WarmTurns.reset`: claude's `/clear`, confirmed by its `conversation_reset` line); a
+  (`WarmTurns.reset`: claude's `/clear`, confirmed by its `conversation_reset` line; pi's
+  `new_session`); a
   process without a `cwd` of the call's works in a folder of its own, emptied before each
   reuse, so no file of an earlier call is there. A process whose reset fails is closed and
   the next idle one (or a new one) taken.
@@ -21,11 +24,10 @@ import json
 import shutil
 from collections.abc import Mapping
 from contextlib import ExitStack
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..core import ErrorKind, ProviderError
-from ..core._telemetry import trace_env
 from ..transport import (
     Frame,
     OnFrame,
@@ -38,46 +40,90 @@ from ..transport import (
 from ..transport._live import LiveProcess
 from ._spec import BackendSpec, Invocation
 
-__all__ = ["finish", "run_turn", "warm_key"]
+__all__ = ["Launch", "finish", "run_turn"]
 
 _RESET_LIMIT_S = 30.0
 
 
-def warm_key(invocation: Invocation, env: Mapping[str, str], cwd: Path | None) -> str:
-    """What a process started with *invocation* depends on, hashed: part of its pool's key."""
-    traced = set(trace_env())  # a call's trace context is not part of the configuration
-    started_with = {
-        "argv": list(invocation.argv),
-        "env": {k: v for k, v in env.items() if k not in traced},
-        "cwd": str(cwd) if cwd is not None else None,
-    }
-    text = json.dumps(started_with, sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()
+_RUN = "\x00run\x00"  # the call's run folder, in a launch's argv and environment
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """What a warm process for a call is started with, apart from the call's own run folder:
+    argv and environment with that folder as a placeholder, the files the spec's build wrote
+    into it (a system prompt file, a provider config, a preload: pi), the call's `cwd` (None:
+    the process works in a folder of its own), and the call's turn (its stdin)."""
+
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    files: tuple[tuple[str, bytes], ...]
+    cwd: Path | None
+    turn: bytes
+
+    @classmethod
+    def of(
+        cls,
+        invocation: Invocation,
+        env: Mapping[str, str],
+        run_dir: Path,
+        call_cwd: Path,
+        cwd: Path | None,
+    ) -> Launch:
+        folder = str(run_dir)
+        files = tuple(
+            (str(path.relative_to(run_dir)), path.read_bytes())
+            for path in sorted(run_dir.rglob("*"))
+            if path.is_file() and call_cwd not in path.parents
+        )
+        return cls(
+            argv=tuple(a.replace(folder, _RUN) for a in invocation.argv),
+            env=tuple(sorted((k, v.replace(folder, _RUN)) for k, v in env.items())),
+            files=files,
+            cwd=cwd,
+            turn=invocation.stdin or b"",
+        )
+
+    def key(self) -> str:
+        """What a started process depends on, hashed (no key or token kept in a registry)."""
+        digest = hashlib.sha256()
+        parts = {"argv": self.argv, "env": self.env, "cwd": str(self.cwd) if self.cwd else None}
+        digest.update(json.dumps(parts).encode())
+        for name, data in self.files:
+            digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+        return digest.hexdigest()
+
+    def at(self, run: Path) -> tuple[list[str], dict[str, str]]:
+        """argv and environment with the files written into *run*."""
+        for name, data in self.files:
+            (run / name).parent.mkdir(parents=True, exist_ok=True)
+            (run / name).write_bytes(data)
+        folder = str(run)
+        return [a.replace(_RUN, folder) for a in self.argv], {
+            k: v.replace(_RUN, folder) for k, v in self.env
+        }
 
 
 async def run_turn(
     pool: WarmPool[LiveProcess],
     spec: BackendSpec,
-    invocation: Invocation,
-    env: Mapping[str, str],
-    cwd: Path | None,
+    launch: Launch,
     request: ProcessRequest,
     on_frame: OnFrame,
 ) -> tuple[ProcessResult, LiveProcess | None]:
     """One call's turn on a process of *pool*: an idle one with a fresh conversation, or one
-    started with *invocation* in *cwd* (None: a folder of its own). Like `run_process`, never
-    raises for expected failures (a CLI that cannot start: `result.error`); the process (or
-    None when none started) goes to `finish` after the call is judged. A cancelled turn
-    closes its process."""
+    started with *launch*. Like `run_process`, never raises for expected failures (a CLI that
+    cannot start: `result.error`); the process (or None when none started) goes to `finish`
+    after the call is judged. A cancelled turn closes its process."""
     live = await _take(pool, spec, request)
     if live is None:
         try:
-            live = await _start(invocation, env, cwd, spec.name)
+            live = await _start(launch, spec.name)
         except ProviderError as exc:
             return ProcessResult(error=exc), None
         pool.started(live)
     try:
-        return await live.turn(invocation.stdin or b"", request, on_frame), live
+        return await live.turn(launch.turn, request, on_frame), live
     except BaseException:
         await live.aclose()  # shielded
         raise
@@ -91,18 +137,21 @@ async def finish(pool: WarmPool[LiveProcess], live: LiveProcess, succeeded: bool
         await live.aclose()
 
 
-async def _start(
-    invocation: Invocation, env: Mapping[str, str], cwd: Path | None, name: str
-) -> LiveProcess:
-    argv0 = invocation.argv[0]
-    why = missing_executable(argv0, env)
-    if why is not None:
-        kind = ErrorKind.process_failed if "Permission" in why else ErrorKind.not_installed
-        raise ProviderError(kind, f"cannot start {argv0!r}: {why}", retryable=False)
+async def _start(launch: Launch, name: str) -> LiveProcess:
+    """A process of its own: its files in `run/` and, without the call's `cwd`, its working
+    folder `work/` of a private folder that lives as long as the process."""
+    argv0 = launch.argv[0]
     home = ExitStack()
-    folder = cwd or home.enter_context(private_tempdir(f"agentport-{name}-w-"))
     try:
-        live = await LiveProcess.start(invocation.argv, env, folder, home)
+        folder = home.enter_context(private_tempdir(f"agentport-{name}-w-"))
+        argv, env = launch.at(folder / "run")
+        why = missing_executable(argv0, env)
+        if why is not None:
+            kind = ErrorKind.process_failed if "Permission" in why else ErrorKind.not_installed
+            raise ProviderError(kind, f"cannot start {argv0!r}: {why}", retryable=False)
+        work = launch.cwd or folder / "work"
+        work.mkdir(exist_ok=True)
+        live = await LiveProcess.start(argv, env, work, home)
     except OSError as exc:
         home.close()
         missing = isinstance(exc, FileNotFoundError)
@@ -111,7 +160,10 @@ async def _start(
             f"cannot start {argv0!r}: {exc.strerror or exc}",
             retryable=False,
         ) from None
-    live.workdir = None if cwd else folder
+    except BaseException:
+        home.close()
+        raise
+    live.workdir = None if launch.cwd else work
     return live
 
 
@@ -142,8 +194,7 @@ async def _reset(live: LiveProcess, spec: BackendSpec, request: ProcessRequest) 
         if not frame.is_json or not isinstance(frame.value, dict):
             return False
         confirmed = confirmed or warm.reset_done(frame.value)
-        event = spec.decode(frame.value)
-        return bool(event is not None and event.metadata.get("terminal"))
+        return warm.reset_end(frame.value)
 
     limit = min(request.total_timeout_s, _RESET_LIMIT_S)
     limits = replace(

@@ -61,13 +61,20 @@ def _text(message: dict[str, Any]) -> str:
 
 
 def decode(obj: Any) -> AgentEvent | None:
-    """One `--mode json` line -> an event. Text arrives as `text_delta` events; the answer is
+    """One `--mode json` (or `--mode rpc`) line -> an event; a refused rpc command is a fatal,
+    terminal error. Text arrives as `text_delta` events; the answer is
     the text of the last assistant `message_end` (`final_text`); a clean `agent_end` is
     terminal; an assistant `message_end` with `stopReason: "error"` is an error event (pi may
     still retry: the run goes on until the process exits)."""
     kind = obj.get("type")
     if kind == "session":
         return AgentEvent(type=EventType.init, raw=obj, metadata={"session_id": obj.get("id")})
+    if kind == "response" and obj.get("success") is False:  # rpc mode: a refused command
+        text = f"pi refused {obj.get('command')}: {obj.get('error') or 'no reason given'}"
+        return AgentEvent(
+            type=EventType.error, content=text, raw=obj, is_error=True,
+            metadata={"fatal": True, "terminal": True},
+        )  # fmt: skip
     if kind == "message_update":
         update = as_dict(obj.get("assistantMessageEvent"))
         if update.get("type") == "text_delta":

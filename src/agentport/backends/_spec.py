@@ -177,17 +177,23 @@ class WarmTurns:
 
     Attributes:
         build: `CliCall -> Invocation` of the long-lived process: its argv and env (they must
-            not depend on the prompt: they are the pool's key) and, as stdin, the call's turn
-            (one input line; stdin then stays open for the next).
+            not depend on the prompt: with the files it writes into `run_dir` they are the
+            pool's key) and, as stdin, the call's turn (one input line; stdin then stays open
+            for the next).
         reset: the input line that starts a fresh conversation on a process that served a
-            call (claude: the `/clear` command), sent before the next call's turn.
-        reset_done: a stdout JSON object -> True when it confirms that reset; a reset turn
-            that ends without one closes the process.
+            call (claude: `/clear`; pi: `new_session`), sent before the next call's turn.
+        reset_end: a stdout JSON object -> True when it ends the reset's output.
+        reset_done: a stdout JSON object -> True when it confirms the reset; a reset whose
+            output ends without one closes the process.
+        fits: whether a call can run warm at all (pi: not with images, which are `@file`
+            arguments); the others run cold.
     """
 
     build: Callable[[CliCall], Invocation]
     reset: bytes
+    reset_end: Callable[[Any], bool]
     reset_done: Callable[[Any], bool]
+    fits: Callable[[CliCall], bool] = lambda call: True
 
 
 @dataclass(frozen=True, slots=True)

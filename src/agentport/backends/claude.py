@@ -170,6 +170,7 @@ _CLEAR = json.dumps({"type": "user", "message": {"role": "user", "content": "/cl
 WARM = WarmTurns(
     build=warm_build,
     reset=(_CLEAR + "\n").encode("utf-8"),
+    reset_end=lambda obj: obj.get("type") == "result",
     reset_done=lambda obj: obj.get("type") == "conversation_reset",
 )
 

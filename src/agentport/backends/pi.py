@@ -1,4 +1,4 @@
-"""pi coding agent (`pi -p --mode json`), as one `BackendSpec`.
+"""pi coding agent (`pi -p --mode json`; warm: `pi --mode rpc`), as one `BackendSpec`.
 
 Facts from cli-contracts.md §6 (pi-coding-agent 0.73.1): the prompt comes on stdin; custom
 endpoints are providers in `models.json` of the agent folder (`PI_CODING_AGENT_DIR`, default
@@ -31,7 +31,7 @@ from typing import Any
 from ._node import blocking_stdio_env
 from ._pi_events import classify, decode, final_text, provider_keys
 from ._policy import endpoint_passthrough
-from ._spec import BackendSpec, CliCall, Invocation, image_files
+from ._spec import BackendSpec, CliCall, Invocation, WarmTurns, image_files
 
 __all__ = ["SPEC", "build", "classify", "decode", "final_text", "provider_keys"]
 
@@ -121,6 +121,35 @@ def build(call: CliCall) -> Invocation:
     )
 
 
+def warm_build(call: CliCall) -> Invocation:
+    """`build` for a process that serves call after call (warm processes): `pi --mode rpc`
+    with the same flags and files, the call's prompt as one `prompt` command on stdin. pi's
+    rpc mode prints the same agent events as `--mode json`, plus a `response` line per
+    command. Calls with images run cold (`@file` arguments are per call)."""
+    cold = build(call)
+    argv = [a for a in cold.argv if a != "-p"]
+    argv[argv.index("json")] = "rpc"
+    line = json.dumps({"id": "agentport", "type": "prompt", "message": call.prompt})
+    return Invocation(tuple(argv), cold.env, (line + "\n").encode("utf-8"), cold.passthrough)
+
+
+def _reset_answer(obj: Any) -> bool:
+    return bool(obj.get("type") == "response" and obj.get("command") == "new_session")
+
+
+# `new_session` starts an empty conversation on the running process and answers with a
+# `response` line: measured on pi 0.73.1 (`--mode rpc --no-session`) against FakeModelServer,
+# whose next model request then carries nothing of the conversation before it
+# (tests/test_pi_warm_contract.py).
+WARM = WarmTurns(
+    build=warm_build,
+    reset=(json.dumps({"id": "agentport-reset", "type": "new_session"}) + "\n").encode(),
+    reset_end=_reset_answer,
+    reset_done=lambda obj: _reset_answer(obj) and obj.get("success") is True,
+    fits=lambda call: not call.images,
+)
+
+
 SPEC = BackendSpec(
     name="pi",
     terminal_event="agent_end",
@@ -129,4 +158,5 @@ SPEC = BackendSpec(
     classify=classify,
     final_text=final_text,
     extra_env=_HEADLESS_ENV,
+    warm=WARM,
 )
