@@ -35,7 +35,7 @@ from ..transport import (
     open_guarded,
     parse_line,
 )
-from ..transport._runner import _signal_group, _teardown
+from ..transport._runner import _signal_group, _teardown, cannot_start
 from ._classify import kind_from_status, kind_from_text
 
 __all__ = [
@@ -128,22 +128,13 @@ class AgentConnection:
     async def start(self, tg: TaskGroup) -> None:
         why = missing_executable(self.argv[0], self.env)
         if why is not None:
-            kind = ErrorKind.process_failed if "Permission" in why else ErrorKind.not_installed
-            raise ProviderError(kind, f"cannot start {self.argv[0]!r}: {why}", retryable=False)
+            raise cannot_start(self.argv[0], why)
         try:
             # shielded, as in the runner: a spawn cancelled half-way leaves an untracked group
             with anyio.CancelScope(shield=True):
                 self.process = await open_guarded(self.argv, cwd=self.cwd, env=self.env)
-        except FileNotFoundError as exc:
-            raise ProviderError(
-                ErrorKind.not_installed, f"cannot start {self.argv[0]!r}: {exc.strerror}"
-            ) from None
         except OSError as exc:
-            raise ProviderError(
-                ErrorKind.process_failed,
-                f"cannot start {self.argv[0]!r}: {exc.strerror or exc}",
-                retryable=False,
-            ) from None
+            raise cannot_start(self.argv[0], exc) from None
         self.attach(tg)
 
     def attach(self, tg: TaskGroup) -> None:

@@ -9,10 +9,9 @@ docs/warm.md.
   share a process; a started process gets its own copy of the files.
 - A call takes an idle process and first starts a fresh conversation on it
   (`WarmTurns.reset`: claude's `/clear`, confirmed by its `conversation_reset` line; pi's
-  `new_session`); a
-  process without a `cwd` of the call's works in a folder of its own, emptied before each
-  reuse, so no file of an earlier call is there. A process whose reset fails is closed and
-  the next idle one (or a new one) taken.
+  `new_session`); a process without a `cwd` of the call's works in a folder of its own,
+  emptied before each reuse, so no file of an earlier call is there. A process whose reset
+  fails is closed and the next idle one (or a new one) taken.
 - Then the call's turn (`LiveProcess.turn`). The caller gives the process back only after a
   call that succeeded; any error or a cancellation closes it.
 """
@@ -27,7 +26,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..core import ErrorKind, ProviderError
+from ..core import ProviderError
 from ..transport import (
     Frame,
     OnFrame,
@@ -38,13 +37,12 @@ from ..transport import (
     private_tempdir,
 )
 from ..transport._live import LiveProcess
+from ..transport._runner import cannot_start
 from ._spec import BackendSpec, Invocation
 
 __all__ = ["Launch", "finish", "run_turn"]
 
 _RESET_LIMIT_S = 30.0
-
-
 _RUN = "\x00run\x00"  # the call's run folder, in a launch's argv and environment
 
 
@@ -147,19 +145,13 @@ async def _start(launch: Launch, name: str) -> LiveProcess:
         argv, env = launch.at(folder / "run")
         why = missing_executable(argv0, env)
         if why is not None:
-            kind = ErrorKind.process_failed if "Permission" in why else ErrorKind.not_installed
-            raise ProviderError(kind, f"cannot start {argv0!r}: {why}", retryable=False)
+            raise cannot_start(argv0, why)
         work = launch.cwd or folder / "work"
         work.mkdir(exist_ok=True)
         live = await LiveProcess.start(argv, env, work, home)
     except OSError as exc:
         home.close()
-        missing = isinstance(exc, FileNotFoundError)
-        raise ProviderError(
-            ErrorKind.not_installed if missing else ErrorKind.process_failed,
-            f"cannot start {argv0!r}: {exc.strerror or exc}",
-            retryable=False,
-        ) from None
+        raise cannot_start(argv0, exc) from None
     except BaseException:
         home.close()
         raise

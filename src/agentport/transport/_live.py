@@ -1,7 +1,7 @@
 """A long-lived CLI that serves one turn after another: `LiveProcess`.
 
 Some CLIs read one request per stdin line and answer it on stdout without exiting (claude's
-`--input-format stream-json`). `LiveProcess.start` spawns one under the host's guardian
+`--input-format stream-json`, pi's `--mode rpc`). `LiveProcess.start` spawns one under the host's guardian
 (`open_guarded`: it dies with this process, even on SIGKILL); `turn(data, request, on_frame)`
 writes *data* to its stdin and reads its stdout through the runner's own reader (the NDJSON
 framer, `on_frame`, the request's startup / idle / total timeouts, its line, depth and event

@@ -374,6 +374,18 @@ class _Undecodable(Exception):
         )
 
 
+def cannot_start(argv0: str, reason: str | OSError) -> ProviderError:
+    """The failure of a process that did not start: *reason* is `missing_executable`'s answer
+    or the spawn's OSError. A missing program is `not_installed`, anything else (permission
+    denied, too many processes) `process_failed`; never retryable."""
+    if isinstance(reason, OSError):
+        missing, why = isinstance(reason, FileNotFoundError), reason.strerror or str(reason)
+    else:
+        missing, why = "Permission" not in reason, reason
+    kind = ErrorKind.not_installed if missing else ErrorKind.process_failed
+    return ProviderError(kind, f"cannot start {argv0!r}: {why}", retryable=False)
+
+
 def missing_executable(argv0: str, env: Mapping[str, str]) -> str | None:
     """Why *argv0* cannot be started (checked before the guardian runs), or None."""
     if os.sep in argv0:
@@ -419,10 +431,7 @@ async def run_process(request: ProcessRequest, on_frame: OnFrame) -> ProcessResu
             out_path = scratch.enter_context(private_tempdir("agentport-out-")) / "stdout"
             stdout_target = out_path.open("wb")
         if request.guard and (why := missing_executable(request.argv[0], env)) is not None:
-            kind = ErrorKind.not_installed if "Permission" not in why else ErrorKind.process_failed
-            result.error = ProviderError(
-                kind, f"cannot start {request.argv[0]!r}: {why}", retryable=False
-            )
+            result.error = cannot_start(request.argv[0], why)
             if request.stdout_to_file:
                 stdout_target.close()
             return result
@@ -432,17 +441,8 @@ async def run_process(request: ProcessRequest, on_frame: OnFrame) -> ProcessResu
             # cancellation is taken after the spawn, where the teardown below owns the group
             with anyio.CancelScope(shield=True):
                 process = await _open(request, cwd, env, stdout_target)
-        except FileNotFoundError as exc:
-            result.error = ProviderError(
-                ErrorKind.not_installed, f"cannot start {request.argv[0]!r}: {exc.strerror}"
-            )
-            return result
         except OSError as exc:
-            result.error = ProviderError(
-                ErrorKind.process_failed,
-                f"cannot start {request.argv[0]!r}: {exc.strerror or exc}",
-                retryable=False,
-            )
+            result.error = cannot_start(request.argv[0], exc)
             return result
         finally:
             if request.stdout_to_file:
