@@ -1,15 +1,16 @@
 """A long-lived CLI that serves one turn after another: `LiveProcess`.
 
 Some CLIs read one request per stdin line and answer it on stdout without exiting (claude's
-`--input-format stream-json`, pi's `--mode rpc`). `LiveProcess.start` spawns one under the host's guardian
-(`open_guarded`: it dies with this process, even on SIGKILL); `turn(data, request, on_frame)`
-writes *data* to its stdin and reads its stdout through the runner's own reader (the NDJSON
-framer, `on_frame`, the request's startup / idle / total timeouts, its line, depth and event
-limits) until `on_frame` says the turn ended, and returns a `ProcessResult` like `run_process`
-does (`exit_code` None while the process lives). stderr is read during turns into a bounded
-tail. A turn that fails (timeout, bad output, the process gone) leaves the process
-unfit: `alive()` is False and the caller closes it (`aclose`: stdin closed, the group torn
-down like every run). `warm_processes` pools keep these between calls (docs/warm.md).
+`--input-format stream-json`, pi's `--mode rpc`). `LiveProcess.start` spawns one under the
+host's guardian (`open_guarded`: it dies with this process, even on SIGKILL);
+`turn(data, request, on_frame)` writes *data* to its stdin and reads its stdout through the
+runner's own reader (the NDJSON framer, `on_frame`, the request's startup / idle / total
+timeouts, its line, depth and event limits) until `on_frame` says the turn ended, and returns
+a `ProcessResult` like `run_process` does (`exit_code` None while the process lives). stderr
+is read during turns into a bounded tail. A turn that fails (timeout, bad output, the process
+gone) leaves the process unfit: `alive()` is False and the caller closes it (`aclose`: stdin
+closed, the group torn down like every run). `warm_processes` pools keep these between calls
+(docs/warm.md).
 """
 
 from __future__ import annotations
