@@ -113,7 +113,8 @@ class CliAdapter:
     allow-list, names or `fnmatch` patterns: docs/security.md), `grace_s` (SIGTERM→SIGKILL
     seconds, default 3),
     `linger_s` (how long the CLI may run on after its final event, default 1),
-    `error_grace_s` (how long it may stay silent after a fatal error line, default 5),
+    `error_grace_s` (how long it may stay silent after a fatal error line, default the spec's
+    or 5),
     `max_line_bytes` (default 64 MiB), plus the backend's own options (see its docs page).
     How a run's last events decide its outcome: `agentport.backends._endstate`.
 
@@ -250,9 +251,8 @@ class CliAdapter:
         if refused is not None:
             return refused
         assert exe is not None
-        turn = _Turn(
-            self.spec, sink, float(self.options.get("error_grace_s", DEFAULT_ERROR_GRACE_S))
-        )
+        grace = self.spec.error_grace_s or DEFAULT_ERROR_GRACE_S
+        turn = _Turn(self.spec, sink, float(self.options.get("error_grace_s", grace)))
         with ExitStack() as stack:
             run_dir = stack.enter_context(private_tempdir(f"agentport-{self.backend}-"))
             call = self._call(messages, config, native_schema, exe, run_dir, started, deadline)

@@ -235,6 +235,9 @@ class BackendSpec:
             whose answer came without it is never a clean success (`_endstate.settle` adds
             `MISSING_TERMINAL`). None: the CLI has no such event (plain text, one final print).
         warm: how one process serves many calls (`WarmTurns`), or None: one process per call.
+        error_grace_s: how long this CLI may stay silent after a fatal error line before the
+            run ends (the `error_grace_s` option overrides it); None: 5 s
+            (`_endstate.DEFAULT_ERROR_GRACE_S`).
     """
 
     name: str
@@ -250,3 +253,4 @@ class BackendSpec:
     prepare: Callable[[CliCall, Invocation, Mapping[str, str]], Awaitable[None]] | None = None
     terminal_event: str | None = None
     warm: WarmTurns | None = None
+    error_grace_s: float | None = None

@@ -159,4 +159,9 @@ SPEC = BackendSpec(
     final_text=final_text,
     extra_env=_HEADLESS_ENV,
     warm=WARM,
+    # after an error `agent_end`, pi's own retry notice (`auto_retry_start`, or its final
+    # `auto_retry_end`) came 0-1 ms later on each of 3 retries (pi 0.73.1 --mode rpc against
+    # a server answering 500): 1 s of silence means no retry follows. Matters for a warm
+    # (rpc) process, which does not exit after a failed turn.
+    error_grace_s=1.0,
 )
