@@ -3,7 +3,7 @@
 
 The process is spawned by this process's guardian (`agentport.transport.open_guarded`) in a
 session of its own, so it dies with this process even on SIGKILL; its stderr is kept as a
-bounded tail and its group torn down shielded and bounded (`_teardown`), like every CLI run.
+bounded tail and its group torn down shielded and bounded (`close_at_eof`), like every CLI run.
 Source: agentclientprotocol.com (protocol version 1); docs/backends/acp.md.
 
 Why our own client and not the `agent-client-protocol` package: that SDK (0.12.1 checked) is
@@ -35,7 +35,7 @@ from ..transport import (
     open_guarded,
     parse_line,
 )
-from ..transport._runner import _signal_group, _teardown, cannot_start
+from ..transport._runner import _signal_group, cannot_start, close_at_eof
 from ._classify import kind_from_status, kind_from_text
 
 __all__ = [
@@ -157,13 +157,7 @@ class AgentConnection:
         process = self.process
         if process is None:
             return
-        with anyio.CancelScope(shield=True):
-            if process.stdin is not None:
-                with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    await process.stdin.aclose()
-            with anyio.move_on_after(min(self.grace_s, 1.0)):
-                await process.wait()  # a polite agent exits at stdin's EOF
-            await _teardown(process, self.grace_s)
+        await close_at_eof(process, self.grace_s)  # a polite agent exits at stdin's EOF
 
     def _fail_all(self, error: ProviderError) -> None:
         self._gone = error

@@ -25,7 +25,6 @@ from pathlib import Path
 import anyio
 from anyio.abc import Process
 
-from ..core import ErrorKind, ProviderError
 from ._notices import Stop, drain
 from ._runner import (
     OnFrame,
@@ -34,7 +33,8 @@ from ._runner import (
     _ExitWatch,
     _pump,
     _signal_group,
-    _teardown,
+    close_at_eof,
+    total_timeout,
 )
 from ._spawner import open_guarded
 
@@ -91,15 +91,9 @@ class LiveProcess:
     async def aclose(self) -> None:
         """Close stdin (a CLI reading turns exits at EOF), then tear the group down: shielded,
         bounded by the run's usual grace."""
-        with anyio.CancelScope(shield=True):
-            if self.process.stdin is not None:
-                with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    await self.process.stdin.aclose()
-            with anyio.move_on_after(1.0):
-                await self.process.wait()
-            await _teardown(self.process, 3.0)
-            if self.home is not None:
-                self.home.close()
+        await close_at_eof(self.process, 3.0)
+        if self.home is not None:
+            self.home.close()
 
     async def turn(self, data: bytes, request: ProcessRequest, on_frame: OnFrame) -> ProcessResult:
         """Write *data*, read until `on_frame` returns True (the turn's terminal event). Only
@@ -128,10 +122,7 @@ class LiveProcess:
                     await self.process.stdin.send(data)
                 result.error = await _pump(self.process.stdout, request, on_frame, result, watch)
             if total.cancelled_caught and not result.stopped:
-                seconds = f"{request.total_timeout_s:g}s"
-                result.error = ProviderError(
-                    ErrorKind.timeout, f"still running after {seconds}", timeout="total"
-                )
+                result.error = total_timeout(request.total_timeout_s)
             if not result.stopped:  # it ended, timed out or printed what it must not
                 self._fit = False
                 with anyio.move_on_after(request.grace_s):

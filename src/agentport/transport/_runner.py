@@ -26,8 +26,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections import deque
@@ -236,6 +234,24 @@ async def _teardown(process: Process, grace_s: float, close: bool = True) -> Non
                 await process.aclose()
 
 
+async def close_at_eof(process: Process, grace_s: float) -> None:
+    """Close a long-lived process: its stdin first (a CLI reading requests exits at EOF), up
+    to min(`grace_s`, 1) seconds for it to exit, then `_teardown`. Shielded; every await
+    bounded."""
+    with anyio.CancelScope(shield=True):
+        if process.stdin is not None:
+            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await process.stdin.aclose()
+        with anyio.move_on_after(min(grace_s, 1.0)):
+            await process.wait()
+        await _teardown(process, grace_s)
+
+
+def total_timeout(seconds: float) -> ProviderError:
+    """The failure of a run still going when its whole-call budget of *seconds* ran out."""
+    return ProviderError(ErrorKind.timeout, f"still running after {seconds:g}s", timeout="total")
+
+
 async def _feed(
     stream: ByteSendStream,
     data: bytes,
@@ -395,23 +411,6 @@ def missing_executable(argv0: str, env: Mapping[str, str]) -> str | None:
     return None if shutil.which(argv0, path=env.get("PATH", os.defpath)) else "not found on PATH"
 
 
-async def _open(request: ProcessRequest, cwd: Path, env: dict[str, str], stdout: Any) -> Process:
-    if request.guard:
-        to_file = None if stdout is subprocess.PIPE else stdout
-        return await open_guarded(
-            request.argv, cwd=cwd, env=env, stdin=request.stdin is not None, stdout=to_file
-        )
-    return await anyio.open_process(
-        list(request.argv),
-        stdin=subprocess.PIPE if request.stdin is not None else subprocess.DEVNULL,
-        stdout=stdout,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        env=env,
-        start_new_session=sys.platform != "win32",
-    )
-
-
 async def run_process(request: ProcessRequest, on_frame: OnFrame) -> ProcessResult:
     """Run *request* to completion; see the module docstring. Never raises for expected
     failures (they are in `result.error`); cancellation propagates after the teardown."""
@@ -426,7 +425,7 @@ async def run_process(request: ProcessRequest, on_frame: OnFrame) -> ProcessResu
         # temporary folders only when needed: each costs a rmdir on the way out
         cwd = request.cwd or scratch.enter_context(private_tempdir("agentport-cwd-"))
         out_path = Path()
-        stdout_target: Any = subprocess.PIPE
+        stdout_target: Any = None  # a pipe
         if request.stdout_to_file:
             out_path = scratch.enter_context(private_tempdir("agentport-out-")) / "stdout"
             stdout_target = out_path.open("wb")
@@ -440,7 +439,14 @@ async def run_process(request: ProcessRequest, on_frame: OnFrame) -> ProcessResu
             # handle, so the group (the CLI under its guardian) would run on untracked; a
             # cancellation is taken after the spawn, where the teardown below owns the group
             with anyio.CancelScope(shield=True):
-                process = await _open(request, cwd, env, stdout_target)
+                process = await open_guarded(
+                    request.argv,
+                    cwd=cwd,
+                    env=env,
+                    stdin=request.stdin is not None,
+                    stdout=stdout_target,
+                    guard=request.guard,
+                )
         except OSError as exc:
             result.error = cannot_start(request.argv[0], exc)
             return result
@@ -483,11 +489,7 @@ async def run_process(request: ProcessRequest, on_frame: OnFrame) -> ProcessResu
                 if stop.error is not None and not decided:
                     result.error = stop.error
                 elif total.cancelled_caught and not result.stopped:  # not while lingering
-                    result.error = ProviderError(
-                        ErrorKind.timeout,
-                        f"still running after {request.total_timeout_s:g}s",
-                        timeout="total",
-                    )
+                    result.error = total_timeout(request.total_timeout_s)
                 await _teardown(process, request.grace_s, close=False)
                 with anyio.move_on_after(0.5):  # the group is gone: stderr is at EOF, or an
                     await stderr_done.wait()  # orphan outside the group still holds it

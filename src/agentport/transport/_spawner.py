@@ -325,14 +325,15 @@ async def open_guarded(
     env: Mapping[str, str],
     stdin: bool = True,
     stdout: Any = None,
+    guard: bool = True,
 ) -> Process:
     """Start *argv* (a list, never a shell) in a session of its own (pid = pgid), its stderr a
     pipe; *stdin* a pipe (True) or /dev/null; *stdout* a pipe (None) or the file (an object
     with `fileno()`) it writes to. On POSIX under the host's guardian, so it dies with this
-    process even on SIGKILL. Raises OSError (FileNotFoundError for a missing program) like
-    `anyio.open_process`; call it shielded (a start cancelled half-way is a process no one
-    tracks)."""
-    if not _guardable():
+    process even on SIGKILL (`guard=False`: started directly, in a session of its own).
+    Raises OSError (FileNotFoundError for a missing program) like `anyio.open_process`; call
+    it shielded (a start cancelled half-way is a process no one tracks)."""
+    if not guard or not _guardable():
         return await anyio.open_process(
             list(argv),
             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
