@@ -4,16 +4,16 @@ answering from FakeModelServer on 127.0.0.1 (no network, no account).
 
 Agents: `gemini --acp`, `qwen --acp`, `opencode acp` and `copilot --acp` through the acp
 backend, configured as each CLI's docs tell users to point it at an OpenAI-compatible or
-Gemini endpoint (tests/_acp_agents.py); `claude` and `pi` through their own backends
-(`base_url`, `api_key`), as CI installs them (.ci/steps/20-agent-clis and
-21-more-agent-clis). Goal: warm <= 1/5 of cold for the node-based CLIs.
+Gemini endpoint (tests/_acp_agents.py); `claude`, `pi` and `codex` (warm: `codex
+app-server`) through their own backends (`base_url`, `api_key`), as CI installs them
+(.ci/steps/20-agent-clis and 21-more-agent-clis). Goal: warm <= 1/5 of cold for the node-based CLIs.
 
 Also: a research run (`run_research`, web mode with `assume_web_tools`: the scripted model
 answers each phase's schema) on FakeModelServer through `gemini --acp`, with the workflows'
 default warm block and with `warm = 0`.
 
-    python benchmarks/warm_calls.py [--calls 6] [--agents gemini,qwen,opencode,copilot,claude,pi]
-                                    [--no-research]
+    python benchmarks/warm_calls.py [--calls 6] [--no-research]
+                                    [--agents gemini,qwen,opencode,copilot,claude,pi,codex]
 """
 
 from __future__ import annotations
@@ -44,14 +44,15 @@ def _options(agent: str, server: Any, home: Path) -> dict[str, Any]:
 
 
 def _cli(agent: str, server: Any, tmp: Path) -> dict[str, Any]:
-    """claude (ANTHROPIC_BASE_URL / _API_KEY) or pi (a models.json provider) options."""
+    """claude (ANTHROPIC_BASE_URL / _API_KEY), pi (a models.json provider) or codex (a custom
+    provider) options."""
     from _more_clis_util import cli_executable
 
     exe = cli_executable(agent)
     if exe is None:
         raise SystemExit(f"{agent} is not installed: run .ci/run (it installs the agent CLIs)")
     home = tmp / f"home-{agent}"
-    home.mkdir(exist_ok=True)
+    (home / ".codex").mkdir(parents=True, exist_ok=True)
     url = server.anthropic_base_url if agent == "claude" else server.openai_base_url
     return {"executable": str(exe), "base_url": url, "api_key": "test-key",
             "env": {"HOME": str(home)}}  # fmt: skip
@@ -62,9 +63,10 @@ async def _per_call(agent: str, calls: int, warm: int, tmp: Path) -> list[float]
     from agentport.testing import FakeModelServer
 
     with FakeModelServer(default="hello from the fake model") as server:
-        if agent in ("claude", "pi"):
+        if agent in ("claude", "pi", "codex"):
             options = _cli(agent, server, tmp)
-            llm = create_llm_adapter(agent, retry=False, warm=warm, model="m", **{agent: options})
+            model = None if agent == "codex" else "m"  # codex: its default catalog model
+            llm = create_llm_adapter(agent, retry=False, warm=warm, model=model, **{agent: options})
         else:
             options = _options(agent, server, tmp / f"home-{agent}")
             llm = create_llm_adapter("acp", retry=False, warm=warm, acp=options)
@@ -136,7 +138,7 @@ async def _research(warm: bool, tmp: Path) -> tuple[float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=6)
-    parser.add_argument("--agents", default="gemini,qwen,opencode,copilot,claude,pi")
+    parser.add_argument("--agents", default="gemini,qwen,opencode,copilot,claude,pi,codex")
     parser.add_argument("--no-research", action="store_true")
     args = parser.parse_args()
     os.environ["AGENTPORT_ALLOW_REAL_BACKENDS"] = "1"

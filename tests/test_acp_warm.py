@@ -285,7 +285,7 @@ def test_warm_through_the_default_policies_and_a_failover_chain(record: Path) ->
         assert live_processes_with(str(record)) == []  # closed with the event loop
 
 
-@pytest.mark.parametrize("backend", ["echo", "codex", "gemini", "opencode"])
+@pytest.mark.parametrize("backend", ["echo", "gemini", "opencode", "qwen"])
 def test_warm_on_a_backend_without_warm_processes_says_so(
     backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -305,6 +305,7 @@ def test_warm_on_a_backend_that_keeps_warm_processes_or_unset_warns_nothing(
         create_llm_adapter("acp", warm=2, acp={"command": ["agent"]})
         create_llm_adapter("claude", warm=2)
         create_llm_adapter("pi", warm=2)
+        create_llm_adapter("codex", warm=2)
         create_llm_adapter("echo")
 
 

@@ -103,8 +103,8 @@ class LLMSettings(BaseModel):
             reported less than this share (0-1] of a usage window left
             (`agentport.policies.quota_status`; None: never).
         warm: how many idle agent processes a backend that can serve many calls per process
-            keeps between calls (ACP agents, claude, pi; docs/warm.md). None (default): none for a
-            direct call, the workflows' default inside them; 0: never.
+            keeps between calls (ACP agents, claude, codex, pi; docs/warm.md). None (default):
+            none for a direct call, the workflows' default inside them; 0: never.
         options: per-backend option tables (`[llm.<backend>]`), keyed by canonical name.
     """
 

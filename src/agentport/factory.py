@@ -254,7 +254,7 @@ def create_llm_adapter(
     if settings.warm and not getattr(adapter, "keeps_warm", False):
         warnings.warn(
             f"[llm] warm = {settings.warm} has no effect on backend {capability.name!r}: "
-            "only the acp, claude and pi backends keep warm agent processes (docs/warm.md)",
+            "only the acp, claude, codex and pi backends keep warm agent processes (docs/warm.md)",
             stacklevel=2,
         )
     if not retry:

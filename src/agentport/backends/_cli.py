@@ -252,11 +252,12 @@ class CliAdapter:
             return refused
         assert exe is not None
         grace = self.spec.error_grace_s or DEFAULT_ERROR_GRACE_S
-        turn = _Turn(self.spec, sink, float(self.options.get("error_grace_s", grace)))
         with ExitStack() as stack:
             run_dir = stack.enter_context(private_tempdir(f"agentport-{self.backend}-"))
             call = self._call(messages, config, native_schema, exe, run_dir, started, deadline)
             warm = self._warm_size(call)
+            decode = self.spec.warm.decode if warm and self.spec.warm else None
+            turn = _Turn(self.spec, sink, float(self.options.get("error_grace_s", grace)), decode)
             built = await self._build(call, warm=bool(warm))
             if isinstance(built, Failure):
                 return built
@@ -474,8 +475,15 @@ class _Turn:
     watch, the tool ledger (abandoned tool results go to the sink, not into `events`), and
     the stdin dialogue of a CLI answered frame by frame (`Invocation.replies`)."""
 
-    def __init__(self, spec: BackendSpec, sink: Sink | None, error_grace_s: float) -> None:
+    def __init__(
+        self,
+        spec: BackendSpec,
+        sink: Sink | None,
+        error_grace_s: float,
+        decode: Callable[[Any], AgentEvent | None] | None = None,
+    ) -> None:
         self.spec = spec
+        self.decode = decode or spec.decode  # a warm process's lines may be read otherwise
         self.sink = sink
         self.events: list[AgentEvent] = []
         self.watch = RunWatch(error_grace_s)
@@ -506,7 +514,7 @@ class _Turn:
             reply = None if self._replies is None else self._replies(frame.value)
             if reply is not None and self._more is not None:
                 self._more.send_nowait(reply)  # the CLI's protocol: what stdin says next
-            event = self.spec.decode(frame.value)
+            event = self.decode(frame.value)
         if event is not None:
             if event.metadata.get("terminal"):
                 await self.emit(*self.ledger.close())  # the turn ends: close what never did

@@ -1,6 +1,6 @@
 """Warm processes for the CLI backends whose spec says how one process serves call after call
-(`BackendSpec.warm`: claude's stream-json input, pi's rpc mode). Used by `CliAdapter`;
-docs/warm.md.
+(`BackendSpec.warm`: claude's stream-json input, pi's rpc mode, codex's app-server). Used by
+`CliAdapter`; docs/warm.md.
 
 - The pool is per configuration (`Launch.key`): the long-lived invocation's argv and
   environment, the files the build wrote into the call's run folder (hashed: no key or token
@@ -9,9 +9,10 @@ docs/warm.md.
   share a process; a started process gets its own copy of the files.
 - A call takes an idle process and first starts a fresh conversation on it
   (`WarmTurns.reset`: claude's `/clear`, confirmed by its `conversation_reset` line; pi's
-  `new_session`); a process without a `cwd` of the call's works in a folder of its own,
-  emptied before each reuse, so no file of an earlier call is there. A process whose reset
-  fails is closed and the next idle one (or a new one) taken.
+  `new_session`; codex's app-server needs none: each turn opens a thread). A process without
+  a `cwd` of the call's works in a folder of its own, emptied before each reuse, so no file
+  of an earlier call is there. A process whose reset fails is closed and the next idle one
+  (or a new one) taken.
 - Then the call's turn (`LiveProcess.turn`). The caller gives the process back only after a
   call that succeeded; any error or a cancellation closes it.
 """
@@ -116,7 +117,7 @@ async def run_turn(
     live = await _take(pool, spec, request)
     if live is None:
         try:
-            live = await _start(launch, spec.name)
+            live = await _start(launch, spec)
         except ProviderError as exc:
             return ProcessResult(error=exc), None
         pool.started(live)
@@ -135,20 +136,22 @@ async def finish(pool: WarmPool[LiveProcess], live: LiveProcess, succeeded: bool
         await live.aclose()
 
 
-async def _start(launch: Launch, name: str) -> LiveProcess:
+async def _start(launch: Launch, spec: BackendSpec) -> LiveProcess:
     """A process of its own: its files in `run/` and, without the call's `cwd`, its working
-    folder `work/` of a private folder that lives as long as the process."""
+    folder `work/` of a private folder that lives as long as the process. The spec's
+    `WarmTurns.hello` is its first input."""
+    assert spec.warm is not None
     argv0 = launch.argv[0]
     home = ExitStack()
     try:
-        folder = home.enter_context(private_tempdir(f"agentport-{name}-w-"))
+        folder = home.enter_context(private_tempdir(f"agentport-{spec.name}-w-"))
         argv, env = launch.at(folder / "run")
         why = missing_executable(argv0, env)
         if why is not None:
             raise cannot_start(argv0, why)
         work = launch.cwd or folder / "work"
         work.mkdir(exist_ok=True)
-        live = await LiveProcess.start(argv, env, work, home)
+        live = await LiveProcess.start(argv, env, work, home, spec.warm.hello)
     except OSError as exc:
         home.close()
         raise cannot_start(argv0, exc) from None
@@ -179,6 +182,8 @@ async def _reset(live: LiveProcess, spec: BackendSpec, request: ProcessRequest) 
     """Start a fresh conversation on *live*: True once the CLI confirmed it."""
     warm = spec.warm
     assert warm is not None
+    if warm.reset is None:  # every turn opens a conversation of its own
+        return live.alive()
     confirmed = False
 
     async def on_frame(frame: Frame) -> bool:

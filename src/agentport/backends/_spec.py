@@ -179,20 +179,27 @@ class WarmTurns:
         build: `CliCall -> Invocation` of the long-lived process: its argv and env (they must
             not depend on the prompt: with the files it writes into `run_dir` they are the
             pool's key) and, as stdin, the call's turn (one input line; stdin then stays open
-            for the next).
+            for the next, and `replies` may answer what the CLI prints during the turn).
         reset: the input line that starts a fresh conversation on a process that served a
-            call (claude: `/clear`; pi: `new_session`), sent before the next call's turn.
+            call (claude: `/clear`; pi: `new_session`), sent before the next call's turn;
+            None when every turn opens a conversation of its own (codex: a thread per call).
         reset_end: a stdout JSON object -> True when it ends the reset's output.
         reset_done: a stdout JSON object -> True when it confirms the reset; a reset whose
             output ends without one closes the process.
+        hello: bytes written once, as soon as the process started (codex app-server's
+            `initialize`); its answers are read with the first turn.
+        decode: the turn's lines -> events, when they are not what `BackendSpec.decode` reads
+            (codex app-server's JSON-RPC; same conventions).
         fits: whether a call can run warm at all (pi: not with images, which are `@file`
             arguments); the others run cold.
     """
 
     build: Callable[[CliCall], Invocation]
-    reset: bytes
-    reset_end: Callable[[Any], bool]
-    reset_done: Callable[[Any], bool]
+    reset: bytes | None
+    reset_end: Callable[[Any], bool] = lambda obj: True
+    reset_done: Callable[[Any], bool] = lambda obj: True
+    hello: bytes = b""
+    decode: Callable[[Any], AgentEvent | None] | None = None
     fits: Callable[[CliCall], bool] = lambda call: True
 
 

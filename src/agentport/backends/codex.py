@@ -40,6 +40,7 @@ from ._spec import (
     CliCall,
     Invocation,
     RunOutcome,
+    WarmTurns,
     as_dict,
     as_int,
     image_files,
@@ -141,30 +142,28 @@ def _provider_flags(opts: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def build(call: CliCall) -> Invocation:
-    """argv: `codex exec --json --skip-git-repo-check --color never --cd=CWD [tool flags]
-    [--model=M] [-c model_reasoning_effort=E] [--output-schema=FILE] [-c provider...] [extra_args]
-    [-c model_catalog_json=RUN_DIR/model-catalog.json] [--image=RUN_DIR/images/image-N.png ...]
-    [resume ID] -` (`tool_flags`; `=`
-    forms so no caller text becomes a flag); the prompt goes through stdin. The catalog flag
-    comes after `extra_args` so that no extra `-c` can bring the tools back; `prepare`
-    writes the file."""
+def settings(call: CliCall, *, app_server: bool = False) -> tuple[list[str], Invocation]:
+    """What `codex exec` and `codex app-server` are configured with, as flags (`tool_flags`,
+    model, effort, the provider, `extra_args`, then the catalog so that no extra `-c` can
+    bring the tools back), plus the child's environment and passthrough (an `Invocation`
+    without argv). `app_server`: the forms `codex app-server` takes (it has no `--sandbox` /
+    `--model`: `-c sandbox_mode=`, `-c model=`; and `-c approval_policy="never"`, which
+    `exec` implies: nothing may wait on an approval)."""
     opts = call.options
-    argv = [call.executable, "exec", "--json", "--skip-git-repo-check", "--color", "never"]
-    argv += [f"--cd={call.cwd}", *tool_flags(call.config.tools, call.config.web_search)]
+    flags = tool_flags(call.config.tools, call.config.web_search)
+    if app_server:
+        mode = flags[0].removeprefix("--sandbox=")
+        flags[:1] = ["-c", f"sandbox_mode={_toml(mode)}", "-c", 'approval_policy="never"']
     env: dict[str, str] = {}
     passthrough: tuple[str, ...] = _PASSTHROUGH
     if call.config.model:
-        argv.append(f"--model={call.config.model}")
+        model = call.config.model
+        flags += ["-c", f"model={_toml(model)}"] if app_server else [f"--model={model}"]
     if call.config.reasoning_effort:
-        argv += ["-c", f'model_reasoning_effort="{call.config.reasoning_effort}"']
-    if call.schema is not None:
-        path = call.run_dir / "output-schema.json"
-        path.write_text(json.dumps(call.schema), encoding="utf-8")
-        argv.append(f"--output-schema={path}")
+        flags += ["-c", f'model_reasoning_effort="{call.config.reasoning_effort}"']
     if opts.get("base_url"):
         key_env = str(opts.get("api_key_env", _KEY_ENV))
-        argv += _provider_flags(opts)
+        flags += _provider_flags(opts)
         # the endpoint's key: the configured one, or the variable the user named; no other
         passthrough = (key_env,) if "api_key_env" in opts else ()
         if "api_key" in opts:
@@ -174,15 +173,30 @@ def build(call: CliCall) -> Invocation:
         passthrough += codex_config_env(str(home) if home else None)
     if opts.get("home"):
         env["CODEX_HOME"] = str(opts["home"])
-    argv += [str(a) for a in opts.get("extra_args", ())]
+    flags += [str(a) for a in opts.get("extra_args", ())]
     catalog = _catalog_path(call)
     if catalog is not None:
-        argv += catalog_flags(catalog)
+        flags += catalog_flags(catalog)
+    return flags, Invocation((), env, None, passthrough)
+
+
+def build(call: CliCall) -> Invocation:
+    """argv: `codex exec --json --skip-git-repo-check --color never --cd=CWD [settings]
+    [--output-schema=FILE] [--image=RUN_DIR/images/image-N.png ...] [resume ID] -`
+    (`settings`; `=` forms so no caller text becomes a flag); the prompt goes through stdin;
+    `prepare` writes the catalog file the settings name."""
+    flags, base = settings(call)
+    argv = [call.executable, "exec", "--json", "--skip-git-repo-check", "--color", "never"]
+    argv += [f"--cd={call.cwd}", *flags]
+    if call.schema is not None:
+        path = call.run_dir / "output-schema.json"
+        path.write_text(json.dumps(call.schema), encoding="utf-8")
+        argv.append(f"--output-schema={path}")
     argv += [f"--image={path}" for path in image_files(call)]
     if call.session_id:
         argv += ["resume", not_a_flag("session id", call.session_id)]
     argv.append("-")
-    return Invocation(tuple(argv), env, call.prompt.encode("utf-8"), passthrough)
+    return Invocation(tuple(argv), base.env, call.prompt.encode("utf-8"), base.passthrough)
 
 
 async def prepare(call: CliCall, invocation: Invocation, env: Mapping[str, str]) -> None:
@@ -331,6 +345,143 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
     return None
 
 
+# ---- warm: `codex app-server` (JSON-RPC over stdio), one thread per call ----
+#
+# Measured on codex-cli 0.171.0 against FakeModelServer (tests/test_codex_warm_contract.py):
+# `initialize`, `initialized` and `thread/start` may be written at once; `thread/start`
+# answers with the thread id; `turn/start` on that thread runs the turn; a new thread's model
+# request carries nothing of an earlier thread; the items, errors and failure messages are
+# those of `codex exec --json` in camelCase.
+
+_THREAD, _TURN = "agentport-thread", "agentport-turn"
+_APP_ITEMS = {
+    "agentMessage": "agent_message",
+    "reasoning": "reasoning",
+    "commandExecution": "command_execution",
+    "mcpToolCall": "mcp_tool_call",
+    "fileChange": "file_change",
+    "webSearch": "web_search",
+}
+_APP_ACTIONS = {"openPage": "open_page", "findInPage": "find_in_page"}
+
+
+def _line(message: dict[str, Any]) -> bytes:
+    return (json.dumps(message) + "\n").encode("utf-8")
+
+
+_HELLO = _line(
+    {"id": "agentport-init", "method": "initialize",
+     "params": {"clientInfo": {"name": "agentport", "version": "1"}}}
+) + _line({"method": "initialized"})  # fmt: skip
+
+
+def warm_build(call: CliCall) -> Invocation:
+    """`build` for warm processes: `codex app-server [settings]` (the app-server forms), and
+    as the call's turn a `thread/start` in the call's cwd; its answer is replied to with
+    `turn/start` on that thread (the prompt as a text input, images as `localImage` inputs,
+    the schema as `outputSchema`). A request of codex's (an approval: none comes with
+    `approval_policy="never"`) is answered with an error, never left waiting."""
+    flags, base = settings(call, app_server=True)
+    opening = _line({"id": _THREAD, "method": "thread/start", "params": {"cwd": str(call.cwd)}})
+    inputs: list[dict[str, Any]] = [{"type": "text", "text": call.prompt}]
+    inputs += [{"type": "localImage", "path": str(path)} for path in image_files(call)]
+    params: dict[str, Any] = {"input": inputs}
+    if call.schema is not None:
+        params["outputSchema"] = call.schema
+
+    def replies(obj: dict[str, Any]) -> bytes | None:
+        if "method" in obj and "id" in obj:  # a request of codex's
+            return _line({"id": obj["id"], "error": {"code": -32601, "message": "not served"}})
+        thread = as_dict(as_dict(obj.get("result")).get("thread"))
+        if obj.get("id") == _THREAD and thread.get("id"):
+            turn = {"threadId": thread["id"], **params}
+            return _line({"id": _TURN, "method": "turn/start", "params": turn})
+        return None
+
+    argv = (call.executable, "app-server", *flags)
+    return Invocation(argv, base.env, opening, base.passthrough, replies=replies)
+
+
+def _exec_item(item: dict[str, Any]) -> dict[str, Any] | None:
+    """An app-server thread item in the shape of `codex exec --json`'s items."""
+    kind = _APP_ITEMS.get(str(item.get("type")))
+    if kind is None:
+        return None
+    action = as_dict(item.get("action"))
+    if action:
+        action = {**action, "type": _APP_ACTIONS.get(str(action.get("type")), action.get("type"))}
+    text = item.get("text")
+    if kind == "reasoning":
+        text = "\n".join(str(t) for t in (item.get("summary") or item.get("content") or ()))
+    return {
+        "type": kind, "id": item.get("id"), "status": item.get("status"), "text": text,
+        "command": item.get("command"), "tool": item.get("tool"),
+        "aggregated_output": item.get("aggregatedOutput"), "exit_code": item.get("exitCode"),
+        "query": item.get("query"), "action": action,
+    }  # fmt: skip
+
+
+def app_decode(obj: Any) -> AgentEvent | None:
+    """One `codex app-server` message -> an event, through `decode` of the `exec` line it
+    stands for: `thread/started`, `item/started` / `item/completed`, the `error`
+    notification (`willRetry` -> a warning), `turn/completed` (status `completed` -> the
+    terminal event; `failed` / `interrupted` -> `turn.failed`). Usage comes in
+    `thread/tokenUsage/updated` (`last`: this turn's); an error answer to one of our
+    requests ends the run with its message."""
+    method = obj.get("method")
+    params = as_dict(obj.get("params"))
+    if method is None:
+        error = obj.get("error")
+        if error is None:
+            return None
+        message = str(as_dict(error).get("message") or error)
+        return decode({"type": "turn.failed", "error": {"message": message}})
+    line: dict[str, Any] | None = None
+    if method == "thread/started":
+        line = {"type": "thread.started", "thread_id": as_dict(params.get("thread")).get("id")}
+    elif method == "thread/tokenUsage/updated":
+        last = as_dict(as_dict(params.get("tokenUsage")).get("last"))
+        usage = Usage(
+            input_tokens=as_int(last.get("inputTokens")),
+            output_tokens=as_int(last.get("outputTokens")),
+            cached_tokens=as_int(last.get("cachedInputTokens")),
+        )
+        return AgentEvent(type=EventType.usage, raw=obj, metadata={"usage": usage})
+    elif method == "turn/completed":
+        turn = as_dict(params.get("turn"))
+        status = turn.get("status")
+        if status == "completed":
+            meta = {"terminal": True, "finish_reason": "stop"}
+            return AgentEvent(type=EventType.usage, raw=obj, metadata=meta)
+        message = as_dict(turn.get("error")).get("message") or f"turn {status}"
+        line = {"type": "turn.failed", "error": {"message": message}}
+    elif method == "error":
+        message = str(as_dict(params.get("error")).get("message", ""))
+        if params.get("willRetry"):
+            return AgentEvent(
+                type=EventType.error, content=message, raw=obj, metadata={"warning": message}
+            )
+        line = {"type": "error", "message": message}
+    elif method in ("item/started", "item/completed"):
+        item = _exec_item(as_dict(params.get("item")))
+        if item is not None:
+            line = {"type": method.replace("/", "."), "item": item}
+    event = None if line is None else decode(line)
+    return None if event is None else event.model_copy(update={"raw": obj})
+
+
+def _app_server_fits(call: CliCall) -> bool:
+    """Warm only when `extra_args` are `-c KEY=VALUE` pairs (an `exec` flag may not exist
+    for `app-server`); other calls run cold."""
+    args = [str(a) for a in call.options.get("extra_args", ())]
+    return len(args) % 2 == 0 and all(a in ("-c", "--config") for a in args[0::2])
+
+
+WARM = WarmTurns(
+    build=warm_build, reset=None, hello=_HELLO, decode=app_decode, fits=_app_server_fits
+)
+
+
 SPEC = BackendSpec(
     name="codex",
     terminal_event="turn.completed",
@@ -341,4 +492,5 @@ SPEC = BackendSpec(
     native_schema=strict_schema,
     restore_schema=True,
     prepare=prepare,
+    warm=WARM,
 )

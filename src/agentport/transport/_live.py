@@ -24,6 +24,7 @@ from pathlib import Path
 
 import anyio
 from anyio.abc import Process
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from ._notices import Stop, drain
 from ._runner import (
@@ -65,12 +66,17 @@ class LiveProcess:
         env: Mapping[str, str],
         cwd: Path,
         home: ExitStack | None = None,
+        hello: bytes = b"",
     ) -> LiveProcess:
-        """Spawn *argv* with stdin, stdout and stderr as pipes. Raises OSError like
+        """Spawn *argv* with stdin, stdout and stderr as pipes and write *hello* (a protocol's
+        opening; its answers are read with the first turn). Raises OSError like
         `anyio.open_process` (the caller checks `missing_executable` first)."""
         with anyio.CancelScope(shield=True):  # a spawn cancelled half-way is a lost group
             process = await open_guarded(argv, cwd=cwd, env=env)
-        return cls(process, home)
+        live = cls(process, home)
+        if hello:
+            await live._send(hello)
+        return live
 
     @property
     def pid(self) -> int:
@@ -95,15 +101,25 @@ class LiveProcess:
         if self.home is not None:
             self.home.close()
 
+    async def _send(self, data: bytes) -> None:
+        assert self.process.stdin is not None
+        # gone already: the reading sees its stdout end
+        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await self.process.stdin.send(data)
+
+    async def _feed(self, more: MemoryObjectReceiveStream[bytes]) -> None:
+        async for chunk in more:
+            await self._send(chunk)
+
     async def turn(self, data: bytes, request: ProcessRequest, on_frame: OnFrame) -> ProcessResult:
-        """Write *data*, read until `on_frame` returns True (the turn's terminal event). Only
-        `request`'s reading limits and timeouts apply (its argv, env, cwd and stdin were the
-        start's); `on_stderr_line` is not watched. Never raises for expected failures."""
+        """Write *data* (then what `request.stdin_more` brings, while the turn lasts), read
+        until `on_frame` returns True (the turn's terminal event). Only `request`'s reading
+        limits and timeouts apply (its argv, env, cwd and stdin were the start's);
+        `on_stderr_line` is not watched. Never raises for expected failures."""
         started = time.monotonic()
         result = ProcessResult(pid=self.process.pid)
         self._tail.clear()
         watch = _ExitWatch()
-        assert self.process.stdin is not None
         assert self.process.stdout is not None
         assert self.process.stderr is not None
         async with anyio.create_task_group() as tg:
@@ -117,9 +133,9 @@ class LiveProcess:
             )
             tg.start_soon(watch.watch, self.process)
             with anyio.move_on_after(request.total_timeout_s) as total:
-                # gone already: the reading below sees its stdout end
-                with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    await self.process.stdin.send(data)
+                await self._send(data)
+                if request.stdin_more is not None:  # replies to what it prints
+                    tg.start_soon(self._feed, request.stdin_more)
                 result.error = await _pump(self.process.stdout, request, on_frame, result, watch)
             if total.cancelled_caught and not result.stopped:
                 result.error = total_timeout(request.total_timeout_s)
