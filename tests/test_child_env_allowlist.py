@@ -185,3 +185,24 @@ def test_child_env_passes_nothing_outside_the_allow_list(parent: dict[str, str])
     for name in parent:
         if name in BASE_ALLOWED or name.startswith(("LC_", "XDG_")):
             assert env[name] == parent[name]
+
+
+PATTERNS = st.lists(
+    st.one_of(
+        NAMES, st.from_regex(r"[A-Z_]{0,4}[*?][A-Z_]{0,4}(\[[A-M]-[N-Z]\])?", fullmatch=True)
+    ),
+    max_size=4,
+)
+
+
+@given(NAMES, PATTERNS)
+def test_env_allowed_is_the_allow_list_or_an_fnmatch_of_extra(name: str, extra: list[str]) -> None:
+    """The compiled matcher (one regex per `extra`, cached) says what `fnmatchcase` says."""
+    from fnmatch import fnmatchcase
+
+    expected = (
+        name in BASE_ALLOWED
+        or name.startswith(("LC_", "XDG_"))
+        or any(name == p or fnmatchcase(name, p) for p in extra)
+    )
+    assert env_allowed(name, extra) is expected

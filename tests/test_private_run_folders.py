@@ -99,3 +99,25 @@ def test_a_symlinked_base_is_not_used(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setattr(_rundir, "_BASE", None)
     assert private_base() == tmp_path / "cache" / "agentport" / "run"
+
+
+@pytest.mark.parametrize(
+    "leave",
+    ["nothing", "a file", "an empty folder", "a symlink to a folder", "a folder with files"],
+)
+def test_a_run_folder_is_removed_whatever_the_run_left(leave: str, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("not the run's")
+    with private_tempdir("t-") as run:
+        if leave == "a file":
+            (run / "model-catalog.json").write_text("{}")
+        elif leave == "an empty folder":
+            (run / "work").mkdir()
+        elif leave == "a symlink to a folder":
+            (run / "link").symlink_to(outside)
+        elif leave == "a folder with files":
+            (run / "work" / "deep").mkdir(parents=True)
+            (run / "work" / "deep" / "f.txt").write_text("x")
+    assert not run.exists()
+    assert (outside / "keep.txt").read_text() == "not the run's"  # a link is not followed

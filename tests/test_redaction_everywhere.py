@@ -137,6 +137,22 @@ def test_secret_named_environment_values_are_masked(monkeypatch: pytest.MonkeyPa
     assert redact(f"x{ENV_TOKEN}y abc") == "x***y abc"
 
 
+def test_environment_changes_are_seen_by_the_next_redaction(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the scan of the environment is kept until the environment changes: set, changed, unset
+    monkeypatch.delenv("MY_SERVICE_TOKEN", raising=False)
+    assert redact(f"x {ENV_TOKEN} y") == f"x {ENV_TOKEN} y"
+    monkeypatch.setenv("MY_SERVICE_TOKEN", ENV_TOKEN)
+    assert ENV_TOKEN not in redact(f"x {ENV_TOKEN} y")
+    other = ENV_TOKEN[::-1]
+    monkeypatch.setenv("MY_SERVICE_TOKEN", other)
+    assert redact(f"x {ENV_TOKEN} y") == f"x {ENV_TOKEN} y"
+    assert other not in redact(f"x {other} y")
+    monkeypatch.delenv("MY_SERVICE_TOKEN")
+    assert redact(f"x {other} y") == f"x {other} y"
+
+
 def test_provider_error_redacts_raw_text_stderr_and_nested_details(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

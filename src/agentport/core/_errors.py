@@ -138,6 +138,7 @@ SECRET_NAME = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIV
 _MIN_LITERAL = 8  # shorter values ("1", "true", a user name) would mask ordinary text
 _registered: set[str] = set()
 _literal_cache: tuple[frozenset[str], re.Pattern[str] | None] = (frozenset(), None)
+_environ_cache: tuple[dict[Any, Any], frozenset[str]] | None = None
 
 
 def register_secret(*values: str | None) -> None:
@@ -152,11 +153,26 @@ def secret_values(environ: Mapping[str, str]) -> set[str]:
     return {v for k, v in environ.items() if len(v) >= _MIN_LITERAL and SECRET_NAME.search(k)}
 
 
-def _literals() -> re.Pattern[str] | None:
-    global _literal_cache
+def _environ_secrets() -> frozenset[str]:
+    """`secret_values(os.environ)`, scanned again only when the environment changed: CPython
+    keeps it encoded in `os.environ._data`, which compares with a copy at C speed (a scan
+    decodes every name and value; redaction runs several times per response)."""
+    global _environ_cache
     import os  # the environment is read, never written: redaction stays pure otherwise
 
-    current = frozenset(_registered | secret_values(os.environ))
+    data = getattr(os.environ, "_data", None)
+    if isinstance(data, dict):
+        if _environ_cache is not None and _environ_cache[0] == data:
+            return _environ_cache[1]
+        values = frozenset(secret_values(os.environ))
+        _environ_cache = (dict(data), values)
+        return values
+    return frozenset(secret_values(os.environ))
+
+
+def _literals() -> re.Pattern[str] | None:
+    global _literal_cache
+    current = _environ_secrets() | _registered
     if current != _literal_cache[0]:
         ordered = sorted(current, key=len, reverse=True)  # longest first: no partial masks
         pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None

@@ -17,8 +17,10 @@ children get an allow-listed environment (docs/security.md).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from fnmatch import fnmatchcase
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from fnmatch import translate
+from functools import lru_cache
 
 from ..core import ErrorKind, ProviderError
 
@@ -83,9 +85,23 @@ MAX_ARGV_BYTES = 30_000 * 32
 def env_allowed(name: str, extra: Iterable[str] = ()) -> bool:
     """True when *name* passes the allow-list: `BASE_ALLOWED`, a `BASE_PREFIXES` prefix, or
     one of *extra* (exact names or `fnmatch` patterns such as `AWS_*`, case-sensitive)."""
-    if name in BASE_ALLOWED or name.startswith(BASE_PREFIXES):
-        return True
-    return any(name == pattern or fnmatchcase(name, pattern) for pattern in extra)
+    return _allowed(tuple(extra))(name)
+
+
+@lru_cache(maxsize=64)
+def _allowed(extra: tuple[str, ...]) -> Callable[[str], bool]:
+    """`env_allowed` for one *extra*: its names as a set, its patterns as one compiled regex
+    (`fnmatch.translate`), so a call's environment is filtered in one pass."""
+    exact = frozenset(extra)
+    globs = [p for p in extra if any(c in p for c in "*?[")]
+    match = re.compile("|".join(map(translate, globs))).match if globs else None
+
+    def allowed(name: str) -> bool:
+        if name in BASE_ALLOWED or name.startswith(BASE_PREFIXES) or name in exact:
+            return True
+        return match is not None and match(name) is not None
+
+    return allowed
 
 
 def child_env(
@@ -118,7 +134,8 @@ def child_env(
             retryable=False,
         )
     extra = (*passthrough, *inherit, *base.get(INHERIT_ENV, "").replace(",", " ").split())
-    env = {k: v for k, v in base.items() if k not in NESTING_MARKERS and env_allowed(k, extra)}
+    allowed = _allowed(extra)
+    env = {k: v for k, v in base.items() if k not in NESTING_MARKERS and allowed(k)}
     env[DEPTH_ENV] = str(depth + 1)
     env.update(overrides or {})
     return env

@@ -79,15 +79,20 @@ def private_base() -> Path:
 
 @contextlib.contextmanager
 def private_tempdir(prefix: str) -> Iterator[Path]:
-    """A fresh 0700 folder under `private_base()`, removed afterwards (plain rmdir calls when
-    it is empty again, the common case; a full rmtree otherwise)."""
+    """A fresh 0700 folder under `private_base()`, removed afterwards: its files and empty
+    folders one call each (the common case: a run's own files and its emptied `work/`), a
+    full rmtree when something deeper is left."""
     path = Path(tempfile.mkdtemp(prefix=prefix, dir=private_base()))
     try:
         yield path
     finally:
         try:
-            for child in path.iterdir():
-                child.rmdir()
-            path.rmdir()
+            with os.scandir(path) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        os.rmdir(entry.path)
+                    else:
+                        os.unlink(entry.path)
+            os.rmdir(path)
         except OSError:
             shutil.rmtree(path, ignore_errors=True)
