@@ -5,7 +5,9 @@ through `[llm.claude] base_url / api_key`), answering from FakeModelServer on 12
 Checked: two warm calls run on one claude process, and the second call's model request carries
 nothing of the first (claude's `/clear` in stream-json input starts a new conversation); a
 large answer arrives whole from a warm process (a one-shot claude loses the end of one on a
-pipe at exit); nothing is left after `aclose()`. Skipped when the binary is absent.
+pipe at exit); `--max-turns` (a start-time flag) gives each warm call the whole budget again
+and still stops a call that needs more; nothing is left after `aclose()`. Skipped when the
+binary is absent.
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from returns.result import Failure
 
 from _more_clis_util import MARKER_ENV, cli_executable, live_processes, new_marker
-from agentport.core import Message
+from agentport.core import CompletionConfig, Message, ToolPolicy
 from agentport.factory import create_llm_adapter
-from agentport.testing import FakeModelServer, LargeReply
+from agentport.testing import FakeModelServer, LargeReply, ToolCallReply
 
 pytestmark = [pytest.mark.anyio, pytest.mark.contract]
 
@@ -85,3 +88,27 @@ async def test_claude_warm_process_delivers_a_large_answer_whole(
     assert first.content == "small"
     assert len(large.content) == size
     assert live_processes(options["env"][MARKER_ENV]) == []
+
+
+async def test_claude_warm_max_turns_counts_each_call_afresh(options: dict[str, Any]) -> None:
+    # `--max-turns` is given once, at the process's start: each call on a warm process gets
+    # the whole budget again, and a call that needs more is still stopped by it
+    bash = {"command": "echo hi", "description": "greet"}
+    config = CompletionConfig(
+        max_turns=2, tools=ToolPolicy(allowed_tools=("Bash",)), total_timeout_s=90
+    )
+    with FakeModelServer() as server:
+        options["base_url"] = server.anthropic_base_url
+        adapter = create_llm_adapter("claude", retry=False, warm=1, claude=options)
+        answers = []
+        for n in range(3):
+            server.reply(ToolCallReply("Bash", bash, then=f"done {n}"))
+            answers.append((await adapter.complete([Message.user(f"greet {n}")], config)).unwrap())
+        server.reply(ToolCallReply("Bash", bash, then=ToolCallReply("Bash", bash, then="late")))
+        over = await adapter.complete([Message.user("greet twice")], config)
+        await adapter.aclose()
+    assert [a.content for a in answers] == ["done 0", "done 1", "done 2"]
+    pids = {a.raw.extra["pid"] for a in answers if a.raw is not None}
+    assert len(pids) == 1  # all three on one warm process
+    assert isinstance(over, Failure)
+    assert over.failure().message.startswith("turn limit reached")
