@@ -333,3 +333,19 @@ async def test_an_agent_is_reused_only_with_the_environment_it_started_with(
     monkeypatch.delenv("FAKE_TOKEN")
     await adapter.aclose()
     assert live_processes_with(str(record)) == []
+
+
+@pytest.mark.anyio
+async def test_a_warm_call_ends_within_its_deadline(record: Path) -> None:
+    # a warm agent that never answers: the call ends at its deadline, and the agent goes
+    adapter = acp(warm=1)
+    await ask(adapter, "warm it")
+    started = anyio.current_time()
+    config = CompletionConfig(total_timeout_s=1.5)
+    result = await adapter.complete(as_messages("HANG"), config)
+    elapsed = anyio.current_time() - started
+    assert isinstance(result, Failure)
+    assert result.failure().kind is ErrorKind.timeout
+    assert elapsed < 1.5 + 1.0
+    await adapter.aclose()
+    assert live_processes_with(str(record)) == []

@@ -202,3 +202,25 @@ async def test_a_warm_processes_block_owns_its_processes(record: Path) -> None:
         pids = {(await ask(adapter, f"q{i}"))[1] for i in range(3)}
         assert len(pids) == 1
     assert live_processes_with(str(record)) == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("where", ["the reset", "the turn"])
+async def test_a_warm_call_ends_within_its_deadline(
+    record: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    # the call's whole budget covers the fresh conversation's reset and its turn, and a
+    # timed-out process is torn down at once, not waited for
+    if where == "the reset":
+        monkeypatch.setenv("FAKE_CLEAR_DELAY", "20")
+    adapter = claude(record, warm=1)
+    await ask(adapter, "warm it")
+    started = anyio.current_time()
+    prompt = "q" if where == "the reset" else "hang"
+    result = await adapter.complete(as_messages(prompt), CompletionConfig(total_timeout_s=1.5))
+    elapsed = anyio.current_time() - started
+    assert isinstance(result, Failure)
+    assert result.failure().kind is ErrorKind.timeout
+    assert elapsed < 1.5 + 1.0
+    await adapter.aclose()
+    assert live_processes_with(str(record)) == []

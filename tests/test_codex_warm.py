@@ -120,3 +120,17 @@ async def test_calls_app_server_may_not_understand_run_cold(record: Path) -> Non
     assert response.unwrap().content
     await adapter.aclose()
     await resumed.aclose()
+
+
+async def test_a_warm_call_ends_within_its_deadline(record: Path) -> None:
+    adapter = codex(record, warm=1)
+    await ask(adapter, "warm it")
+    started = anyio.current_time()
+    config = CompletionConfig(total_timeout_s=1.5)
+    result = await adapter.complete(as_messages("slow"), config)
+    elapsed = anyio.current_time() - started
+    assert isinstance(result, Failure)
+    assert result.failure().kind is ErrorKind.timeout
+    assert elapsed < 1.5 + 1.0
+    await adapter.aclose()
+    assert live_processes_with(str(record)) == []

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import time
 from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
@@ -38,7 +39,7 @@ from ..transport import (
     private_tempdir,
 )
 from ..transport._live import LiveProcess
-from ..transport._runner import cannot_start
+from ..transport._runner import cannot_start, total_timeout
 from ._spec import BackendSpec, Invocation
 
 __all__ = ["Launch", "finish", "run_turn"]
@@ -113,16 +114,23 @@ async def run_turn(
     """One call's turn on a process of *pool*: an idle one with a fresh conversation, or one
     started with *launch*. Like `run_process`, never raises for expected failures (a CLI that
     cannot start: `result.error`); the process (or None when none started) goes to `finish`
-    after the call is judged. A cancelled turn closes its process."""
-    live = await _take(pool, spec, request)
-    if live is None:
+    after the call is judged. A cancelled turn closes its process. The reset counts against
+    the request's `total_timeout_s`: the turn gets what is left of it."""
+    deadline = time.monotonic() + request.total_timeout_s
+    live = await _take(pool, spec, request, deadline)
+    if live is None and time.monotonic() < deadline:
         try:
             live = await _start(launch, spec)
         except ProviderError as exc:
             return ProcessResult(error=exc), None
         pool.started(live)
+    left = deadline - time.monotonic()
+    if live is None or left <= 0:  # resets used the budget up (a process taken is fine)
+        if live is not None:
+            await pool.give(live)
+        return ProcessResult(error=total_timeout(request.total_timeout_s)), None
     try:
-        return await live.turn(launch.turn, request, on_frame), live
+        return await live.turn(launch.turn, replace(request, total_timeout_s=left), on_frame), live
     except BaseException:
         await live.aclose()  # shielded
         raise
@@ -163,23 +171,29 @@ async def _start(launch: Launch, spec: BackendSpec) -> LiveProcess:
 
 
 async def _take(
-    pool: WarmPool[LiveProcess], spec: BackendSpec, request: ProcessRequest
+    pool: WarmPool[LiveProcess], spec: BackendSpec, request: ProcessRequest, deadline: float
 ) -> LiveProcess | None:
-    while (live := await pool.take()) is not None:
+    """An idle process of *pool* with a fresh conversation, or None; each one whose reset
+    fails (or is cancelled half-way) is closed."""
+    while time.monotonic() < deadline and (live := await pool.take()) is not None:
         if live.workdir is not None:
             _empty(live.workdir)
+        fresh = False
         try:
-            if await _reset(live, spec, request):
-                return live
-        except BaseException:  # cancelled mid-reset: a process half-way is never kept
-            await live.aclose()
-            raise
-        await live.aclose()
+            fresh = await _reset(live, spec, request, deadline)
+        finally:
+            if not fresh:
+                await live.aclose()  # shielded
+        if fresh:
+            return live
     return None
 
 
-async def _reset(live: LiveProcess, spec: BackendSpec, request: ProcessRequest) -> bool:
-    """Start a fresh conversation on *live*: True once the CLI confirmed it."""
+async def _reset(
+    live: LiveProcess, spec: BackendSpec, request: ProcessRequest, deadline: float
+) -> bool:
+    """Start a fresh conversation on *live*, within 30 s and *deadline*: True once the CLI
+    confirmed it."""
     warm = spec.warm
     assert warm is not None
     if warm.reset is None:  # every turn opens a conversation of its own
@@ -193,7 +207,7 @@ async def _reset(live: LiveProcess, spec: BackendSpec, request: ProcessRequest) 
         confirmed = confirmed or warm.reset_done(frame.value)
         return warm.reset_end(frame.value)
 
-    limit = min(request.total_timeout_s, _RESET_LIMIT_S)
+    limit = max(0.0, min(deadline - time.monotonic(), _RESET_LIMIT_S))
     limits = replace(
         request,
         startup_timeout_s=limit,

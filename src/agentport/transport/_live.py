@@ -34,12 +34,15 @@ from ._runner import (
     _ExitWatch,
     _pump,
     _signal_group,
+    _teardown,
     close_at_eof,
     total_timeout,
 )
 from ._spawner import open_guarded
 
 __all__ = ["LiveProcess"]
+
+_GRACE_S = 3.0  # SIGTERM to SIGKILL when a process is closed, as a run's default `grace_s`
 
 
 class LiveProcess:
@@ -96,8 +99,12 @@ class LiveProcess:
 
     async def aclose(self) -> None:
         """Close stdin (a CLI reading turns exits at EOF), then tear the group down: shielded,
-        bounded by the run's usual grace."""
-        await close_at_eof(self.process, 3.0)
+        bounded by the run's usual grace. A process a turn left unfit (timed out, printed what
+        it must not) gets no time to finish: its group is torn down at once."""
+        if self._fit:
+            await close_at_eof(self.process, _GRACE_S)
+        else:
+            await _teardown(self.process, _GRACE_S)
         if self.home is not None:
             self.home.close()
 
@@ -141,8 +148,9 @@ class LiveProcess:
                 result.error = total_timeout(request.total_timeout_s)
             if not result.stopped:  # it ended, timed out or printed what it must not
                 self._fit = False
-                with anyio.move_on_after(request.grace_s):
-                    await self.process.wait()
+                if result.error is None:  # its stdout ended: its exit status follows
+                    with anyio.move_on_after(request.grace_s):
+                        await self.process.wait()
             tg.cancel_scope.cancel()
         result.exit_code = self.process.returncode
         result.stderr_tail = self.stderr_tail()
