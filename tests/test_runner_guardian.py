@@ -5,6 +5,7 @@ behind. (Host death itself: tests/test_runner_host_death.py.)"""
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import sys
@@ -69,6 +70,52 @@ async def test_a_killed_guardian_is_replaced_and_its_running_call_still_ends() -
     again = await _parent()
     assert again != guardian
     assert "_guardian.py --serve" in _cmdline(again)
+
+
+class _RefusesOnce:
+    """The guardian's socket, whose next `sendmsg` fails as a full kernel buffer would."""
+
+    def __init__(self, sock: object) -> None:
+        self.sock = sock
+        self.refused = False
+
+    def sendmsg(self, *args: object) -> int:
+        if not self.refused:
+            self.refused = True
+            raise OSError(errno.ENOBUFS, os.strerror(errno.ENOBUFS))
+        return self.sock.sendmsg(*args)  # type: ignore[attr-defined, no-any-return]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.sock, name)
+
+
+@pytest.mark.anyio
+async def test_a_send_refused_by_a_live_guardian_fails_only_that_start() -> None:
+    from agentport.transport._spawner import _HostGuardian
+
+    guardian = await _parent()
+    done: list[tuple[list[str], int | None]] = []
+
+    async def slow() -> None:
+        done.append(await _lines(["sh", "-c", "echo started; sleep 0.5; echo done"]))
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(slow)
+            await anyio.sleep(0.2)
+            real = _HostGuardian.sock
+            _HostGuardian.sock = _RefusesOnce(real)  # type: ignore[assignment]
+            try:
+                refused = await run_process(ProcessRequest(["true"]), _ignore)
+            finally:
+                _HostGuardian.sock = real
+    assert refused.error is not None  # this start failed ...
+    assert done == [(["started", "done"], 0)]  # ... the running call did not
+    assert await _parent() == guardian  # and the guardian is the same
+
+
+async def _ignore(frame: Frame) -> bool:
+    return False
 
 
 def test_a_forked_child_starts_a_guardian_of_its_own() -> None:
@@ -156,3 +203,36 @@ async def test_open_guarded_raises_like_open_process(tmp_path: Path) -> None:
     assert await process.wait() == 0
     await process.aclose()
     assert group_members(process.pid) == []
+
+
+def test_a_fork_the_guardian_cannot_make_reports_the_errno_and_leaks_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agentport.transport import _guardian
+
+    made: list[int] = []
+    real_pipe = os.pipe
+
+    def pipe() -> tuple[int, int]:
+        fds = real_pipe()
+        made.extend(fds)
+        return fds
+
+    def no_fork() -> int:
+        raise OSError(errno.EAGAIN, os.strerror(errno.EAGAIN))
+
+    status_r, status_w = os.pipe()
+    ends = [os.pipe() for _ in range(3)]
+    stdio = [r for r, _ in ends]
+    monkeypatch.setattr(os, "pipe", pipe)
+    monkeypatch.setattr(os, "fork", no_fork)
+    _guardian._start({"argv": ["true"]}, status_w, stdio, {})
+    monkeypatch.undo()
+    assert os.read(status_r, 64) == b"err %d\n" % errno.EAGAIN
+    # the status pipe's and the CLI's descriptors are closed, and so is the pipe it made
+    assert made != []
+    for fd in [status_w, *stdio, *made]:
+        with pytest.raises(OSError, match="Bad file descriptor"):
+            os.fstat(fd)
+    for fd in [status_r, *(w for _, w in ends)]:
+        os.close(fd)

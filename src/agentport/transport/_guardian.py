@@ -192,14 +192,16 @@ def _tell(fd: int, line: bytes) -> None:
 
 def _start(req: Any, status: int, stdio: list[int], children: dict[int, int]) -> None:
     """Fork and exec one request; its pid (or the exec's errno) goes to *status*."""
+    failed: list[int] = []
     try:
-        failed_r, failed_w = os.pipe()
+        failed = list(os.pipe())
         pid = os.fork()
     except OSError as exc:
-        _close(stdio)
+        _close([*failed, *stdio])
         _tell(status, b"err %d\n" % (exc.errno or 0))
         _close([status])
         return
+    failed_r, failed_w = failed
     if pid == 0:  # pragma: no cover - the child execs
         _exec_child(req, stdio, failed_w)
     _close([failed_w, *stdio])

@@ -97,12 +97,20 @@ class _HostGuardian:
                 sock = cls._connected()
                 try:
                     sock.sendmsg(head, rights)
-                    sock.sendall(body)
-                    return
-                except OSError:  # it died (killed by someone): start another, once
-                    cls._drop()
+                except OSError as exc:
+                    peer_gone = isinstance(exc, BrokenPipeError | ConnectionResetError)
+                    if not peer_gone and cls.proc is not None and cls.proc.poll() is None:
+                        raise  # a live guardian got nothing: this start fails, others run on
+                    cls._drop()  # it died (killed by someone): start another, once
                     if attempt == 2:
                         raise
+                    continue
+                try:
+                    sock.sendall(body)
+                except OSError:  # half a request: the stream is lost, and so is the guardian
+                    cls._drop()
+                    raise
+                return
 
     @classmethod
     def _connected(cls) -> socket.socket:
