@@ -224,3 +224,29 @@ async def test_a_warm_call_ends_within_its_deadline(
     assert elapsed < 1.5 + 1.0
     await adapter.aclose()
     assert live_processes_with(str(record)) == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("wrapped", ["retry policy", "failover chain", "budget"])
+async def test_the_adapters_users_hold_close_their_warm_processes(
+    record: Path, wrapped: str
+) -> None:
+    # `await adapter.aclose()` on what the factory hands out (its default retry policy, a
+    # chain) or a workflow wraps it in (a budget), not only on the bare CliAdapter
+    from agentport.policies import Budget, BudgetAdapter
+
+    options = {"executable": str(record.parent / "claude")}
+    if wrapped == "failover chain":
+        adapter: Any = create_llm_adapter(["claude", "echo"], warm=1, claude=options)
+    else:
+        adapter = create_llm_adapter("claude", warm=1, claude=options)
+    if wrapped == "budget":
+        adapter = BudgetAdapter(adapter, Budget(calls=10))
+    pids = set()
+    for i in range(2):
+        response = (await adapter.complete(as_messages(f"q{i}"))).unwrap()
+        pids.add(response.raw.extra["pid"])
+    assert len(pids) == 1
+    assert live_processes_with(str(record)) != []
+    await adapter.aclose()
+    assert live_processes_with(str(record)) == []

@@ -147,3 +147,29 @@ async def test_codex_warm_session_resumes_cold(options: dict[str, Any]) -> None:
         bodies = [r.body for r in server.model_requests]
     assert two.content == "it was pineapple"
     assert "pineapple" in json.dumps(bodies[1]["input"])
+
+
+async def test_codex_warm_from_the_projects_agentport_toml(
+    options: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # as a user turns it on: `warm` in agentport.toml, the adapter with its default policies
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.setenv("AGENTPORT_TRUSTED_PROJECTS", str(project))
+    monkeypatch.setenv(MARKER_ENV, options["env"][MARKER_ENV])
+    monkeypatch.setenv("AGENTPORT_INHERIT_ENV", MARKER_ENV)
+    with FakeModelServer() as server:
+        server.script("one", "two")
+        (project / "agentport.toml").write_text(
+            '[llm]\nbackend = "codex"\nwarm = 1\n\n[llm.codex]\n'
+            f'executable = "{options["executable"]}"\nbase_url = "{server.openai_base_url}"\n'
+            'api_key = "test-key"\n'
+        )
+        adapter = create_llm_adapter(cwd=project)
+        one = (await adapter.complete([Message.user("first")])).unwrap()
+        two = (await adapter.complete([Message.user("second")])).unwrap()
+        assert live_processes(options["env"][MARKER_ENV]) != []
+        await adapter.aclose()  # type: ignore[attr-defined]
+    assert (one.content, two.content) == ("one", "two")
+    assert _pid(one) == _pid(two)
+    assert live_processes(options["env"][MARKER_ENV]) == []

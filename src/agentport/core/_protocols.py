@@ -74,6 +74,14 @@ class LLMAdapter(Protocol):
     ) -> Result[CompletionResponse, ProviderError]: ...
 
 
+async def aclose_adapter(adapter: object) -> None:
+    """Close what *adapter* keeps between calls (warm agent processes: docs/warm.md) when it
+    has an `aclose()`; a no-op for the others. Used by the adapters that wrap another."""
+    close = getattr(adapter, "aclose", None)
+    if close is not None:
+        await close()
+
+
 @runtime_checkable
 class AgentRuntime(Protocol):
     """A streaming, multi-turn agent session; an async context manager owning its task group.

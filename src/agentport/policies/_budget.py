@@ -37,6 +37,7 @@ from ..core import (
     Usage,
     merge_config,
 )
+from ..core._protocols import aclose_adapter
 from ..core._response import usage_of
 
 __all__ = ["Budget", "BudgetAdapter"]
@@ -81,6 +82,10 @@ class BudgetAdapter:
     @property
     def backend(self) -> str:
         return self.inner.backend
+
+    async def aclose(self) -> None:
+        """Close what the wrapped adapter keeps between calls (its warm processes)."""
+        await aclose_adapter(self.inner)
 
     def reached(self) -> str | None:
         """Which ceiling is reached, as "calls 10/10", or would be by the next call, as

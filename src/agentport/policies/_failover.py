@@ -54,6 +54,7 @@ from ..core import (
     check_params,
     merge_config,
 )
+from ..core._protocols import aclose_adapter
 from ._chain import DEFAULT_FAILOVER_ON
 from ._cooldown import CooldownStore, cooling_error
 from ._headroom import quota_status
@@ -121,6 +122,12 @@ class FailoverAdapter:
     def backend(self) -> str:
         """The chain, comma-separated (the answering backend is in each response)."""
         return ",".join(m.name for m in self.members)
+
+    async def aclose(self) -> None:
+        """Close what the members built so far keep between calls (their warm processes)."""
+        for member in self.members:
+            if member._adapter is not None:
+                await aclose_adapter(member._adapter)
 
     async def complete(
         self, messages: Sequence[Message], config: CompletionConfig | None = None

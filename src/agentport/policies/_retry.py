@@ -40,6 +40,7 @@ from ..core import (
     Usage,
     merge_config,
 )
+from ..core._protocols import aclose_adapter
 from ..core._response import usage_of, with_usage
 from ._cooldown import CooldownStore, cooling_error, note_exhausted
 from ._headroom import note_headroom
@@ -141,6 +142,10 @@ class RetryingAdapter:
     @property
     def backend(self) -> str:
         return self.inner.backend
+
+    async def aclose(self) -> None:
+        """Close what the wrapped adapter keeps between calls (its warm processes)."""
+        await aclose_adapter(self.inner)
 
     async def complete(
         self, messages: Sequence[Message], config: CompletionConfig | None = None
