@@ -9,16 +9,17 @@ app-server`) through their own backends (`base_url`, `api_key`), as CI installs 
 (.ci/steps/20-agent-clis and 21-more-agent-clis). Goal: warm <= 1/5 of cold for the node-based CLIs.
 
 Also: a research run (`run_research`, web mode with `assume_web_tools`: the scripted model
-answers each phase's schema) on FakeModelServer through `gemini --acp`, with the workflows'
-default warm block and with `warm = 0`.
+answers each phase's schema) on FakeModelServer through `gemini --acp` (or `claude`, `codex`:
+`--research-agent`), with the workflows' default warm block and with `warm = 0`.
 
-    python benchmarks/warm_calls.py [--calls 6] [--no-research]
+    python benchmarks/warm_calls.py [--calls 6] [--no-research] [--research-agent gemini]
                                     [--agents gemini,qwen,opencode,copilot,claude,pi,codex]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import statistics
@@ -84,7 +85,9 @@ def _research_model(req: Any) -> Any:
     schema its prompt asks for (three angles, three sources each, two claims a source)."""
     from agentport.testing import JsonReply
 
-    text = req.user_text
+    # the schema is in the prompt (gemini) or sent natively (codex: `text.format`; claude:
+    # its structured-output tool)
+    text = req.user_text + json.dumps([req.body.get("text"), req.body.get("tools")])
     if '"angles"' in text:
         angles = [{"label": f"a{i}", "query": f"backoff q{i}"} for i in range(3)]
         return JsonReply({"question": "Q", "summary": "s", "angles": angles})
@@ -118,15 +121,20 @@ def _research_model(req: Any) -> Any:
     )  # fmt: skip
 
 
-async def _research(warm: bool, tmp: Path) -> tuple[float, int]:
+async def _research(warm: bool, tmp: Path, agent: str) -> tuple[float, int]:
     from agentport import create_llm_adapter
     from agentport.testing import FakeModelServer
     from agentport.workflows.deep_research import ResearchConfig, run_research
 
     with FakeModelServer(default="{}") as server:
         server.reply(_research_model, times=None)
-        options = _options("gemini", server, tmp / "home-research")
-        llm = create_llm_adapter("acp", retry=False, warm=None if warm else 0, acp=options)
+        setting = None if warm else 0
+        if agent == "gemini":
+            options = _options("gemini", server, tmp / "home-research")
+            llm = create_llm_adapter("acp", retry=False, warm=setting, acp=options)
+        else:
+            options = _cli(agent, server, tmp)
+            llm = create_llm_adapter(agent, retry=False, warm=setting, **{agent: options})
         config = ResearchConfig(assume_web_tools=True, MAX_VERIFY_CLAIMS=6, VOTES_PER_CLAIM=3)
         started = time.perf_counter()
         report = await run_research("How should retries back off?", llm, config=config)
@@ -140,6 +148,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=6)
     parser.add_argument("--agents", default="gemini,qwen,opencode,copilot,claude,pi,codex")
     parser.add_argument("--no-research", action="store_true")
+    parser.add_argument("--research-agent", default="gemini", choices=["gemini", "claude", "codex"])
     args = parser.parse_args()
     os.environ["AGENTPORT_ALLOW_REAL_BACKENDS"] = "1"
     with tempfile.TemporaryDirectory(prefix="agentport-warm-") as scratch:
@@ -151,10 +160,11 @@ def main() -> None:
             warm = statistics.median(anyio.run(_per_call, agent, args.calls, 1, tmp))
             print(f"| {agent} | {cold:.3f} | {warm:.3f} | {warm / cold:.3f} |")
         if not args.no_research:
-            cold_run, calls = anyio.run(_research, False, tmp)
-            warm_run, _ = anyio.run(_research, True, tmp)
+            agent = args.research_agent
+            cold_run, calls = anyio.run(_research, False, tmp, agent)
+            warm_run, _ = anyio.run(_research, True, tmp, agent)
             print(
-                f"\nresearch run ({calls} agent calls) on gemini --acp, scripted fake server: "
+                f"\nresearch run ({calls} agent calls) on {agent}, scripted fake server: "
                 f"warm = 0 {cold_run:.1f} s; the workflow's default warm block "
                 f"{warm_run:.1f} s ({warm_run / cold_run:.2f}x)"
             )
