@@ -75,10 +75,8 @@ class LiveProcess:
         opening; its answers are read with the first turn). Raises OSError like
         `anyio.open_process` (the caller checks `missing_executable` first)."""
         with anyio.CancelScope(shield=True):  # a spawn cancelled half-way is a lost group
-            process = await open_guarded(argv, cwd=cwd, env=env)
-        live = cls(process, home)
-        if hello:
-            await live._send(hello)
+            live = cls(await open_guarded(argv, cwd=cwd, env=env), home)
+            await live._send(hello)  # a few hundred bytes into an empty pipe: never blocks
         return live
 
     @property
