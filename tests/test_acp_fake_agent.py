@@ -211,6 +211,27 @@ async def test_acp_agent_that_dies_is_process_failed_with_its_stderr(
     assert (error.request_sent, error.mid_stream) == (None, False)  # nothing of the model's
 
 
+@pytest.mark.parametrize("scenario", ["crash", "exit_at_init"])
+async def test_a_dead_agents_stderr_is_read_to_its_end_even_when_read_late(
+    record: Path, monkeypatch: pytest.MonkeyPatch, scenario: str
+) -> None:
+    # under load the stderr reader can run after stdout's end was seen: the error still
+    # carries what the agent wrote before it died
+    from agentport.backends._acp_rpc import AgentConnection
+
+    drain = AgentConnection._drain
+
+    async def late(self: AgentConnection, *args: Any) -> None:
+        await anyio.sleep(0.2)
+        await drain(self, *args)
+
+    monkeypatch.setattr(AgentConnection, "_drain", late)
+    monkeypatch.setenv("FAKE_SCENARIO", scenario)
+    error = (await adapter().complete([Message.user("hi")])).failure()
+    assert error.kind is ErrorKind.process_failed
+    assert ("exploded" if scenario == "crash" else "missing config") in error.stderr_tail
+
+
 async def test_acp_agent_dying_mid_answer_failed_mid_stream(
     record: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

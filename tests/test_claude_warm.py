@@ -250,3 +250,24 @@ async def test_the_adapters_users_hold_close_their_warm_processes(
     assert live_processes_with(str(record)) != []
     await adapter.aclose()
     assert live_processes_with(str(record)) == []
+
+
+@pytest.mark.anyio
+async def test_a_warm_process_that_died_reports_its_stderr_even_when_read_late(
+    record: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentport.transport import _live
+
+    drain = _live.drain
+
+    async def late(*args: Any) -> None:
+        await anyio.sleep(0.2)
+        await drain(*args)
+
+    monkeypatch.setattr(_live, "drain", late)
+    adapter = claude(record, warm=1)
+    await ask(adapter, "warm it")
+    failed = await adapter.complete(as_messages("die"))
+    assert isinstance(failed, Failure)
+    assert "fatal: the fake died" in (failed.failure().stderr_tail or "")
+    await adapter.aclose()

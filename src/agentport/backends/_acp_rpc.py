@@ -35,6 +35,7 @@ from ..transport import (
     open_guarded,
     parse_line,
 )
+from ..transport._notices import Stop, drain
 from ..transport._runner import _signal_group, cannot_start, close_at_eof
 from ._classify import kind_from_status, kind_from_text
 
@@ -118,6 +119,7 @@ class AgentConnection:
         self._pending: dict[int, _Waiter] = {}
         self._gone: ProviderError | None = None
         self._tail: deque[bytes] = deque()
+        self._drained: anyio.Event | None = None  # set when the attach's stderr ended
         self._lock = anyio.Lock()
         self._framer = LineFramer(max_line_bytes)  # kept: a warm agent is read by many calls
 
@@ -140,8 +142,9 @@ class AgentConnection:
     def attach(self, tg: TaskGroup) -> None:
         """Read the agent's stdout and stderr in *tg* (the reading stops with *tg*; a warm
         agent is attached to each call that takes it)."""
+        self._drained = anyio.Event()
         tg.start_soon(self._read)
-        tg.start_soon(self._drain)
+        tg.start_soon(self._drain, self._drained)
 
     def alive(self) -> bool:
         """Started, not seen gone, and not exited."""
@@ -166,16 +169,10 @@ class AgentConnection:
             waiter.event.set()
         self._pending.clear()
 
-    async def _drain(self) -> None:
+    async def _drain(self, done: anyio.Event) -> None:
         assert self.process is not None
         assert self.process.stderr is not None
-        size = 0
-        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-            async for chunk in self.process.stderr:
-                self._tail.append(chunk)
-                size += len(chunk)
-                while size - len(self._tail[0]) >= 64 * 1024:
-                    size -= len(self._tail.popleft())
+        await drain(self.process.stderr, self._tail, 64 * 1024, done, Stop(None))
 
     async def _read(self) -> None:
         assert self.process is not None
@@ -195,6 +192,9 @@ class AgentConnection:
             return
         with anyio.move_on_after(self.grace_s):
             await self.process.wait()
+        if self._drained is not None:
+            with anyio.move_on_after(0.5):  # all it wrote to stderr before it died
+                await self._drained.wait()
         code = self.process.returncode
         tail = self.stderr_tail
         lines = [ln.strip() for ln in tail.strip().splitlines() if ln.strip()]

@@ -127,15 +127,10 @@ class LiveProcess:
         watch = _ExitWatch()
         assert self.process.stdout is not None
         assert self.process.stderr is not None
+        drained = anyio.Event()
         async with anyio.create_task_group() as tg:
-            tg.start_soon(
-                drain,
-                self.process.stderr,
-                self._tail,
-                request.stderr_tail_bytes,
-                anyio.Event(),
-                Stop(None),
-            )
+            keep = request.stderr_tail_bytes
+            tg.start_soon(drain, self.process.stderr, self._tail, keep, drained, Stop(None))
             tg.start_soon(watch.watch, self.process)
             with anyio.move_on_after(request.total_timeout_s) as total:
                 await self._send(data)
@@ -149,6 +144,8 @@ class LiveProcess:
                 if result.error is None:  # its stdout ended: its exit status follows
                     with anyio.move_on_after(request.grace_s):
                         await self.process.wait()
+                    with anyio.move_on_after(0.5):  # and all it wrote to stderr
+                        await drained.wait()
             tg.cancel_scope.cancel()
         result.exit_code = self.process.returncode
         result.stderr_tail = self.stderr_tail()
