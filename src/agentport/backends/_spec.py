@@ -7,6 +7,7 @@ inheritance between backends (DESIGN.md, "A backend is a spec").
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ __all__ = [
     "as_int",
     "at_prompt",
     "image_files",
+    "json_line",
     "last_text",
     "text_after_last_tool",
 ]
@@ -153,6 +155,12 @@ def as_int(value: Any) -> int:
     if isinstance(value, int | float):
         return int(value)
     return 0
+
+
+def json_line(message: Mapping[str, Any]) -> bytes:
+    """*message* as one line of a CLI's JSON-lines stdin (ASCII-escaped JSON, then a newline):
+    a warm process's turn or reset, an RPC request."""
+    return (json.dumps(message) + "\n").encode("utf-8")
 
 
 def last_text(events: Sequence[AgentEvent]) -> str:

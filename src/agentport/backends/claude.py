@@ -46,6 +46,7 @@ from ._spec import (
     WarmTurns,
     as_dict,
     as_int,
+    json_line,
     last_text,
 )
 from ._stream_json import decode_message
@@ -166,10 +167,9 @@ def warm_build(call: CliCall) -> Invocation:
 # process and prints `{"type": "conversation_reset", "trigger": "clear", ...}` before its
 # `result`: measured on claude 2.1.332 against FakeModelServer, whose next model request
 # then carries nothing of the conversation before it (tests/test_claude_warm_contract.py).
-_CLEAR = json.dumps({"type": "user", "message": {"role": "user", "content": "/clear"}})
 WARM = WarmTurns(
     build=warm_build,
-    reset=(_CLEAR + "\n").encode("utf-8"),
+    reset=json_line({"type": "user", "message": {"role": "user", "content": "/clear"}}),
     reset_end=lambda obj: obj.get("type") == "result",
     reset_done=lambda obj: obj.get("type") == "conversation_reset",
 )
@@ -186,8 +186,7 @@ def _user_message(prompt: str, images: tuple[ImagePart, ...]) -> bytes:
         }
         for i in images
     ]
-    line = {"type": "user", "message": {"role": "user", "content": content}}
-    return (json.dumps(line) + "\n").encode("utf-8")
+    return json_line({"type": "user", "message": {"role": "user", "content": content}})
 
 
 def _usage(result: dict[str, Any]) -> Usage:

@@ -44,6 +44,7 @@ from ._spec import (
     as_dict,
     as_int,
     image_files,
+    json_line,
     last_text,
 )
 from ._web_events import web_meta
@@ -365,14 +366,10 @@ _APP_ITEMS = {
 _APP_ACTIONS = {"openPage": "open_page", "findInPage": "find_in_page"}
 
 
-def _line(message: dict[str, Any]) -> bytes:
-    return (json.dumps(message) + "\n").encode("utf-8")
-
-
-_HELLO = _line(
+_HELLO = json_line(
     {"id": "agentport-init", "method": "initialize",
      "params": {"clientInfo": {"name": "agentport", "version": "1"}}}
-) + _line({"method": "initialized"})  # fmt: skip
+) + json_line({"method": "initialized"})  # fmt: skip
 
 
 def warm_build(call: CliCall) -> Invocation:
@@ -382,7 +379,7 @@ def warm_build(call: CliCall) -> Invocation:
     the schema as `outputSchema`). A request of codex's (an approval: none comes with
     `approval_policy="never"`) is answered with an error, never left waiting."""
     flags, base = settings(call, app_server=True)
-    opening = _line({"id": _THREAD, "method": "thread/start", "params": {"cwd": str(call.cwd)}})
+    opening = json_line({"id": _THREAD, "method": "thread/start", "params": {"cwd": str(call.cwd)}})
     inputs: list[dict[str, Any]] = [{"type": "text", "text": call.prompt}]
     inputs += [{"type": "localImage", "path": str(path)} for path in image_files(call)]
     params: dict[str, Any] = {"input": inputs}
@@ -391,11 +388,11 @@ def warm_build(call: CliCall) -> Invocation:
 
     def replies(obj: dict[str, Any]) -> bytes | None:
         if "method" in obj and "id" in obj:  # a request of codex's
-            return _line({"id": obj["id"], "error": {"code": -32601, "message": "not served"}})
+            return json_line({"id": obj["id"], "error": {"code": -32601, "message": "not served"}})
         thread = as_dict(as_dict(obj.get("result")).get("thread"))
         if obj.get("id") == _THREAD and thread.get("id"):
             turn = {"threadId": thread["id"], **params}
-            return _line({"id": _TURN, "method": "turn/start", "params": turn})
+            return json_line({"id": _TURN, "method": "turn/start", "params": turn})
         return None
 
     argv = (call.executable, "app-server", *flags)

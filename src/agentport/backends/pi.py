@@ -31,7 +31,7 @@ from typing import Any
 from ._node import blocking_stdio_env
 from ._pi_events import classify, decode, final_text, provider_keys
 from ._policy import endpoint_passthrough
-from ._spec import BackendSpec, CliCall, Invocation, WarmTurns, image_files
+from ._spec import BackendSpec, CliCall, Invocation, WarmTurns, image_files, json_line
 
 __all__ = ["SPEC", "build", "classify", "decode", "final_text", "provider_keys"]
 
@@ -129,8 +129,8 @@ def warm_build(call: CliCall) -> Invocation:
     cold = build(call)
     argv = [a for a in cold.argv if a != "-p"]
     argv[argv.index("json")] = "rpc"
-    line = json.dumps({"id": "agentport", "type": "prompt", "message": call.prompt})
-    return Invocation(tuple(argv), cold.env, (line + "\n").encode("utf-8"), cold.passthrough)
+    turn = json_line({"id": "agentport", "type": "prompt", "message": call.prompt})
+    return Invocation(tuple(argv), cold.env, turn, cold.passthrough)
 
 
 def _reset_answer(obj: Any) -> bool:
@@ -143,7 +143,7 @@ def _reset_answer(obj: Any) -> bool:
 # (tests/test_pi_warm_contract.py).
 WARM = WarmTurns(
     build=warm_build,
-    reset=(json.dumps({"id": "agentport-reset", "type": "new_session"}) + "\n").encode(),
+    reset=json_line({"id": "agentport-reset", "type": "new_session"}),
     reset_end=_reset_answer,
     reset_done=lambda obj: _reset_answer(obj) and obj.get("success") is True,
     fits=lambda call: not call.images,
