@@ -35,7 +35,12 @@ from agentport.config import load_settings  # noqa: E402
 from agentport.core import ProviderError  # noqa: E402
 from agentport.temporal import CompleteOutput, complete, queue_for, workflow_queue  # noqa: E402
 from agentport.temporal._semaphore import (  # noqa: E402
+    ACQUIRE_SIGNAL,
+    RELEASE_SIGNAL,
     SEMAPHORE_ACTIVITIES,
+    SEMAPHORE_WORKFLOW,
+    PermitRelease,
+    PermitRequest,
     SemaphoreState,
     SemaphoreWorkflow,
     cluster_cap_for,
@@ -259,71 +264,48 @@ async def test_the_semaphore_continues_as_new_without_losing_a_permit(
     assert history[0].workflow_execution_started_event_attributes.continued_execution_run_id
 
 
+def _req(name: str) -> PermitRequest:
+    """A request of workflow *name*, which is not running (run ids must be UUIDs)."""
+    return PermitRequest(name, str(uuid.uuid4()), "permit", 2, check_s=3600)
+
+
+@pytest.mark.parametrize(
+    ("signal", "gone"),
+    [
+        (RELEASE_SIGNAL, "h1"),  # a holder gives its permit back
+        (RELEASE_SIGNAL, "w"),  # a waiter withdraws its request
+        (ACQUIRE_SIGNAL, "h1"),  # a holder's request, retried
+    ],
+)
 @pytest.mark.anyio
-async def test_a_refine_batch_from_the_command_line_obeys_the_configured_cap(
-    temporal_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+async def test_a_signal_that_reaches_a_new_run_first_applies_to_the_carried_state(
+    temporal_server: str, signal: str, gone: str
 ) -> None:
-    """As a user runs it: `cluster_concurrency = {openai_compat = 1}` in the config, two
-    `agentport worker`s of 8 slots each, `agentport refine --batch --temporal`: every
-    question is reviewed and the model server never sees two calls at once."""
-    from typer.testing import CliRunner
-
-    from _batch_model import options, refine_questions, serve_refine
-    from _deeprefine_util import write_tiny
-    from agentport.cli import app
-    from agentport.temporal import run_worker
-
-    monkeypatch.setenv("AGENTPORT_ALLOW_REAL_BACKENDS", "1")
-    graph = write_tiny(tmp_path / "repo")
-    questions = tmp_path / "q.txt"
-    questions.write_text("\n".join(refine_questions(2)) + "\n", encoding="utf-8")
-    out = tmp_path / f"reviews-{uuid.uuid4().hex[:8]}"
-    with FakeModelServer(shutdown_timeout=1.0) as server:
-        serve_refine(server, latency_s=LATENCY_S)
-        o = options(server)
-        _user_config(
-            "[temporal]\ncluster_concurrency = {openai_compat = 1}\n"
-            f'[llm.openai_compat]\nbase_url = "{o["base_url"]}"\napi_key = "{o["api_key"]}"\n'
-            'model = "fake-model"\n'
-        )
-        ready = anyio.Event()
-        started: list[object] = []
-
-        def on_ready(plan: object) -> None:
-            started.append(plan)
-            if len(started) == 2:
-                ready.set()
-
-        async with anyio.create_task_group() as group:
-            for _ in range(2):  # the default prefix, as `agentport worker` without options
-                group.start_soon(lambda: run_worker(
-                    temporal_server, ["openai_compat"], on_ready=on_ready, roots=[tmp_path]
-                ))  # fmt: skip
-            await ready.wait()
-            argv = [
-                "refine",
-                "--batch",
-                str(questions),
-                "--graph",
-                str(graph),
-                "--out",
-                str(out),
-                "--backend",
-                "openai_compat",
-                "--temporal",
-                temporal_server,
-                "-q",
-            ]
-            result = await anyio.to_thread.run_sync(lambda: CliRunner().invoke(app, argv))
-            assert result.exit_code == 0, result.output
-            client = await Client.connect(temporal_server)
-            state = await _semaphore_state(client, queue_for("openai_compat"))
-            group.cancel_scope.cancel()
-        arrivals = [r.received_at for r in server.model_requests]
-    assert len(list(out.glob("how-*.md"))) == 2  # every question reviewed
-    assert (state.limit, state.holders, state.waiters) == (1, [], [])
-    assert len(arrivals) >= 2, len(arrivals)
-    assert _peak(arrivals, LATENCY_S) == 1
+    """A signal sent while the semaphore continues as new is delivered to the new run, whose
+    handlers run before its `run` method: it must see the holders and waiters the run carries
+    (a release landing there was lost, and its permit with it). Signal-with-start puts the
+    signal in the run's first task, as that race does. Holders check hourly, so only the
+    signal changes the state; the holders and the waiter are not running workflows, so a
+    permit signalled to one of them is freed at once."""
+    async with cluster(temporal_server) as (client, prefix):
+        queue = queue_for("openai_compat", prefix)
+        h1, h2, w = _req("h1"), _req("h2"), _req("w")
+        carried = SemaphoreState(2, 3600, holders=[h1, h2], waiters=[w])
+        arg: PermitRequest | PermitRelease = {"h1": h1, "w": w}[gone]
+        if signal == RELEASE_SIGNAL:
+            arg = PermitRelease(arg.holder_id, arg.holder_run_id, arg.request_id)
+        await client.start_workflow(
+            SEMAPHORE_WORKFLOW, carried, id=semaphore_id(queue),
+            task_queue=workflow_queue(prefix), start_signal=signal, start_signal_args=[arg],
+        )  # fmt: skip
+        # the state it settles in: each signal handled once, and the permits of requests
+        # that are not running freed (a lost release never gets there)
+        expected = {
+            (RELEASE_SIGNAL, "h1"): ([h2], []),  # h1's permit went to w, then was freed
+            (RELEASE_SIGNAL, "w"): ([h1, h2], []),  # the holders keep their permits
+            (ACQUIRE_SIGNAL, "h1"): ([h2], []),  # granted again, to no one: freed; then w's
+        }[signal, gone]
+        await _until(client, queue, lambda st: (st.holders, st.waiters) == expected)
 
 
 def _user_config(text: str) -> None:

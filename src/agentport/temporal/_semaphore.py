@@ -198,10 +198,14 @@ SEMAPHORE_ACTIVITIES = [request_permit, holders_gone]
 class SemaphoreWorkflow:
     """At most `limit` permits out at once, granted in request order."""
 
-    def __init__(self) -> None:
-        self._state = SemaphoreState()
-        self._holders: dict[tuple[str, str, str], PermitRequest] = {}
-        self._waiters: list[PermitRequest] = []
+    @workflow.init
+    def __init__(self, state: SemaphoreState) -> None:
+        # The input is taken here, not in `run`: a signal that reached a new run (one sent
+        # while the previous run continued as new) is handled before `run` starts, and must
+        # find the holders and waiters it applies to (a release would be lost otherwise).
+        self._state = SemaphoreState(state.limit, state.check_s, state.max_events)
+        self._holders = {_key(h): h for h in state.holders}
+        self._waiters = [w for w in state.waiters if _key(w) not in self._holders]
         self._regrant: list[PermitRequest] = []
         self._wake = False
 
@@ -235,11 +239,7 @@ class SemaphoreWorkflow:
         )
 
     @workflow.run
-    async def run(self, state: SemaphoreState) -> None:
-        self._state = SemaphoreState(state.limit, state.check_s, state.max_events)
-        for holder in state.holders:
-            self._holders[_key(holder)] = holder
-        self._waiters.extend(w for w in state.waiters if _key(w) not in self._holders)
+    async def run(self, state: SemaphoreState) -> None:  # the state was taken in __init__
         while True:
             self._wake = False
             await self._grant()
