@@ -226,7 +226,7 @@ def test_a_fork_the_guardian_cannot_make_reports_the_errno_and_leaks_nothing(
     stdio = [r for r, _ in ends]
     monkeypatch.setattr(os, "pipe", pipe)
     monkeypatch.setattr(os, "fork", no_fork)
-    _guardian._start({"argv": ["true"]}, status_w, stdio, {})
+    _guardian._fork_start({"argv": ["true"]}, status_w, stdio, {})  # without POSIX_SPAWN_SETSID
     monkeypatch.undo()
     assert os.read(status_r, 64) == b"err %d\n" % errno.EAGAIN
     # the status pipe's and the CLI's descriptors are closed, and so is the pipe it made

@@ -191,7 +191,50 @@ def _tell(fd: int, line: bytes) -> None:
 
 
 def _start(req: Any, status: int, stdio: list[int], children: dict[int, int]) -> None:
-    """Fork and exec one request; its pid (or the exec's errno) goes to *status*."""
+    """Start one request; its pid (or the errno of its chdir or exec) goes to *status*.
+
+    `posix_spawnp` runs no Python code in the child (glibc: a vfork-like clone), which makes a
+    start ~0.2 ms against ~2.7 ms for `fork` + `_exec_child`. It has no cwd action before
+    Python 3.13 and looks PATH up in the caller's environment, so the guardian (one thread,
+    no use for either) takes the request's cwd and PATH for the spawn, then leaves the cwd for
+    `/` (never pinning a user's folder). `fork` remains for platforms without
+    `POSIX_SPAWN_SETSID`."""
+    try:
+        os.chdir(req["cwd"])
+        path = req["env"].get("PATH")
+        if path is None:  # as `execvpe` without PATH: the default search path
+            os.unsetenv("PATH")
+        else:
+            os.putenv("PATH", path)
+        pid = os.posix_spawnp(
+            req["argv"][0], req["argv"], req["env"],
+            file_actions=[(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(stdio)],
+            setsid=True, setsigdef=[getattr(signal, name) for name in _RESTORE], setsigmask=(),
+        )  # fmt: skip
+    except NotImplementedError:  # no POSIX_SPAWN_SETSID here
+        _leave_cwd()
+        _fork_start(req, status, stdio, children)
+        return
+    except (OSError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        # not an OSError: a field of a kind the host never sends (EINVAL)
+        _tell(status, b"err %d\n" % ((exc.errno or 0) if isinstance(exc, OSError) else 22))
+        _close([status])
+    else:
+        _tell(status, b"pid %d\n" % pid)
+        children[pid] = status
+    _leave_cwd()
+    _close(stdio)
+
+
+def _leave_cwd() -> None:
+    try:  # noqa: SIM105
+        os.chdir("/")
+    except OSError:  # pragma: no cover - / always exists
+        pass
+
+
+def _fork_start(req: Any, status: int, stdio: list[int], children: dict[int, int]) -> None:
+    """`_start` by `fork` and `_exec_child`."""
     failed: list[int] = []
     try:
         failed = list(os.pipe())
