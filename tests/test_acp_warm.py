@@ -349,3 +349,62 @@ async def test_a_warm_call_ends_within_its_deadline(record: Path) -> None:
     assert elapsed < 1.5 + 1.0
     await adapter.aclose()
     assert live_processes_with(str(record)) == []
+
+
+def session_cwds(record: Path) -> list[Path]:
+    return [
+        Path(m["params"]["cwd"])
+        for m in map(json.loads, record.read_text().splitlines())
+        if m.get("method") == "session/new"
+    ]
+
+
+@pytest.mark.anyio
+async def test_warm_sessions_open_in_the_agents_own_folder_emptied_between_calls(
+    record: Path,
+) -> None:
+    """One folder for all of a warm agent's sessions (agents set up per folder: opencode
+    answers `session/new` 50x sooner in a folder it has seen), private, and emptied before
+    each call: nothing an earlier call left there is seen by the next."""
+    adapter = acp(warm=1)
+    await ask(adapter, "first")
+    (home,) = set(session_cwds(record))
+    assert home.stat().st_mode & 0o077 == 0
+    (home / "left-by-the-first-call.txt").write_text("secret")
+    (home / "sub").mkdir()
+    (home / "sub" / "deeper.txt").write_text("secret")
+    (home / "link").symlink_to(record.parent)  # removed, never followed
+    await ask(adapter, "second")
+    assert set(session_cwds(record)) == {home}
+    assert list(home.iterdir()) == []
+    assert await anyio.Path(record).exists()  # the link's target is still there
+    await adapter.aclose()
+    assert not await anyio.Path(home).exists()
+
+
+@pytest.mark.anyio
+async def test_a_call_with_a_cwd_of_its_own_works_there_and_nothing_of_it_is_removed(
+    record: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "README.md").write_text("keep me")
+    for warm in (1, 0):
+        adapter = acp(warm=warm)
+        for _ in range(2):
+            response = await adapter.complete(as_messages("q"), CompletionConfig(cwd=project))
+            response.unwrap()
+        await adapter.aclose()
+    assert set(session_cwds(record)) == {project.resolve()}
+    assert (project / "README.md").read_text() == "keep me"
+
+
+@pytest.mark.anyio
+async def test_cold_calls_each_work_in_a_folder_of_their_own_removed_after(record: Path) -> None:
+    adapter = acp(warm=0)
+    for _ in range(2):
+        await ask(adapter, "q")
+    first, second = session_cwds(record)
+    assert first != second
+    assert not first.exists()
+    assert not second.exists()

@@ -25,7 +25,7 @@ def test_transport_exports() -> None:
             # warm agents (docs/warm.md)
             "DEFAULT_MAX_USES", "WORKFLOW_WARM", "WarmPool", "WarmScope", "call_pool",
             "close_shared", "current_scope", "pool_size", "shared_pool", "warm_processes",
-            "with_warm_processes",
+            "with_warm_processes", "empty_folder",
         ]
     )  # fmt: skip
     for name in agentport.transport.__all__:

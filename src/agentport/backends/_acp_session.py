@@ -79,6 +79,7 @@ class Session:
         self.events: list[AgentEvent] = []  # the last turn's, kept after it ends
         self.uses = 0  # calls served (a warm pool recycles the agent after its max_uses)
         self.workdir: ExitStack | None = None  # a warm agent's own folder, closed with it
+        self.home: Path | None = None  # that folder
 
     @property
     def backend(self) -> str:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import time
 from collections.abc import Mapping
 from contextlib import ExitStack
@@ -35,6 +34,7 @@ from ..transport import (
     ProcessRequest,
     ProcessResult,
     WarmPool,
+    empty_folder,
     missing_executable,
     private_tempdir,
 )
@@ -177,7 +177,7 @@ async def _take(
     fails (or is cancelled half-way) is closed."""
     while time.monotonic() < deadline and (live := await pool.take()) is not None:
         if live.workdir is not None:
-            _empty(live.workdir)
+            empty_folder(live.workdir)
         fresh = False
         try:
             fresh = await _reset(live, spec, request, deadline)
@@ -216,12 +216,3 @@ async def _reset(
     )
     result: ProcessResult = await live.turn(warm.reset, limits, on_frame)
     return result.error is None and result.stopped and confirmed and live.alive()
-
-
-def _empty(folder: Path) -> None:
-    """Remove everything inside *folder* (an earlier call's files), keeping the folder."""
-    for entry in folder.iterdir():
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
-        else:
-            entry.unlink(missing_ok=True)

@@ -55,7 +55,14 @@ from ..core import (
     merge_config,
     until_consumer_leaves,
 )
-from ..transport import WarmPool, call_pool, close_shared, pool_size, private_tempdir
+from ..transport import (
+    WarmPool,
+    call_pool,
+    close_shared,
+    empty_folder,
+    pool_size,
+    private_tempdir,
+)
 from ._acp_rpc import PROTOCOL_VERSION
 from ._acp_session import Session, agent_env
 from ._acp_wire import absolute_cwd, decode_update, permission_allowed, prompt_text, schema_or_plain
@@ -136,8 +143,12 @@ class AcpAdapter:
             ProviderError(ErrorKind.timeout, f"still running after {config.total_timeout_s:g}s",
                           timeout="total")
         )  # fmt: skip
-        with private_tempdir("agentport-acp-") as tmp:
-            cwd = absolute_cwd(config.cwd or tmp)
+        with ExitStack() as folders:
+            cwd: Path | None = None  # warm, without a cwd of the call's: the agent's folder
+            if config.cwd:
+                cwd = absolute_cwd(config.cwd)
+            elif pool is None:  # cold: a folder of this call's own
+                cwd = absolute_cwd(folders.enter_context(private_tempdir("agentport-acp-")))
             async with anyio.create_task_group() as tg:
                 try:
                     with anyio.move_on_after(config.total_timeout_s):
@@ -165,32 +176,50 @@ class AcpAdapter:
         return result
 
     async def _start(
-        self, pool: WarmPool[Session] | None, tg: TaskGroup, config: CompletionConfig, cwd: Path
+        self,
+        pool: WarmPool[Session] | None,
+        tg: TaskGroup,
+        config: CompletionConfig,
+        cwd: Path | None,
     ) -> Session:
+        """A new agent and a session on it in *cwd* (the call's `cwd` or, cold, a folder of
+        the call's own). A warm agent outlives the call: it runs in a folder of its own,
+        which is also its sessions' folder when the call sets no `cwd` (`_resume`)."""
         session = Session(self.capability, self.options)
         if pool is None:
+            assert cwd is not None
             await session.open(tg, config, cwd)
             return session
-        # a warm agent outlives this call's folder: it runs in a folder of its own
         session.workdir = ExitStack()
-        home = absolute_cwd(session.workdir.enter_context(private_tempdir("agentport-acp-w-")))
+        session.home = absolute_cwd(
+            session.workdir.enter_context(private_tempdir("agentport-acp-w-"))
+        )
         pool.started(session)
         try:
-            await session.start(tg, config, home)
-            await session.begin(config, cwd)
+            await session.start(tg, config, session.home)
+            await session.begin(config, cwd or session.home)
         except BaseException:
             await session.aclose()
             raise
         return session
 
     async def _resume(
-        self, session: Session, tg: TaskGroup, config: CompletionConfig, cwd: Path
+        self, session: Session, tg: TaskGroup, config: CompletionConfig, cwd: Path | None
     ) -> Session | None:
         """A fresh session on a warm agent; None (the agent closed) when it cannot open one,
-        as when it died while idle: the call then starts a new agent."""
+        as when it died while idle: the call then starts a new agent.
+
+        Without a `cwd` of the call's, the session opens in the agent's own folder, emptied
+        first (no file of an earlier call is left). One folder for all its sessions is what
+        lets an agent reuse its per-folder set-up: opencode 1.18.33 answers `session/new` in
+        0.01-0.02 s and the prompt in 0.17-0.23 s for a folder it has seen, against 0.5-1.0 s
+        and 0.7-1.0 s for a new one."""
+        assert session.home is not None  # a pooled agent was started by `_start`
         session.attach(tg)
+        if cwd is None:
+            empty_folder(session.home)
         try:
-            await session.begin(config, cwd)
+            await session.begin(config, cwd or session.home)
         except ProviderError:
             await session.aclose()
             return None

@@ -14,7 +14,8 @@
   this process (the runner and the ACP client); `guard_argv`: a guardian of its own for a
   process started synchronously (the local model worker); `missing_executable`: check first.
 - `private_base()`, `private_tempdir(prefix)`: run folders in a 0700 folder of this user's,
-  never directly under the shared temp directory (CLIs read config from parent folders).
+  never directly under the shared temp directory (CLIs read config from parent folders);
+  `empty_folder(path)`: a warm process's own folder emptied between calls.
 - `WarmPool`, `warm_processes(size)`, `current_scope()`, `pool_size`, `call_pool`: warm agent
   processes kept between calls (a bounded pool per configuration, one event loop; a block
   that owns and closes them).
@@ -36,7 +37,7 @@ from ._framer import (
     NestingTooDeepError,
     parse_line,
 )
-from ._rundir import private_base, private_tempdir
+from ._rundir import empty_folder, private_base, private_tempdir
 from ._runner import (
     DEFAULT_MAX_EVENTS,
     OnFrame,
@@ -89,6 +90,7 @@ __all__ = [
     "child_env",
     "close_shared",
     "current_scope",
+    "empty_folder",
     "group_members",
     "guard_argv",
     "missing_executable",

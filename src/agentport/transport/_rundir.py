@@ -96,3 +96,13 @@ def private_tempdir(prefix: str) -> Iterator[Path]:
             os.rmdir(path)
         except OSError:
             shutil.rmtree(path, ignore_errors=True)
+
+
+def empty_folder(folder: Path) -> None:
+    """Remove everything inside *folder* (an earlier call's files), keeping the folder; a
+    symlink is removed, never followed."""
+    for entry in folder.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
