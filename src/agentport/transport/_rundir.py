@@ -24,7 +24,7 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["private_base", "private_tempdir"]
+__all__ = ["empty_folder", "private_base", "private_tempdir"]
 
 _LOCK = threading.Lock()
 _BASE: Path | None = None
