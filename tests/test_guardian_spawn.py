@@ -139,3 +139,26 @@ def test_a_request_of_a_kind_the_host_never_sends_is_einval(
         status, _ = _run(req)
         assert status == b"err %d\n" % errno.EINVAL
         assert os.getcwd() == "/"
+
+
+@pytest.mark.anyio
+async def test_a_relative_cwd_is_the_callers_cwd_at_the_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As `anyio.open_process` does: relative to the host's cwd when the call starts (the
+    guardian started earlier, elsewhere, and sits at `/` between starts)."""
+    from agentport.transport import Frame, ProcessRequest, run_process
+
+    for name in ("a", "b"):
+        (tmp_path / name / "inner").mkdir(parents=True)
+    seen: list[str] = []
+
+    async def on_frame(frame: Frame) -> bool:
+        seen.append(frame.text.strip())
+        return False
+
+    for name in ("a", "b"):
+        monkeypatch.chdir(tmp_path / name)
+        result = await run_process(ProcessRequest(["pwd"], cwd=Path("inner")), on_frame)
+        assert result.error is None, result.error
+    assert seen == [str(tmp_path / "a" / "inner"), str(tmp_path / "b" / "inner")]

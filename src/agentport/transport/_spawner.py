@@ -362,7 +362,9 @@ async def open_guarded(
                 theirs.append(read if we_write else write)
             elif we_write is False:  # stdout to the caller's file
                 theirs.append(given)
-        body = json.dumps({"argv": list(argv), "env": dict(env), "cwd": str(cwd), "stdin": stdin})
+        # absolute: a relative cwd means this process's cwd now, not the guardian's
+        where = os.path.abspath(cwd)  # noqa: ASYNC240 - a getcwd, no file I/O
+        body = json.dumps({"argv": list(argv), "env": dict(env), "cwd": where, "stdin": stdin})
         _HostGuardian.send(body.encode(), theirs)
     except BaseException:
         for fd in mine:
