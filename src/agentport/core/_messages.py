@@ -6,9 +6,9 @@ import enum
 from collections.abc import Sequence
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ._parts import FilePart, ImagePart, fenced
+from ._parts import FilePart, ImagePart, fenced, utf8_text
 
 __all__ = ["Message", "MessageRole", "Part", "as_messages", "inline_files", "split_system"]
 
@@ -24,13 +24,19 @@ class MessageRole(enum.StrEnum):
 
 class Message(BaseModel):
     """One chat message: `role`, text `content`, and `parts` (images and text files attached
-    to it; `agentport.core._parts` says what each backend does with them). Immutable."""
+    to it; `agentport.core._parts` says what each backend does with them). Immutable. A
+    surrogate code point in `content` is made UTF-8-safe at construction (`utf8_text`)."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     role: MessageRole
     content: str
     parts: tuple[Part, ...] = ()
+
+    @field_validator("content")
+    @classmethod
+    def _utf8(cls, value: str) -> str:  # surrogates: see `utf8_text`
+        return utf8_text(value)
 
     @classmethod
     def system(cls, content: str) -> Message:

@@ -17,6 +17,7 @@ Reading a file from disk is `agentport.attach(path)` (the factory layer); here o
 from __future__ import annotations
 
 import base64
+import re
 from typing import Any, Literal
 
 from pydantic import (
@@ -28,7 +29,15 @@ from pydantic import (
     model_validator,
 )
 
-__all__ = ["IMAGE_TYPES", "MAX_PART_BYTES", "FilePart", "ImagePart", "fenced", "sniff_image"]
+__all__ = [
+    "IMAGE_TYPES",
+    "MAX_PART_BYTES",
+    "FilePart",
+    "ImagePart",
+    "fenced",
+    "sniff_image",
+    "utf8_text",
+]
 
 # What Anthropic, OpenAI and Gemini all take (their vision docs), by magic bytes.
 IMAGE_TYPES: tuple[str, ...] = ("image/png", "image/jpeg", "image/gif", "image/webp")
@@ -107,6 +116,20 @@ class ImagePart(BaseModel):
         return {"image/jpeg": ".jpg"}.get(self.media_type, "." + self.media_type.split("/")[1])
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def utf8_text(text: str) -> str:
+    """*text* as UTF-8 can carry it: a surrogate pair written as two code points becomes the
+    one character it stands for, and a lone surrogate (U+D800-U+DFFF: half of a character,
+    e.g. from `json.loads` of a cut `"\\ud83d"` escape) becomes U+FFFD, as a UTF-8 decoder
+    replaces invalid input. Every backend sends UTF-8 (a CLI's stdin and argv, an HTTP JSON
+    body), where a surrogate raised `UnicodeEncodeError` out of `complete()`."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
 class FilePart(BaseModel):
     """A text file: `name` (shown to the model) and `text`. Inlined into the message text on
     every backend (`fenced`)."""
@@ -117,9 +140,10 @@ class FilePart(BaseModel):
     name: str
     text: str
 
-    @field_validator("text")
+    @field_validator("name", "text")
     @classmethod
     def _bounded(cls, value: str) -> str:
+        value = utf8_text(value)
         if len(value.encode("utf-8")) > MAX_PART_BYTES:
             raise ValueError(f"file text passes {MAX_PART_BYTES} bytes")
         return value
