@@ -142,7 +142,16 @@ def child_env(
 
 
 def check_argv(argv: Sequence[str]) -> ProviderError | None:
-    """`invalid_request` when one argument or the whole argv is too long to spawn safely."""
+    """`invalid_request` when one argument or the whole argv is too long to spawn safely, or
+    an argument holds a NUL character (execve(2) takes C strings: none can carry it)."""
+    for index, arg in enumerate(argv):
+        if "\x00" in arg:
+            return ProviderError(
+                ErrorKind.invalid_request,
+                f"argument {index} of the command line contains a NUL character, which no "
+                "command line can carry (remove it from the prompt or option it came from)",
+                retryable=False,
+            )
     sizes = [len(a.encode("utf-8", errors="surrogateescape")) + 1 for a in argv]
     biggest = max(sizes, default=0)
     if biggest > MAX_ARG_BYTES or sum(sizes) > MAX_ARGV_BYTES:

@@ -1,4 +1,9 @@
-"""Text with a surrogate code point (half of a character: `json.loads('"\\\\ud83d"')`, a cut
+"""Text every backend can carry.
+
+A NUL character in a command-line argument is a one-line `invalid_request` naming the
+argument (execve(2) takes C strings), on every backend that puts caller text in argv.
+
+Text with a surrogate code point (half of a character: `json.loads('"\\ud83d"')`, a cut
 emoji in a model's or a page's JSON) reaches every backend as UTF-8: `Message` makes it
 UTF-8-safe at construction (`agentport.core._parts.utf8_text`: a pair written as two code
 points becomes its character, a lone one U+FFFD). Before, every CLI backend and
@@ -18,9 +23,10 @@ from hypothesis import strategies as st
 from returns.result import Success
 
 from agentport import Message, create_llm_adapter
-from agentport.core import CompletionConfig, FilePart, ToolPolicy
+from agentport.core import CompletionConfig, ErrorKind, FilePart, ToolPolicy
 from agentport.core._parts import utf8_text
 from agentport.testing import FakeModelServer
+from agentport.transport import check_argv
 
 CLI_BACKENDS = (
     "agy", "claude", "codex", "copilot", "gemini", "gjc", "goose", "grok", "hermes", "kiro",
@@ -115,3 +121,33 @@ async def test_openai_compat_sends_the_mended_text(monkeypatch: pytest.MonkeyPat
         result = await llm.complete([Message.user(PROMPT)])
         assert isinstance(result, Success)
         assert server.requests[-1].body["messages"][-1]["content"] == SENT
+
+
+NUL_IN_ARGV = ("agy", "grok", "hermes", "zcode")  # the prompt is an argument (argv hygiene)
+
+
+@pytest.mark.parametrize("backend", NUL_IN_ARGV)
+async def test_a_nul_in_a_prompt_in_argv_is_invalid_request_naming_it(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTPORT_ALLOW_REAL_BACKENDS", "1")
+    ran = tmp_path / "ran"
+    exe = tmp_path / backend
+    exe.write_text(f'#!/bin/sh\ntouch "{ran}"\n')
+    exe.chmod(0o755)
+    llm = create_llm_adapter(backend, retry=False, **{backend: {"executable": str(exe)}})
+    config = CompletionConfig(tools=ToolPolicy.cli_defaults())
+    result = await llm.complete([Message.user("before \x00 after")], config)
+    error = result.failure()
+    assert error.kind is ErrorKind.invalid_request
+    assert "contains a NUL character" in error.message
+    assert not error.retryable
+    assert not ran.exists()  # never started
+
+
+def test_check_argv_names_the_argument_with_a_nul_and_lets_clean_argv_through() -> None:
+    assert check_argv(["cli", "-p", "fine ünï \U0001f600"]) is None
+    error = check_argv(["cli", "-p", "a\x00b"])
+    assert error is not None
+    assert error.kind is ErrorKind.invalid_request
+    assert "argument 2 " in error.message
