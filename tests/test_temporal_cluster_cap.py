@@ -308,6 +308,73 @@ async def test_a_signal_that_reaches_a_new_run_first_applies_to_the_carried_stat
         await _until(client, queue, lambda st: (st.holders, st.waiters) == expected)
 
 
+@pytest.mark.anyio
+async def test_a_refine_batch_from_the_command_line_obeys_the_configured_cap(
+    temporal_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a user runs it: `cluster_concurrency = {openai_compat = 1}` in the config, two
+    `agentport worker`s of 8 slots each, `agentport refine --batch --temporal`: every
+    question is reviewed and the model server never sees two calls at once."""
+    from typer.testing import CliRunner
+
+    from _batch_model import options, refine_questions, serve_refine
+    from _deeprefine_util import write_tiny
+    from agentport.cli import app
+    from agentport.temporal import run_worker
+
+    monkeypatch.setenv("AGENTPORT_ALLOW_REAL_BACKENDS", "1")
+    graph = write_tiny(tmp_path / "repo")
+    questions = tmp_path / "q.txt"
+    questions.write_text("\n".join(refine_questions(2)) + "\n", encoding="utf-8")
+    out = tmp_path / f"reviews-{uuid.uuid4().hex[:8]}"
+    with FakeModelServer(shutdown_timeout=1.0) as server:
+        serve_refine(server, latency_s=LATENCY_S)
+        o = options(server)
+        _user_config(
+            "[temporal]\ncluster_concurrency = {openai_compat = 1}\n"
+            f'[llm.openai_compat]\nbase_url = "{o["base_url"]}"\napi_key = "{o["api_key"]}"\n'
+            'model = "fake-model"\n'
+        )
+        ready = anyio.Event()
+        started: list[object] = []
+
+        def on_ready(plan: object) -> None:
+            started.append(plan)
+            if len(started) == 2:
+                ready.set()
+
+        async with anyio.create_task_group() as group:
+            for _ in range(2):  # the default prefix, as `agentport worker` without options
+                group.start_soon(lambda: run_worker(
+                    temporal_server, ["openai_compat"], on_ready=on_ready, roots=[tmp_path]
+                ))  # fmt: skip
+            await ready.wait()
+            argv = [
+                "refine",
+                "--batch",
+                str(questions),
+                "--graph",
+                str(graph),
+                "--out",
+                str(out),
+                "--backend",
+                "openai_compat",
+                "--temporal",
+                temporal_server,
+                "-q",
+            ]
+            result = await anyio.to_thread.run_sync(lambda: CliRunner().invoke(app, argv))
+            assert result.exit_code == 0, result.output
+            client = await Client.connect(temporal_server)
+            state = await _semaphore_state(client, queue_for("openai_compat"))
+            group.cancel_scope.cancel()
+        arrivals = [r.received_at for r in server.model_requests]
+    assert len(list(out.glob("how-*.md"))) == 2  # every question reviewed
+    assert (state.limit, state.holders, state.waiters) == (1, [], [])
+    assert len(arrivals) >= 2, len(arrivals)
+    assert _peak(arrivals, LATENCY_S) == 1
+
+
 def _user_config(text: str) -> None:
     """Write the session's own user config (conftest points AGENTPORT_CONFIG_FILE at it)."""
     Path(os.environ["AGENTPORT_CONFIG_FILE"]).write_text(text, encoding="utf-8")
