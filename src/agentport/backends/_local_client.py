@@ -32,6 +32,7 @@ from typing import IO, Any
 
 from ..core import ErrorKind, ProviderError
 from ..transport import guard_argv
+from ._spec import json_line
 
 __all__ = ["REBUILD_HINT", "ModelWorker", "crash_error", "worker_for"]
 
@@ -207,7 +208,7 @@ class ModelWorker:
         assert proc is not None
         assert proc.stdin is not None
         try:
-            proc.stdin.write((json.dumps(message) + "\n").encode("utf-8"))
+            proc.stdin.write(json_line(message))
             proc.stdin.flush()
         except (BrokenPipeError, OSError, ValueError):
             pass  # it died: its stdout's end says so

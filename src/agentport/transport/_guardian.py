@@ -212,7 +212,6 @@ def _start(req: Any, status: int, stdio: list[int], children: dict[int, int]) ->
             setsid=True, setsigdef=[getattr(signal, name) for name in _RESTORE], setsigmask=(),
         )  # fmt: skip
     except NotImplementedError:  # no POSIX_SPAWN_SETSID here
-        _leave_cwd()
         _fork_start(req, status, stdio, children)
         return
     except (OSError, KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -222,7 +221,8 @@ def _start(req: Any, status: int, stdio: list[int], children: dict[int, int]) ->
     else:
         _tell(status, b"pid %d\n" % pid)
         children[pid] = status
-    _leave_cwd()
+    finally:
+        _leave_cwd()
     _close(stdio)
 
 
