@@ -33,6 +33,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # docstrings are wrapped source text: markdown joins their lines into one paragraph
+    rich_markup_mode="markdown",
 )
 
 _LETTER = {"native": "N", "translated": "T", "ignored": "I"}
@@ -217,12 +219,12 @@ def _grid_table(rows: list[dict[str, Any]]) -> Any:
     from rich import box
     from rich.table import Table
 
-    table = Table(
-        box=box.SIMPLE, pad_edge=False, padding=(0, 1), collapse_padding=True, show_edge=False
-    )
+    # one space between columns (the box's own separator, no padding): 15 three-letter
+    # headers and the longest name fit in 80 columns
+    table = Table(box=box.SIMPLE, pad_edge=False, padding=0, show_edge=False)
     table.add_column("name", no_wrap=True, min_width=max(len(r["name"]) for r in rows))
     for p in Param:
-        table.add_column(_SHORT[p], justify="center", no_wrap=True)
+        table.add_column(_SHORT[p], justify="center", no_wrap=True, min_width=len(_SHORT[p]))
     for row in rows:
         table.add_row(row["name"], *(_LETTER[row["params"][p.value]] for p in Param))
     return table
@@ -331,11 +333,15 @@ def _check_choices(choices: list[str] | None) -> None:
 
 @app.command()
 def complete(
-    prompt: Annotated[str, typer.Argument(help="The prompt; '-' reads standard input.")],
+    prompt: Annotated[
+        str, typer.Argument(metavar="PROMPT", help="The prompt; '-' reads standard input.")
+    ],
     backend: Annotated[
         str | None, typer.Option("--backend", "-b", help="Backend or alias.")
     ] = None,
-    model: Annotated[str | None, typer.Option("--model", "-m")] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", help="Model id (default: the backend's).")
+    ] = None,
     system: Annotated[str | None, typer.Option("--system", help="A system prompt.")] = None,
     schema: Annotated[
         Path | None, typer.Option("--schema", help="A JSON-schema file the answer must match.")

@@ -121,7 +121,11 @@ def _deeprefine_row() -> dict[str, Any]:
     owner, clash = command_owner()
     if clash:
         return {"backend": "deeprefine", "status": "clash", "detail": clash}
-    where = "is not on PATH" if owner == "none" else f"runs {owner}'s"
+    where = {
+        "none": "is not on PATH (agentport's runs as `agentport-deeprefine`)",
+        "agentport": "on PATH is agentport's",
+        "deeprefine-cli": "on PATH is deeprefine-cli's (agentport's is `agentport-deeprefine`)",
+    }.get(owner, "on PATH is another program (agentport's is `agentport-deeprefine`)")
     return {"backend": "deeprefine", "status": "ok", "detail": f"the `deeprefine` command {where}"}
 
 

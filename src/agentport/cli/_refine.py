@@ -130,7 +130,7 @@ def run_refine(
         out(f"Actions: {actions_path}")
         if not apply:
             reviewed = review(text, graph, ReviewContext.from_trace(loop.trace, graph, layout.root))
-            out(reviewed.markdown(str(trace_path), str(actions_path)))
+            out(reviewed.markdown(str(trace_path), str(actions_path), next_step=False))
             out("Dry run: graph.json was not modified. Re-run with --apply --yes to write it.")
             return 0
         report = apply_refinement(
@@ -141,7 +141,7 @@ def run_refine(
             allow_low=allow_low,
             refinement_file=actions_path,
         )
-        out(report.review.markdown(str(trace_path), str(actions_path)))
+        out(report.review.markdown(str(trace_path), str(actions_path), next_step=False))
         if report.refused:
             err("refusing to apply: LOW-confidence action(s); pass --allow-low-confidence")
             return 1

@@ -122,7 +122,11 @@ class Review:
     def as_json(self) -> list[dict[str, Any]]:
         return [i.as_json() for i in self.items]
 
-    def markdown(self, trace_file: str = "<trace>", actions_file: str = "<actions>") -> str:
+    def markdown(
+        self, trace_file: str = "<trace>", actions_file: str = "<actions>", *, next_step: bool = True
+    ) -> str:
+        """The review as the reference `deeprefine review` prints it; *next_step* False drops
+        its closing `deeprefine apply ...` line (for callers that name their own next step)."""
         lines = [f"DeepRefine proposed {len(self.items)} refinement action(s).", ""]
         for item in self.items:
             tag = "" if item.effect == "change" else f" ({item.effect})"
@@ -138,10 +142,11 @@ class Review:
             if item.suggested_replacement:
                 lines += ["Suggested replacement:", f"- {item.suggested_replacement}"]
             lines.append("")
-        lines.append(
-            f"Apply only after review: deeprefine apply --trace-file {trace_file} "
-            f"--refinement-file {actions_file}"
-        )
+        if next_step:
+            lines.append(
+                f"Apply only after review: deeprefine apply --trace-file {trace_file} "
+                f"--refinement-file {actions_file}"
+            )
         return "\n".join(lines)
 
 
