@@ -16,13 +16,25 @@ from email.parser import Parser
 from pathlib import Path
 
 SCRATCH = (".pyc", ".pyo", ".orig", ".rej", ".swp", "~", ".DS_Store")
-SCRATCH_DIRS = ("__pycache__", ".venv", ".mypy_cache", ".ruff_cache", ".pytest_cache",
-                ".hypothesis", ".git/", ".cache")
+SCRATCH_DIRS = (
+    "__pycache__",
+    ".venv",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    ".hypothesis",
+    ".git/",
+    ".cache",
+)
 
 
 def tracked_package_files(repo: Path) -> set[str]:
-    out = subprocess.run(["git", "-C", str(repo), "ls-files", "src/agentport"],
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["git", "-C", str(repo), "ls-files", "src/agentport"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return {line.removeprefix("src/") for line in out.splitlines() if line}
 
 
@@ -73,8 +85,10 @@ def main(argv: list[str]) -> int:
     for problem in problems:
         print(f"{dist}: {problem}")
     if not problems:
-        print(f"{wheels[0].name}: {len(zipfile.ZipFile(wheels[0]).namelist())} files; "
-              f"{sdists[0].name}: metadata and contents checked")
+        print(
+            f"{wheels[0].name}: {len(zipfile.ZipFile(wheels[0]).namelist())} files; "
+            f"{sdists[0].name}: metadata and contents checked"
+        )
     return 1 if problems else 0
 
 

@@ -15,7 +15,8 @@ _LINK = re.compile(r"\]\(([^)\s]+)\)")
 _OUTSIDE = re.compile(
     r"DESIGN\.md|shared/reference|shared/fixtures|\.\./shared|deep-research-port-plan\.md|"
     r"deeprefine-skill\.md|ouroboros-provider-adapter\.md|cli-contracts\.md|"
-    r"library-anchors\.md|workflow-anchors\.md|undriveable-clis\.md|quota-messages\.md"
+    r"library-anchors\.md|workflow-anchors\.md|undriveable-clis\.md|quota-messages\.md|"
+    r"deeprefine-cli\.md"
 )
 
 

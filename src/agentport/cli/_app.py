@@ -304,7 +304,19 @@ def config_cmd(
         typer.echo(json.dumps(listed, indent=2))
         return
     for table, key, value, origin in rows:
-        typer.echo(f"{table}.{key} = {value}  ({origin})")
+        typer.echo(f"{table}.{key} = {value}  ({origin}){_resolves(table, key, value)}")
+
+
+def _resolves(table: str, key: str, value: Any) -> str:
+    """`llm.backend = auto` is followed by the backend `auto` picks on this machine now."""
+    if (table, key) != ("llm", "backend") or not isinstance(value, str) or "auto" not in value:
+        return ""
+    from ..factory import resolve_auto
+
+    try:
+        return f"; auto is {resolve_auto()} here"
+    except ProviderError:
+        return "; auto finds no backend here (agentport doctor)"
 
 
 def _load_schema(path: Path) -> dict[str, Any]:

@@ -123,7 +123,11 @@ class Review:
         return [i.as_json() for i in self.items]
 
     def markdown(
-        self, trace_file: str = "<trace>", actions_file: str = "<actions>", *, next_step: bool = True
+        self,
+        trace_file: str = "<trace>",
+        actions_file: str = "<actions>",
+        *,
+        next_step: bool = True,
     ) -> str:
         """The review as the reference `deeprefine review` prints it; *next_step* False drops
         its closing `deeprefine apply ...` line (for callers that name their own next step)."""
