@@ -16,8 +16,8 @@ from agentport.core import Param, ParamSupport
 
 FAKE_CLIS = Path(__file__).parent / "fixtures" / "fake_clis"
 #: backends that run only with the CLI's own tools: they refuse least privilege, the default
-#: no-tools policy included (docs/backends/grok.md, gjc.md, zcode.md)
-ALL_TOOLS_ONLY = frozenset({"grok", "gjc", "zcode"})
+#: no-tools policy included (docs/backends/grok.md, zcode.md)
+ALL_TOOLS_ONLY = frozenset({"grok", "zcode"})
 
 
 def install_fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> Path:

@@ -49,8 +49,8 @@ GREEDY = {
 }
 # the prompt is an argument only here (no stdin form that keeps the CLI's contract)
 PROMPT_IN_ARGV = {"hermes", "agy", "grok", "zcode"}
-# stdin carries a protocol (gjc --mode rpc: one JSON command a line), the prompt inside it
-STDIN_PROTOCOL = {"gjc"}
+# stdin carries a protocol (one JSON command a line), the prompt inside it: none today
+STDIN_PROTOCOL: set[str] = set()
 
 
 def _build(name: str, tmp: Path, text: str, field: str) -> Invocation | ProviderError:

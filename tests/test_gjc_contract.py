@@ -1,14 +1,13 @@
-"""The gjc backend (`gjc --mode rpc`): its stdin dialogue, its policy refusal, its end states and
-error table against a fake gjc that behaves like the real rpc mode (commands handled
-concurrently, exit at stdin's EOF), and the shared protocol against a REAL binary of it:
-pi-coding-agent 0.73.1's `--mode rpc` (.ci/steps/21-more-agent-clis) driven through this spec
+"""The gjc backend (`gjc -p --mode json`): argv, stdin, end states and error table against a
+fake gjc that behaves like its print mode (tests/fixtures/fake_clis/gjc), and the shared
+event stream against a REAL binary of it: pi-coding-agent 0.73.1's `-p --mode json`
+(.ci/steps/21-more-agent-clis; gjc is built on pi's agent core) driven through this spec
 against `FakeModelServer`. Loopback only: run under `unshare -n` (scripts/test.sh)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -17,108 +16,75 @@ from returns.result import Failure, Success
 from _fake_clis_util import install_fake, live_processes_with, recorded
 from _more_clis_util import cli_executable, network_isolated
 from agentport import create_llm_adapter
-from agentport.backends import gjc
-from agentport.backends._endstate import RunWatch
-from agentport.backends._spec import RunOutcome
 from agentport.catalog import get_capability
-from agentport.core import (
-    CompletionConfig,
-    ErrorKind,
-    EventType,
-    Message,
-    Sandbox,
-    ToolPolicy,
-)
+from agentport.core import CompletionConfig, ErrorKind, EventType, Message, ToolPolicy
 from agentport.factory import create_agent_runtime
 from agentport.testing import FakeModelServer
 
 pytestmark = pytest.mark.anyio
 ALL_TOOLS = ToolPolicy.cli_defaults()
 ANSWER = '{"status": "ok", "answer": 42}'
+HEAD = ["-p", "--mode", "json", "--no-session"]
 
 
-def _commands(record: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in recorded(record)["stdin"].splitlines()]
-
-
-def test_catalog_lists_gjc_unverified_with_its_aliases() -> None:
+def test_catalog_lists_gjc_unverified_but_checked_against_its_source() -> None:
     for name in ("gjc", "gajae-code", "gajae_code"):
         cap = get_capability(name)
         assert cap.name == "gjc"
     assert cap.verified_against is None
     assert cap.auto_priority is None
+    assert cap.checked_against_source is not None
+    assert cap.checked_against_source.startswith("Yeachan-Heo/gajae-code@")
     assert "gajae-code" in cap.install_hint
 
 
 @pytest.mark.parametrize(
-    "tools",
-    [ToolPolicy(), ToolPolicy(allowed_tools=("read",)), ToolPolicy(sandbox=Sandbox.read_only)],
+    ("tools", "flags"),
+    [
+        (ToolPolicy(), ["--no-tools"]),
+        (ToolPolicy(allowed_tools=("read", "grep")), ["--tools", "read,grep"]),
+        (ALL_TOOLS, []),
+    ],
+    ids=["no-tools", "listed", "own-tools"],
 )
-async def test_every_policy_but_its_own_tools_is_refused_before_the_cli_starts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tools: ToolPolicy
+async def test_the_tool_policy_becomes_gjc_flags(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tools: ToolPolicy, flags: list[str]
 ) -> None:
     record = install_fake(tmp_path, monkeypatch, "gjc")
     adapter = create_llm_adapter("gjc", retry=False)
-    result = await adapter.complete([Message.user("hi")], CompletionConfig(tools=tools))
-    assert isinstance(result, Failure)
-    assert result.failure().kind is ErrorKind.unsupported
-    assert not record.exists()  # never spawned
+    response = await adapter.complete([Message.user("hi")], CompletionConfig(tools=tools))
+    assert response.unwrap().content == f"[default/default-model] {ANSWER}"
+    assert recorded(record)["argv"] == HEAD + flags
 
 
-async def test_prompt_waits_for_the_model_switch_ack_and_stdin_is_held_open(
+async def test_model_provider_system_prompt_and_stdin(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The fake answers on whatever model is current when the prompt arrives (the real rpc mode
-    # handles commands concurrently) and exits at stdin's EOF: a prompt written behind the
-    # switch, or stdin closed after it, gives the wrong model or no answer at all.
     record = install_fake(tmp_path, monkeypatch, "gjc")
     adapter = create_llm_adapter("gjc", retry=False)
-    config = CompletionConfig(tools=ALL_TOOLS, model="openrouter/qwen3-coder")
+    config = CompletionConfig(model="openrouter/qwen3-coder", reasoning_effort="high")
+    prompt = "hi --tools bash\n" + "ü" * 70_000  # flag-like, multi-byte, larger than a pipe
     response = (
-        await adapter.complete([Message.system("be terse"), Message.user("hi")], config)
+        await adapter.complete([Message.system("be terse"), Message.user(prompt)], config)
     ).unwrap()
     assert response.content == f"[openrouter/qwen3-coder] {ANSWER}"
     assert (response.usage.input_tokens, response.usage.output_tokens) == (11, 7)
     assert response.warnings == ()  # agent_end arrived: no MISSING_TERMINAL
-    commands = _commands(record)
-    assert [c["type"] for c in commands] == ["set_model", "prompt"]
-    assert commands[0] == {
-        "id": "agentport-model", "type": "set_model",
-        "provider": "openrouter", "modelId": "qwen3-coder",
-    }  # fmt: skip
-    assert commands[1]["message"].startswith("System instructions:\nbe terse")
-    assert recorded(record)["argv"] == ["--mode", "rpc", "--no-session"]
+    argv = recorded(record)["argv"]
+    assert argv[: len(HEAD) + 6] == [
+        *HEAD, "--provider", "openrouter", "--model", "qwen3-coder", "--thinking", "high"
+    ]  # fmt: skip
+    assert argv[argv.index("--append-system-prompt") + 1].endswith("system-prompt.md")
+    assert "be terse" not in " ".join(argv)  # the system prompt travels in a file
+    assert recorded(record)["stdin"] == prompt
     assert live_processes_with(str(record)) == []
-
-
-async def test_the_provider_option_and_a_bare_model(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    record = install_fake(tmp_path, monkeypatch, "gjc")
-    config = CompletionConfig(tools=ALL_TOOLS, model="glm-4.6")
-    bare = await create_llm_adapter("gjc", retry=False).complete([Message.user("hi")], config)
-    assert isinstance(bare, Failure)
-    assert bare.failure().kind is ErrorKind.config
-    assert "provider/glm-4.6" in bare.failure().message
-    adapter = create_llm_adapter("gjc", retry=False, gjc={"provider": "zai"})
+    bare = create_llm_adapter("gjc", retry=False, gjc={"provider": "zai"})
+    config = CompletionConfig(model="glm-4.6")
     assert (
-        (await adapter.complete([Message.user("hi")], config))
+        (await bare.complete([Message.user("hi")], config))
         .unwrap()
         .content.startswith("[zai/glm-4.6]")
     )
-    assert _commands(record)[0]["provider"] == "zai"
-
-
-async def test_protocol_v2_envelopes_decode_like_bare_frames(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    install_fake(tmp_path, monkeypatch, "gjc")
-    monkeypatch.setenv("FAKE_SCENARIO", "v2")
-    config = CompletionConfig(tools=ALL_TOOLS)
-    response = (await create_llm_adapter("gjc", retry=False).complete(
-        [Message.user("hi")], config)).unwrap()  # fmt: skip
-    assert response.content == f"[default/default-model] {ANSWER}"
-    assert response.warnings == ()
 
 
 @pytest.mark.parametrize(
@@ -126,7 +92,7 @@ async def test_protocol_v2_envelopes_decode_like_bare_frames(
     [
         ("quota", ErrorKind.quota_exhausted),
         ("http500", ErrorKind.server_error),
-        ("host", ErrorKind.unsupported),
+        ("retry", ErrorKind.server_error),
         ("crash", ErrorKind.process_failed),
     ],
 )
@@ -136,7 +102,7 @@ async def test_error_table(
     record = install_fake(tmp_path, monkeypatch, "gjc")
     monkeypatch.setenv("FAKE_SCENARIO", scenario)
     adapter = create_llm_adapter("gjc", retry=False, gjc={"grace_s": 0.5})
-    config = CompletionConfig(tools=ALL_TOOLS, total_timeout_s=30)
+    config = CompletionConfig(total_timeout_s=30)
     result = await adapter.complete([Message.user("hi")], config)
     assert isinstance(result, Failure), result
     error = result.failure()
@@ -144,30 +110,27 @@ async def test_error_table(
     if scenario == "quota":
         assert error.retry_after is not None
         assert 2 * 3600 < error.retry_after <= 7900
-    if scenario == "host":
-        assert "extension_ui_request" in error.message
     assert live_processes_with(str(record)) == []
 
 
-async def test_a_failed_model_switch_sends_no_prompt(
+async def test_a_gjc_that_only_knows_the_removed_rpc_mode_is_a_one_line_failure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    record = install_fake(tmp_path, monkeypatch, "gjc")
-    monkeypatch.setenv("FAKE_SCENARIO", "bad_model")
-    config = CompletionConfig(tools=ALL_TOOLS, model="nope/zz", total_timeout_s=30)
-    result = await create_llm_adapter("gjc", retry=False).complete([Message.user("hi")], config)
-    assert isinstance(result, Failure)
-    assert result.failure().kind is ErrorKind.model_not_found, result
-    assert [c["type"] for c in _commands(record)] == ["set_model"]
+    # what a driver still sending `--mode rpc` gets from a current gjc: exit 2, its own line
+    install_fake(tmp_path, monkeypatch, "gjc")
+    adapter = create_llm_adapter("gjc", retry=False, gjc={"extra_args": ["--mode", "rpc"]})
+    error = (await adapter.complete([Message.user("hi")], CompletionConfig())).failure()
+    assert error.kind is ErrorKind.process_failed
+    assert "--mode rpc was removed" in error.message
 
 
-async def test_a_hang_after_the_ack_ends_at_the_idle_timeout_with_no_orphan(
+async def test_a_hang_ends_at_the_idle_timeout_with_no_orphan(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     record = install_fake(tmp_path, monkeypatch, "gjc")
     monkeypatch.setenv("FAKE_SCENARIO", "hang")
     adapter = create_llm_adapter("gjc", retry=False, gjc={"grace_s": 0.5})
-    config = CompletionConfig(tools=ALL_TOOLS, idle_timeout_s=1.5, total_timeout_s=20)
+    config = CompletionConfig(idle_timeout_s=1.5, total_timeout_s=20)
     error = (await adapter.complete([Message.user("hi")], config)).failure()
     assert error.kind is ErrorKind.timeout
     assert error.timeout == "idle"
@@ -176,49 +139,15 @@ async def test_a_hang_after_the_ack_ends_at_the_idle_timeout_with_no_orphan(
 
 async def test_runtime_streams_text_deltas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     install_fake(tmp_path, monkeypatch, "gjc")
-    config = CompletionConfig(tools=ALL_TOOLS)
     async with create_agent_runtime("gjc") as runtime:
-        events = [e async for e in runtime.send("hi", config)]
+        events = [e async for e in runtime.send("hi", CompletionConfig(tools=ALL_TOOLS))]
     deltas = [e for e in events if e.type is EventType.text]
     assert len(deltas) > 3
     assert events[-1].type is EventType.final
     assert events[-1].content == "".join(e.content for e in deltas)
 
 
-def test_a_host_frame_is_an_error_and_an_ack_is_not() -> None:
-    host = gjc.decode({"type": "host_tool_call", "id": "t1"})
-    assert host is not None
-    assert host.is_error
-    assert gjc.decode({"type": "response", "command": "prompt", "success": True}) is None
-    outcome = RunOutcome(exit_code=None, stderr_tail="", events=[host])
-    error = gjc.classify(outcome)
-    assert error is not None
-    assert error.kind is ErrorKind.unsupported
-
-
-@pytest.mark.parametrize(
-    "frame",
-    [
-        {"id": "m", "type": "response", "command": "set_model", "success": False, "error": "x"},
-        {"type": "extension_ui_request", "id": "ui-1", "method": "confirm"},
-        {"type": "host_tool_call", "id": "t1"},
-    ],
-    ids=["refused-ack", "ui-request", "host-tool"],
-)
-def test_an_error_nothing_can_follow_stops_the_run_without_the_error_grace(
-    frame: dict[str, Any],
-) -> None:
-    # a refused switch means the prompt is never sent, and a host request is never answered:
-    # waiting `error_grace_s` (5 s) for a recovery would only delay the failure
-    event = gjc.decode(frame)
-    assert event is not None
-    assert event.is_error
-    assert RunWatch().feed(event) is True  # stop now, not "stop unless output within N s"
-    pi_error = {"type": "message_end", "message": {"role": "assistant", "stopReason": "error"}}
-    assert isinstance(RunWatch().feed(gjc.decode(pi_error)), float)  # pi may auto-retry
-
-
-# ---------------------------------------- the shared protocol on a real binary: pi's rpc mode
+# ---------------------------------------- the shared protocol on a real binary: pi's print mode
 
 PI = cli_executable("pi")
 real = pytest.mark.skipif(
@@ -243,7 +172,7 @@ def _pi_agent_dir(tmp_path: Path, srv: FakeModelServer) -> Path:
 
 
 @real
-def test_real_pi_rpc_answers_through_the_gjc_spec_on_the_switched_model(
+def test_real_pi_answers_through_the_gjc_spec_on_the_asked_model(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AGENTPORT_ALLOW_REAL_BACKENDS", "1")
@@ -260,13 +189,15 @@ def test_real_pi_rpc_answers_through_the_gjc_spec_on_the_switched_model(
     assert isinstance(result, Success), result
     response = result.unwrap()
     assert response.content == "pong from the model"
-    assert response.warnings == ()  # agent_end seen: stdin was held open for the whole turn
+    assert response.warnings == ()  # agent_end seen
     assert len(requests) == 1
-    assert requests[0].body["model"] == "m2"  # the switched model answered
+    assert requests[0].body["model"] == "m2"  # the asked-for model answered
 
 
 @real
-def test_real_pi_rpc_api_error_is_typed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_real_pi_api_error_is_typed_through_the_gjc_spec(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from agentport.testing import HttpFault
 
     monkeypatch.setenv("AGENTPORT_ALLOW_REAL_BACKENDS", "1")

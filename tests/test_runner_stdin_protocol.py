@@ -1,4 +1,4 @@
-"""`ProcessRequest.stdin_more`: a CLI that speaks a protocol on stdin (gjc's `--mode rpc`) gets
+"""`ProcessRequest.stdin_more`: a CLI that speaks a protocol on stdin (codex's `app-server`) gets
 its next command after a frame it printed, and its stdin stays open until the run is decided,
 then closes so that the CLI exits by itself (an rpc mode exits at EOF)."""
 

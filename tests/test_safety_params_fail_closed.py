@@ -1,7 +1,7 @@
 """Safety parameters fail closed: a tool list or sandbox a backend cannot enforce is
 `ErrorKind.unsupported` whatever `on_ignored` says, from the catalog check or from the spec's
-`build`; and every backend can run the default (no tools, read-only) but grok, gjc and
-zcode, which have no flag to limit the tools they run headless.
+`build`; and every backend can run the default (no tools, read-only) but grok and zcode,
+which have no flag to limit the tools they run headless.
 """
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ async def test_every_cli_backend_sends_the_mended_text(
     monkeypatch.setenv("AGENTPORT_ALLOW_REAL_BACKENDS", "1")
     record = tmp_path / "received"
     exe = tmp_path / backend
-    # argv, then stdin up to the line with the prompt (gjc's rpc stdin stays open)
+    # argv, then stdin up to the line with the prompt (a protocol's stdin stays open)
     exe.write_text(
         f'#!/bin/sh\nprintf "%s\\n" "$@" > "{record}"\n'
         f'while IFS= read -r line || [ -n "$line" ]; do\n'

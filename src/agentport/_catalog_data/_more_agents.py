@@ -260,53 +260,52 @@ ENTRIES: tuple[BackendCapability, ...] = (
     BackendCapability(
         name="gjc",
         retries=(
-            "gjc's own auto-retry is not turned off (no documented setting); the run ends at "
-            "its first auto_retry_start event, since agentport owns retries"
+            "gjc's own auto-retry is not turned off (no flag for it); the run ends at its "
+            "first auto_retry_start event, since agentport owns retries"
         ),
         aliases=("gajae_code",),  # gajae-code too: names are looked up with - as _
         kind=BackendKind.cli,
         billing=(Billing.api_key, Billing.subscription),
         billing_note="the configured provider's key or login (gjc's own settings)",
-        summary="gajae-code (gjc --mode rpc, JSONL commands and events), completion and "
-        "runtime with its own tools; built from ouroboros's driver, not run here.",
+        summary="gajae-code (gjc -p --mode json, pi's event stream), completion and runtime; "
+        "checked against its source, not run here.",
         module="agentport.backends.gjc",
         executable="gjc",
         env_namespace=("GJC_*",),
-        install_hint="build gajae-code from its repository (Yeachan-Heo/gajae-code); it is "
-        "on neither npm nor PyPI",
+        install_hint="bun install -g gajae-code (needs Bun; see Yeachan-Heo/gajae-code)",
         verified_against=None,
+        checked_against_source="Yeachan-Heo/gajae-code@1331dc3fb743 (cli/args.ts: modes "
+        "text, json, acp; rpc removed), print-mode.ts@9f4ef66e8702, main.ts@016dfc61aa0c",
         supports_runtime=True,
-        auto_priority=None,  # the default no-tools policy is refused: never picked by auto
+        auto_priority=None,  # not verified against a real binary: never picked by auto
         params=params(
-            system_prompt=T, output_schema=T, temperature=I, max_tokens=I,
-            reasoning_effort=I, model=N,
-            tool_restriction=I, sandbox=I, max_turns=I, streaming=N, session_resume=I,
+            system_prompt=N, output_schema=T, temperature=I, max_tokens=I,
+            reasoning_effort=N, model=N,
+            tool_restriction=N, sandbox=I, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=I,
-            images=I, files=T,
+            images=N, files=T,
         ),
         notes={
-            Param.images: IMAGES_UNVERIFIED,
+            Param.images: "@<file> arguments (print mode's startup image input)",
             Param.files: FILES_INLINED,
-            Param.reasoning_effort: "no reasoning command is known for the rpc mode",
-            Param.system_prompt: "folded into the prompt as a 'System instructions' block "
-            "(the rpc prompt command has no system field)",
-            Param.output_schema: "no schema setting: schema in the prompt, JSON extracted, "
+            Param.reasoning_effort: "--thinking <level>",
+            Param.system_prompt: "--append-system-prompt FILE ([llm.gjc] system_prompt_mode "
+            '= "replace" uses --system-prompt)',
+            Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "
             "validated, re-prompted with the errors",
-            Param.temperature: "the rpc mode has no sampling setting",
-            Param.max_tokens: "the rpc mode has no output-token setting",
-            Param.model: "a set_model command (provider/model, or [llm.gjc] provider); the "
-            "prompt is sent only after its ack",
-            Param.tool_restriction: "no tool setting in the rpc mode: only allowed_tools=None "
-            "(its own tools) is accepted; any list, or no tools (the default), is refused "
-            "(unsupported)",
-            Param.sandbox: "no sandbox: only sandbox=None or full is accepted; read_only and "
-            "workspace_write are refused (unsupported)",
-            Param.max_turns: "the rpc mode has no turn budget",
-            Param.streaming: "rpc events (text deltas, tool_call, tool_result, usage); "
-            "protocol-v2 envelopes unwrapped",
+            Param.temperature: "the CLI has no sampling flags",
+            Param.max_tokens: "the CLI has no output-token flag",
+            Param.model: "--provider P --model M (provider/model, or [llm.gjc] provider; a "
+            "bare model is resolved by gjc)",
+            Param.tool_restriction: "--tools <list> (built-in names); no tools -> --no-tools",
+            Param.sandbox: "no sandbox or permission modes in print mode: holds only with no "
+            "tools (the default); otherwise refused (unsupported)",
+            Param.max_turns: "the CLI has no turn budget",
+            Param.streaming: "--mode json events (init, text deltas, tool_call, tool_result, "
+            "usage)",
             Param.session_resume: "runs with --no-session (ephemeral)",
             Param.cwd: "the process working directory",
-            Param.web_search: "not turned on: no web tool is documented for the rpc mode"
+            Param.web_search: "not turned on: its web tool is not a documented --tools name"
             + OWN_WEB,
         },
     ),
@@ -324,6 +323,9 @@ ENTRIES: tuple[BackendCapability, ...] = (
         install_hint="install the Zcode app and put its zcode CLI on PATH (or set "
         "[llm.zcode] executable and script); npm's zcode package is not it",
         verified_against=None,
+        checked_against_source="no public source (the CLI is a script bundled in the closed "
+        "Zcode app); a third-party driver measured on zcode.cjs 0.16.9 agrees on --mode, "
+        "--cwd, --resume and no model flag",
         supports_runtime=True,
         auto_priority=None,  # the default no-tools policy is refused: never picked by auto
         params=params(

@@ -36,6 +36,8 @@ def verified_label(capability: BackendCapability) -> str:
     if capability.verified_against:
         return capability.verified_against
     if capability.kind is BackendKind.cli:
+        if capability.checked_against_source and "@" in capability.checked_against_source:
+            return "NOT VERIFIED (source + fake CLI)"
         return "NOT VERIFIED (docs + fake CLI)"
     return "n/a (no binary)"
 
@@ -50,6 +52,8 @@ def render_backend_page(capability: BackendCapability, intro: str) -> str:
             "**NOT VERIFIED against a real binary**: built from the documentation and tested "
             "against a fake CLI only"
         )
+        if c.checked_against_source:
+            verified += f"; source: {c.checked_against_source}"
     else:
         verified = "n/a (not a CLI: no binary to verify)"
     auto = "no" if c.auto_priority is None else f"priority {c.auto_priority}"

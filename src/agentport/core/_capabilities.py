@@ -90,6 +90,8 @@ class BackendCapability(BaseModel):
         executable: the CLI binary name (cli kind), else None.
         install_hint: how a user installs it (shown when it is missing).
         verified_against: the real CLI version the contract tests ran on, or None.
+        checked_against_source: where no binary can be installed here, the public source the
+            spec was last read against (`owner/repo@commit`, or why there is none).
         supports_runtime: whether `create_agent_runtime` can drive it.
         auto_priority: position in the `auto` order (lower first), None = never picked by auto.
         requires_modules: Python modules that must be importable (an optional extra).
@@ -118,6 +120,7 @@ class BackendCapability(BaseModel):
     executable: str | None = None
     install_hint: str = ""
     verified_against: str | None = None
+    checked_against_source: str | None = None
     supports_runtime: bool = False
     auto_priority: int | None = None
     requires_modules: tuple[str, ...] = ()
