@@ -28,6 +28,7 @@ __all__ = [
     "ensure_private_dir",
     "ensure_real_dir",
     "open_lock_file",
+    "open_regular_input",
     "read_regular",
 ]
 
@@ -144,6 +145,12 @@ def _open_regular(
     return fd
 
 
+def open_regular_input(path: Path) -> int:
+    """A blocking read-only descriptor on *path* once it is known to be a regular file (a
+    symlink followed); the caller bounds what it reads. `OSError` as `read_regular`."""
+    return _open_regular(path, os.O_RDONLY, 0, follow=True, verb="read")
+
+
 def read_regular(path: Path, limit: int, *, follow: bool = True) -> tuple[bytes, os.stat_result]:
     """The bytes of the regular file *path* (at most *limit*) and the `fstat` of the very
     descriptor they were read from (its identity: `st_dev`, `st_ino`).
@@ -153,7 +160,7 @@ def read_regular(path: Path, limit: int, *, follow: bool = True) -> tuple[bytes,
     *follow* False refuses a symlink in the last component. Raises `OSError` whose `filename`
     names *path* and `strerror` says why (`EFBIG` when the file is over *limit*)."""
     fd = _open_regular(path, os.O_RDONLY, 0, follow=follow, verb="read")
-    with os.fdopen(fd, "rb") as handle:
+    with os.fdopen(fd, "rb") as handle:  # closed on every path, refusals included
         info = os.fstat(handle.fileno())
         if info.st_size > limit:
             raise _refuse(path, f"is {info.st_size} bytes; at most {limit} are read", errno.EFBIG)

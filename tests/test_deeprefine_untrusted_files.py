@@ -1,6 +1,8 @@
-"""`deeprefine history sync-memory` imports graphify memory files of the project only: a
-`query_*.md` (or the memory folder) symlinked out of the project, a named pipe, a device is
-skipped with one line naming it, and its text never reaches history.jsonl."""
+"""Files a cloned project hands DeepRefine. `history sync-memory` imports graphify memory
+files of the project only: a `query_*.md` (or the memory folder) symlinked out of the
+project, a named pipe, a device is skipped with one line naming it, and its text never
+reaches history.jsonl. A graph.json or refinement file that is no regular file is one line,
+at once (never read without end, never waited on)."""
 
 from __future__ import annotations
 
@@ -86,3 +88,33 @@ def test_a_link_inside_the_project_is_still_imported(tmp_path: Path) -> None:
     assert main(["history", "sync-memory", "--project-root", str(project)]) == 0
     rows = read_history(Layout(project).history).rows
     assert [row["query"] for row in rows] == ["Where is the retry policy?"]
+
+
+# a cloned repository's graph.json or refinement file that is no regular file
+SPECIAL: dict[str, tuple[Callable[[Path], None], str]] = {
+    "named pipe": (os.mkfifo, "is a named pipe, not a regular file"),
+    "link to /dev/zero": (lambda p: p.symlink_to("/dev/zero"), "is a character device"),
+    "folder": (lambda p: p.mkdir(), "is a folder, not a regular file"),
+}
+
+
+@pytest.mark.parametrize("which", ["graph", "refinement"])
+@pytest.mark.parametrize("kind", sorted(SPECIAL))
+def test_apply_refuses_special_input_files_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], which: str, kind: str
+) -> None:
+    from _deeprefine_util import write_tiny
+
+    graph = write_tiny(tmp_path)
+    refinement = tmp_path / "r.txt"
+    refinement.write_text('<refinement>insert_edge("main()", "calls", "helper()")</refinement>')
+    bad = graph if which == "graph" else refinement
+    bad.unlink()
+    make, said = SPECIAL[kind]
+    make(bad)
+    argv = ["apply", "--skip-trace-check", "--refinement-file", str(refinement)]
+    assert main([*argv, "--project-root", str(tmp_path)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"deeprefine: {bad}: "), err
+    assert said in err
+    assert "\n" not in err
