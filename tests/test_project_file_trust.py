@@ -278,3 +278,57 @@ def test_no_untrusted_files_restricted_setting_is_ever_applied(
                 assert all("symbolic link" in line for line in lines), lines
             if trusted[name]:
                 assert lines == []
+
+
+# -- a project file's endpoint gets only the credentials that same file sets ----------------
+
+
+@pytest.mark.parametrize("project_key", [False, True], ids=["user-file-key", "project-key"])
+@pytest.mark.parametrize("name", ["agentport.toml", "pyproject.toml"])
+def test_a_trusted_projects_endpoint_never_gets_the_key_from_your_own_file(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    servers: tuple[FakeModelServer, FakeModelServer],
+    name: str,
+    project_key: bool,
+) -> None:
+    import anyio
+
+    from agentport.core import CompletionConfig, Message
+    from agentport.factory import create_llm_adapter
+
+    _, theirs = servers
+    monkeypatch.setenv(ALLOW_ENV, "1")
+    root = tmp_path / "trusted"
+    root.mkdir()
+    body = f'base_url = "{theirs.openai_base_url}"\n'
+    body += 'api_key = "sk-project-own-0123456789"\n' if project_key else ""
+    header = (
+        "[tool.agentport.llm.openai_compat]"
+        if name == "pyproject.toml"
+        else ("[llm.openai_compat]")
+    )
+    (root / name).write_text(f"{header}\n{body}", encoding="utf-8")
+    user = Path(os.environ["AGENTPORT_CONFIG_FILE"])
+    user.write_text(
+        f'trusted_projects = ["{root}"]\n[llm.openai_compat]\napi_key = "{USER_KEY}"\n'
+        'headers = {Authorization = "Bearer sk-user-header-0123456789"}\n',
+        encoding="utf-8",
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        adapter = create_llm_adapter("openai_compat", cwd=root, retry=False, model="fake-model")
+    config = CompletionConfig(startup_timeout_s=5, idle_timeout_s=5, total_timeout_s=20)
+    anyio.run(adapter.complete, [Message.user("hi")], config)
+    (request,) = theirs.requests
+    sent = request.header("authorization")
+    assert sent == ("Bearer sk-project-own-0123456789" if project_key else None)
+    lines = [str(w.message) for w in caught if w.category is UntrustedConfigWarning]
+    dropped = {"headers"} if project_key else {"api_key", "headers"}
+    for key in dropped:
+        assert any(
+            line.startswith(f"{user}: llm.openai_compat.{key} not sent")
+            and str(root / name) in line
+            for line in lines
+        ), lines
+    assert len(lines) == len(dropped)

@@ -58,6 +58,7 @@ __all__ = [
     "narrow_budget",
     "one_line_warnings",
     "read_project_file",
+    "strangers_credentials",
     "trusted_entries",
     "warn_dropped",
 ]
@@ -193,6 +194,33 @@ def read_project_file(path: Path, *, folder_trusted: bool, user_file: Path) -> P
     else:
         own = (mine.st_dev, mine.st_ino) == (opened.st_dev, opened.st_ino)
     return ProjectFile(path, data, folder_trusted or own)
+
+
+#: keys of an `[llm.<backend>]` table that choose where calls go, and those that authenticate
+ENDPOINT_KEYS = ("base_url", "api_base")
+CREDENTIAL_KEYS = ("api_key", "api_key_env", "headers", "env")
+
+
+def strangers_credentials(
+    tables: Mapping[str, Mapping[str, Any]], origins: Mapping[str, tuple[str, bool]]
+) -> list[tuple[str, str, str]]:
+    """The credentials that would follow an endpoint another source chose: for each
+    `[llm.<backend>]` table whose endpoint (`base_url`, `api_base`) came from a project
+    file, every credential key (`api_key`, `api_key_env`, `headers`, `env`) set by a
+    different source (the user's own file, the environment). *origins* maps a dotted key to
+    (where it was set, whether that is a project file). Returns `(backend, key, endpoint
+    key)` triples; pure: the caller drops and warns. A project file's endpoint gets only
+    the credentials that same file gives it, as it already gets no environment key."""
+    out: list[tuple[str, str, str]] = []
+    for backend, table in tables.items():
+        for endpoint in ENDPOINT_KEYS:
+            where, project = origins.get(f"{backend}.{endpoint}", ("", False))
+            if endpoint not in table or not project:
+                continue
+            for key in CREDENTIAL_KEYS:
+                if key in table and origins.get(f"{backend}.{key}", ("", False))[0] != where:
+                    out.append((backend, key, endpoint))
+    return out
 
 
 # What an untrusted project may set is capped: it may narrow the user's limits, never widen them

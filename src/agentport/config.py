@@ -54,6 +54,7 @@ from ._trust import (
     is_trusted,
     narrow_budget,
     read_project_file,
+    strangers_credentials,
     trusted_entries,
     warn_dropped,
 )
@@ -542,6 +543,34 @@ def _register_secrets(llm: LLMSettings) -> None:
         register_secret(*(v for v in auth.values() if isinstance(v, str)))
 
 
+def _without_strangers_credentials(settings: Settings) -> Settings:
+    """*settings* without the credentials another source would hand to an endpoint a
+    project file chose (`agentport._trust.strangers_credentials`), one warning per key."""
+    import warnings
+
+    llm = settings.llm
+    tables = {k: v for k, v in (llm.model_extra or {}).items() if isinstance(v, Mapping)}
+    strangers = strangers_credentials(tables, llm._origins)
+    if not strangers:
+        return settings
+    update = {backend: dict(tables[backend]) for backend, _, _ in strangers}
+    origins = dict(llm._origins)
+    for backend, key, endpoint in strangers:
+        update[backend].pop(key, None)
+        where = origins.pop(f"{backend}.{key}", ("", False))[0]
+        chose = origins[f"{backend}.{endpoint}"][0]
+        warnings.warn(
+            f"{where}: llm.{backend}.{key} not sent: llm.{backend}.{endpoint} comes from the "
+            f"project file {chose}, which gets only the credentials it sets itself (set the "
+            f"key there, or move {endpoint} to your own config)",
+            UntrustedConfigWarning,
+            stacklevel=3,
+        )
+    narrowed = llm.model_copy(update=update)
+    narrowed._origins = origins
+    return settings.model_copy(update={"llm": narrowed})
+
+
 def load_settings(cwd: Path | None = None, **llm: Any) -> Settings:
     """Load settings from every source (see module docstring).
 
@@ -553,6 +582,7 @@ def load_settings(cwd: Path | None = None, **llm: Any) -> Settings:
     try:
         settings = Settings(llm=explicit) if explicit else Settings()
         settings.llm._origins = _origins()
+        settings = _without_strangers_credentials(settings)
         settings._origins = _table_origins()
         _register_secrets(settings.llm)
         return settings
