@@ -58,7 +58,7 @@ __all__ = [
     "narrow_budget",
     "one_line_warnings",
     "read_project_file",
-    "strangers_credentials",
+    "strip_strangers_credentials",
     "trusted_entries",
     "warn_dropped",
 ]
@@ -201,26 +201,40 @@ ENDPOINT_KEYS = ("base_url", "api_base")
 CREDENTIAL_KEYS = ("api_key", "api_key_env", "headers", "env")
 
 
-def strangers_credentials(
-    tables: Mapping[str, Mapping[str, Any]], origins: Mapping[str, tuple[str, bool]]
-) -> list[tuple[str, str, str]]:
-    """The credentials that would follow an endpoint another source chose: for each
-    `[llm.<backend>]` table whose endpoint (`base_url`, `api_base`) came from a project
-    file, every credential key (`api_key`, `api_key_env`, `headers`, `env`) set by a
-    different source (the user's own file, the environment). *origins* maps a dotted key to
-    (where it was set, whether that is a project file). Returns `(backend, key, endpoint
-    key)` triples; pure: the caller drops and warns. A project file's endpoint gets only
-    the credentials that same file gives it, as it already gets no environment key."""
-    out: list[tuple[str, str, str]] = []
-    for backend, table in tables.items():
+def strip_strangers_credentials(
+    extra: Mapping[str, Any], origins: Mapping[str, tuple[str, bool]]
+) -> tuple[dict[str, dict[str, Any]], dict[str, tuple[str, bool]]]:
+    """Leave out the credentials that would follow an endpoint another source chose: in
+    each `[llm.<backend>]` table of *extra* whose endpoint (`base_url`, `api_base`) came
+    from a project file, every credential key (`api_key`, `api_key_env`, `headers`, `env`)
+    set by a different source (the user's own file, the environment, an argument), with one
+    `UntrustedConfigWarning` each. *origins* maps a dotted key to (where it was set,
+    whether that is a project file). Returns the changed tables by backend (empty when
+    nothing is left out) and the origins without the keys left out. A project file's
+    endpoint gets only the credentials that same file sets, as it gets no environment key."""
+    update: dict[str, dict[str, Any]] = {}
+    kept = dict(origins)
+    for backend, table in extra.items():
+        if not isinstance(table, Mapping):
+            continue
         for endpoint in ENDPOINT_KEYS:
-            where, project = origins.get(f"{backend}.{endpoint}", ("", False))
+            chose, project = origins.get(f"{backend}.{endpoint}", ("", False))
             if endpoint not in table or not project:
                 continue
             for key in CREDENTIAL_KEYS:
-                if key in table and origins.get(f"{backend}.{key}", ("", False))[0] != where:
-                    out.append((backend, key, endpoint))
-    return out
+                where = origins.get(f"{backend}.{key}", ("", False))[0]
+                if key not in table or where == chose:
+                    continue
+                update.setdefault(backend, dict(table)).pop(key, None)
+                kept.pop(f"{backend}.{key}", None)
+                warnings.warn(
+                    f"{where}: llm.{backend}.{key} not sent: llm.{backend}.{endpoint} comes "
+                    f"from the project file {chose}, which gets only the credentials it sets "
+                    f"itself (set the key there, or move {endpoint} to your own config)",
+                    UntrustedConfigWarning,
+                    stacklevel=4,
+                )
+    return update, kept
 
 
 # What an untrusted project may set is capped: it may narrow the user's limits, never widen them

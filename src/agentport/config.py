@@ -54,7 +54,7 @@ from ._trust import (
     is_trusted,
     narrow_budget,
     read_project_file,
-    strangers_credentials,
+    strip_strangers_credentials,
     trusted_entries,
     warn_dropped,
 )
@@ -237,10 +237,8 @@ class _NamedToml(TomlConfigSettingsSource):
             # [tool.agentport]); such a file simply sets nothing.
             super().__init__(settings_cls, toml_file=None)
 
-    def _parse(self, file_path: Any) -> dict[str, Any]:
-        """The file's TOML (a project file parses the bytes its trust was decided on)."""
-        data: dict[str, Any] = super()._read_file(file_path)
-        return data
+    def _parse(self, file_path: Any) -> dict[str, Any]:  # a project file: its judged bytes
+        return dict(super()._read_file(file_path))
 
     def _read_file(self, file_path: Any) -> dict[str, Any]:
         data = self._parse(file_path)
@@ -305,7 +303,6 @@ class _ProjectToml(_NamedToml):
         header: tuple[str, ...] | None = None,
     ) -> None:
         self.file = file
-        self.trusted = file.trusted
         self.dropped: list[str] = []
         super().__init__(settings_cls, file.path, header)
         warn_dropped(self.label, self.dropped, file.why)
@@ -317,7 +314,7 @@ class _ProjectToml(_NamedToml):
 
     def _read_file(self, file_path: Any) -> dict[str, Any]:
         data: dict[str, Any] = super()._read_file(file_path)  # table names canonical
-        if self.trusted:
+        if self.file.trusted:
             return data
         node = self._node(data)
         if isinstance(node, dict) and isinstance(node.get("llm"), Mapping):
@@ -545,27 +542,11 @@ def _register_secrets(llm: LLMSettings) -> None:
 
 def _without_strangers_credentials(settings: Settings) -> Settings:
     """*settings* without the credentials another source would hand to an endpoint a
-    project file chose (`agentport._trust.strangers_credentials`), one warning per key."""
-    import warnings
-
+    project file chose (`agentport._trust.strip_strangers_credentials`)."""
     llm = settings.llm
-    tables = {k: v for k, v in (llm.model_extra or {}).items() if isinstance(v, Mapping)}
-    strangers = strangers_credentials(tables, llm._origins)
-    if not strangers:
+    update, origins = strip_strangers_credentials(llm.model_extra or {}, llm._origins)
+    if not update:
         return settings
-    update = {backend: dict(tables[backend]) for backend, _, _ in strangers}
-    origins = dict(llm._origins)
-    for backend, key, endpoint in strangers:
-        update[backend].pop(key, None)
-        where = origins.pop(f"{backend}.{key}", ("", False))[0]
-        chose = origins[f"{backend}.{endpoint}"][0]
-        warnings.warn(
-            f"{where}: llm.{backend}.{key} not sent: llm.{backend}.{endpoint} comes from the "
-            f"project file {chose}, which gets only the credentials it sets itself (set the "
-            f"key there, or move {endpoint} to your own config)",
-            UntrustedConfigWarning,
-            stacklevel=3,
-        )
     narrowed = llm.model_copy(update=update)
     narrowed._origins = origins
     return settings.model_copy(update={"llm": narrowed})

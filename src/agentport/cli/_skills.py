@@ -206,6 +206,7 @@ def _backup_name(dirfd: int, name: str) -> str:
 def install(target: Target) -> list[str]:
     """Write every file of *target*; one output line per file written or backed up. A file
     already holding these bytes is left alone; other content is saved to a backup first."""
+    target.base.mkdir(parents=True, exist_ok=True)  # a new --target-dir's parents
     # check every path before writing any, so a refusal leaves nothing half-installed
     for rel in target.files:
         with _folders(target.base, rel.parent, create=False, verb="install") as chain:
