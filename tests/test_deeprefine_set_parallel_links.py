@@ -150,3 +150,28 @@ def test_real_graphify_finds_no_collapsed_link_after_an_apply(
     assert _pair_counts(links)[frozenset((s, o))] == (1 if allow_low else 0)
     assert report.written is allow_low
     assert _diagnose(path) == before
+
+
+def test_the_embedded_models_choice_keeps_one_insert_per_pair() -> None:
+    """The small-model grammar lets one pair come back with several relations (an enum per
+    field cannot say "each pair once"); the code keeps the first, so review sees one."""
+    from agentport.workflows.deeprefine._small import Choices, parse_refinement_choice
+
+    choices = Choices(
+        names={"a_fn()": "a", "b_fn()": "b", "c_fn()": "c"},
+        relations=("calls", "contains"),
+        pairs={"a_fn() -> b_fn()": ("a_fn()", "b_fn()"), "a_fn() -> c_fn()": ("a_fn()", "c_fn()")},
+        deletable={},
+    )
+    answer = {
+        "actions": [
+            {"action": "insert_edge", "pair": "a_fn() -> b_fn()", "relation": "calls"},
+            {"action": "insert_edge", "pair": "a_fn() -> b_fn()", "relation": "contains"},
+            {"action": "insert_edge", "pair": "a_fn() -> c_fn()", "relation": "contains"},
+        ]
+    }
+    text = parse_refinement_choice(json.dumps(answer), choices)
+    assert text is not None
+    assert 'insert_edge("a_fn()", "contains", "b_fn()")' not in text
+    assert 'insert_edge("a_fn()", "calls", "b_fn()")' in text
+    assert 'insert_edge("a_fn()", "contains", "c_fn()")' in text
