@@ -267,7 +267,7 @@ def test_non_utf8_agentport_toml_is_one_line(tmp_path: Path) -> None:
 
 def test_agentport_toml_that_is_a_directory_is_an_error_not_skipped(tmp_path: Path) -> None:
     (tmp_path / "agentport.toml").mkdir()
-    with pytest.raises(ProviderError, match=r"agentport.toml: is not a file"):
+    with pytest.raises(ProviderError, match=r"agentport.toml: is a folder, not a regular file"):
         load_settings(tmp_path)
 
 

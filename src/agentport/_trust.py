@@ -23,15 +23,24 @@ trusted_projects = ["/home/me/src/myproject", "/home/me/work/*"]
 
 or with `AGENTPORT_TRUSTED_PROJECTS` (paths separated by `os.pathsep`, for CI). An entry
 ending in `/*` trusts every folder below it; `*` alone trusts every folder.
+
+Trust is decided per file, by identity (`read_project_file`): a project file that is a
+symbolic link, or resolves outside its folder, is untrusted even in a trusted folder (a
+cloned repository can ship `agentport.toml -> ~/.config/agentport/config.toml`), and the
+trust of one file never extends to another. The decision and the read use one descriptor,
+so what was judged is what is applied.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import sys
 import tomllib
 import warnings
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +49,7 @@ __all__ = [
     "PROJECT_CAPS",
     "PROJECT_SAFE_KEYS",
     "PROJECT_TIMEOUT_CAP_S",
+    "ProjectFile",
     "UnknownConfigWarning",
     "UntrustedConfigWarning",
     "canonical_tables",
@@ -47,6 +57,8 @@ __all__ = [
     "is_trusted",
     "narrow_budget",
     "one_line_warnings",
+    "read_project_file",
+    "strip_strangers_credentials",
     "trusted_entries",
     "warn_dropped",
 ]
@@ -117,6 +129,112 @@ def is_trusted(folder: Path, entries: list[str]) -> bool:
         elif _norm(entry) == here:
             return True
     return False
+
+
+#: why an untrusted folder's restricted keys are ignored (the warning's tail)
+FOLDER_UNTRUSTED = (
+    "this project folder is not trusted (add it to trusted_projects in your own agentport "
+    "config to allow it)"
+)
+#: a project config file is small; a larger one is refused rather than parsed
+PROJECT_FILE_LIMIT = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ProjectFile:
+    """One project config file as read: *data* its bytes (None when there is no file),
+    *trusted* whether its restricted keys apply, *why* the reason they do not (the tail of
+    each warning line)."""
+
+    path: Path
+    data: bytes | None
+    trusted: bool
+    why: str = FOLDER_UNTRUSTED
+
+
+def read_project_file(path: Path, *, folder_trusted: bool, user_file: Path) -> ProjectFile:
+    """Read the project file *path* (`<folder>/agentport.toml`, `<folder>/pyproject.toml`)
+    and decide its trust from what was opened, never from a neighbour:
+
+    - a symbolic link is untrusted, whatever it points to (the user's own file included:
+      that one is read as the user's file anyway) and whatever the folder's trust;
+    - a file that resolves outside its folder is untrusted;
+    - else it is trusted when its folder is (*folder_trusted*), or when it is the user's
+      own config file itself (`AGENTPORT_CONFIG_FILE` naming it: same device and inode).
+
+    A missing file (or a dangling link) gives `data=None`. Raises `ProviderError(config)`
+    naming the file when it is not a regular file (a folder, a named pipe, a device), is
+    over 4 MiB or cannot be read."""
+    from .core import ErrorKind, ProviderError
+    from .transport._fs import read_regular
+
+    try:
+        link = stat.S_ISLNK(path.lstat().st_mode)
+        data, opened = read_regular(path, PROJECT_FILE_LIMIT, follow=link)
+    except FileNotFoundError:
+        return ProjectFile(path, None, False)
+    except OSError as exc:
+        refused = exc.errno in (errno.EINVAL, errno.ENXIO, errno.EFBIG)  # read_regular's own
+        why = exc.strerror if refused else f"cannot read: {exc.strerror or exc}"
+        raise ProviderError(ErrorKind.config, f"{path}: {why}") from None
+    if link:
+        why = (
+            f"this file is a symbolic link (to {os.readlink(path)}); a linked project file is "
+            "never trusted, even in a trusted folder (copy it, or set the key in your own "
+            "agentport config)"
+        )
+        return ProjectFile(path, data, False, why)
+    real, folder = path.resolve(), path.parent.resolve()
+    if not real.is_relative_to(folder):
+        return ProjectFile(path, data, False, f"this file resolves outside its folder ({real})")
+    try:
+        mine = user_file.stat()
+    except OSError:
+        own = False
+    else:
+        own = (mine.st_dev, mine.st_ino) == (opened.st_dev, opened.st_ino)
+    return ProjectFile(path, data, folder_trusted or own)
+
+
+#: keys of an `[llm.<backend>]` table that choose where calls go, and those that authenticate
+ENDPOINT_KEYS = ("base_url", "api_base")
+CREDENTIAL_KEYS = ("api_key", "api_key_env", "headers", "env")
+
+
+def strip_strangers_credentials(
+    extra: Mapping[str, Any], origins: Mapping[str, tuple[str, bool]]
+) -> tuple[dict[str, dict[str, Any]], dict[str, tuple[str, bool]]]:
+    """Leave out the credentials that would follow an endpoint another source chose: in
+    each `[llm.<backend>]` table of *extra* whose endpoint (`base_url`, `api_base`) came
+    from a project file, every credential key (`api_key`, `api_key_env`, `headers`, `env`)
+    set by a different source (the user's own file, the environment, an argument), with one
+    `UntrustedConfigWarning` each. *origins* maps a dotted key to (where it was set,
+    whether that is a project file). Returns the changed tables by backend (empty when
+    nothing is left out) and the origins without the keys left out. A project file's
+    endpoint gets only the credentials that same file sets, as it gets no environment key."""
+    update: dict[str, dict[str, Any]] = {}
+    kept = dict(origins)
+    for backend, table in extra.items():
+        if not isinstance(table, Mapping):
+            continue
+        for endpoint in ENDPOINT_KEYS:
+            chose, project = origins.get(f"{backend}.{endpoint}", ("", False))
+            if endpoint not in table or not project:
+                continue
+            for key in CREDENTIAL_KEYS:
+                where = origins.get(f"{backend}.{key}", ("", False))[0]
+                if key not in table or where == chose:
+                    continue
+                update.setdefault(backend, dict(table)).pop(key, None)
+                kept.pop(f"{backend}.{key}", None)
+                warnings.warn(
+                    f"{where}: llm.{backend}.{key} not sent: llm.{backend}.{endpoint} comes "
+                    f"from the project file {chose}, which gets only the credentials it sets "
+                    f"itself (set the key there, or move {endpoint} to your own config)",
+                    UntrustedConfigWarning,
+                    stacklevel=4,
+                )
+    return update, kept
 
 
 # What an untrusted project may set is capped: it may narrow the user's limits, never widen them
@@ -230,8 +348,9 @@ def narrow_budget(
     return kept, dropped
 
 
-def warn_dropped(label: str, dropped: list[str]) -> None:
-    """One warning line per ignored key, naming the file and key."""
+def warn_dropped(label: str, dropped: list[str], why: str = FOLDER_UNTRUSTED) -> None:
+    """One warning line per ignored key, naming the file, the key and *why* the file is not
+    trusted."""
     for key in dropped:
         instead = (
             "; the backend comes from your own configuration (or `auto`) instead"
@@ -239,10 +358,7 @@ def warn_dropped(label: str, dropped: list[str]) -> None:
             else ""
         )
         warnings.warn(
-            f"{label}: {key} ignored: this project folder is not trusted (add it to "
-            f"trusted_projects in your own agentport config to allow it){instead}",
-            UntrustedConfigWarning,
-            stacklevel=2,
+            f"{label}: {key} ignored: {why}{instead}", UntrustedConfigWarning, stacklevel=2
         )
 
 

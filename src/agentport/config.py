@@ -8,7 +8,8 @@ Resolved in this order (first wins, tables merged key by key):
 4. `./pyproject.toml`, table `[tool.agentport.llm]`;
    (3 and 4 are project files: until the user trusts the folder (`trusted_projects`, see
    `agentport._trust`) they may set only models and timeouts; other keys are ignored with a
-   warning naming the file and key);
+   warning naming the file and key; a file that is a symlink is never trusted, and each
+   file's trust is its own);
 5. the user's file: `$AGENTPORT_CONFIG_FILE`, else `$XDG_CONFIG_HOME/agentport/config.toml`
    (default `~/.config/agentport/config.toml`), table `[llm]`;
 6. defaults (`backend = "auto"`).
@@ -45,12 +46,15 @@ from pydantic_settings import (
 
 from ._trust import (
     CALL_FIELDS,
+    ProjectFile,
     UnknownConfigWarning,
     UntrustedConfigWarning,
     canonical_tables,
     filter_untrusted,
     is_trusted,
     narrow_budget,
+    read_project_file,
+    strip_strangers_credentials,
     trusted_entries,
     warn_dropped,
 )
@@ -233,8 +237,11 @@ class _NamedToml(TomlConfigSettingsSource):
             # [tool.agentport]); such a file simply sets nothing.
             super().__init__(settings_cls, toml_file=None)
 
+    def _parse(self, file_path: Any) -> dict[str, Any]:  # a project file: its judged bytes
+        return dict(super()._read_file(file_path))
+
     def _read_file(self, file_path: Any) -> dict[str, Any]:
-        data: dict[str, Any] = super()._read_file(file_path)
+        data = self._parse(file_path)
         header = tuple(self.toml_table_header or ())
         if not header:
             data = canonical_tables(self.label, data)
@@ -286,24 +293,28 @@ def warn_unknown(
 
 
 class _ProjectToml(_NamedToml):
-    """A project file: unless its folder is trusted, only models and timeouts are kept."""
+    """A project file: unless it is trusted (`read_project_file`: its folder trusted, the
+    file itself no link), only models and timeouts are kept."""
 
     def __init__(
         self,
         settings_cls: type[BaseSettings],
-        path: Path,
+        file: ProjectFile,
         header: tuple[str, ...] | None = None,
-        *,
-        trusted: bool,
     ) -> None:
-        self.trusted = trusted
+        self.file = file
         self.dropped: list[str] = []
-        super().__init__(settings_cls, path, header)
-        warn_dropped(self.label, self.dropped)
+        super().__init__(settings_cls, file.path, header)
+        warn_dropped(self.label, self.dropped, file.why)
+
+    def _parse(self, file_path: Any) -> dict[str, Any]:
+        if self.file.data is None:  # appeared after it was judged: it sets nothing
+            return {}
+        return tomllib.loads(self.file.data.decode("utf-8"))
 
     def _read_file(self, file_path: Any) -> dict[str, Any]:
         data: dict[str, Any] = super()._read_file(file_path)  # table names canonical
-        if self.trusted:
+        if self.file.trusted:
             return data
         node = self._node(data)
         if isinstance(node, dict) and isinstance(node.get("llm"), Mapping):
@@ -420,19 +431,16 @@ class Settings(BaseSettings):
         user = user_config_path()
         if os.environ.get("AGENTPORT_CONFIG_FILE") and not user.exists():
             raise ProviderError(ErrorKind.config, f"AGENTPORT_CONFIG_FILE: {user}: file not found")
-        trusted = is_trusted(cwd, trusted_entries(user)) or (
-            user.exists() and (cwd / "agentport.toml").resolve() == user.resolve()
-        )
+        folder = is_trusted(cwd, trusted_entries(user))
+        # each file's trust is its own (a symlinked agentport.toml never vouches for the
+        # pyproject.toml beside it): decided and read on one descriptor
+        own = read_project_file(cwd / "agentport.toml", folder_trusted=folder, user_file=user)
+        py = read_project_file(cwd / "pyproject.toml", folder_trusted=folder, user_file=user)
         named: list[tuple[str, PydanticBaseSettingsSource]] = [
             ("argument", init_settings),
             ("environment", env_settings),
-            ("agentport.toml", _ProjectToml(settings_cls, cwd / "agentport.toml", trusted=trusted)),
-            (
-                "pyproject.toml",
-                _ProjectToml(
-                    settings_cls, cwd / "pyproject.toml", ("tool", "agentport"), trusted=trusted
-                ),
-            ),
+            ("agentport.toml", _ProjectToml(settings_cls, own)),
+            ("pyproject.toml", _ProjectToml(settings_cls, py, ("tool", "agentport"))),
             (str(user), _NamedToml(settings_cls, user)),
         ]
         cls._sources = named
@@ -532,6 +540,18 @@ def _register_secrets(llm: LLMSettings) -> None:
         register_secret(*(v for v in auth.values() if isinstance(v, str)))
 
 
+def _without_strangers_credentials(settings: Settings) -> Settings:
+    """*settings* without the credentials another source would hand to an endpoint a
+    project file chose (`agentport._trust.strip_strangers_credentials`)."""
+    llm = settings.llm
+    update, origins = strip_strangers_credentials(llm.model_extra or {}, llm._origins)
+    if not update:
+        return settings
+    narrowed = llm.model_copy(update=update)
+    narrowed._origins = origins
+    return settings.model_copy(update={"llm": narrowed})
+
+
 def load_settings(cwd: Path | None = None, **llm: Any) -> Settings:
     """Load settings from every source (see module docstring).
 
@@ -543,6 +563,7 @@ def load_settings(cwd: Path | None = None, **llm: Any) -> Settings:
     try:
         settings = Settings(llm=explicit) if explicit else Settings()
         settings.llm._origins = _origins()
+        settings = _without_strangers_credentials(settings)
         settings._origins = _table_origins()
         _register_secrets(settings.llm)
         return settings

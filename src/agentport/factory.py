@@ -25,6 +25,7 @@ after an exhausted usage window (the shared cooldown store) is passed over.
 
 from __future__ import annotations
 
+import errno
 import importlib
 import importlib.util
 import os
@@ -86,17 +87,23 @@ def attach(path: str | os.PathLike[str]) -> ImagePart | FilePart:
 
     `Message.user("What is in it?", attach("photo.png"), attach("notes.md"))`.
 
-    Raises `ValueError` naming the file when it cannot be read, is larger than
-    `MAX_PART_BYTES` (20 MiB), or is neither an image nor UTF-8 text (binary files other
-    than images are sent by no backend here: see the catalog's `images` / `files`)."""
+    Only a regular file is read (a symlink is followed first): a folder, a named pipe, a
+    socket or a device (`/dev/zero`) is refused before any read, and at most
+    `MAX_PART_BYTES` + 1 bytes are ever read, so it never blocks nor fills memory.
+
+    Raises `ValueError` naming the file when it cannot be read, is not a regular file, is
+    larger than `MAX_PART_BYTES` (20 MiB), or is neither an image nor UTF-8 text (binary
+    files other than images are sent by no backend here: see the catalog's `images` /
+    `files`)."""
+    from .transport._fs import read_regular
+
     file = Path(path)
     try:
-        size = file.stat().st_size
-        if size > MAX_PART_BYTES:
-            raise ValueError(f"{file}: {size} bytes; at most {MAX_PART_BYTES} are sent")
-        data = file.read_bytes()
+        data, _ = read_regular(file, MAX_PART_BYTES)
     except OSError as exc:
-        raise ValueError(f"{file}: cannot read: {exc.strerror or exc}") from None
+        why = exc.strerror or str(exc)
+        refused = exc.errno in (errno.EINVAL, errno.ENXIO, errno.EFBIG)  # read_regular's own
+        raise ValueError(f"{file}: {why if refused else 'cannot read: ' + why}") from None
     if sniff_image(data) is not None:
         return ImagePart.from_bytes(data, name=file.name)
     try:

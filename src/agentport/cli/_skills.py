@@ -11,19 +11,29 @@ cli.md section 2.2), so the drop-in covers the reference's installer commands to
   same under `~/.opencode/`;
 - gemini: an extension folder, `~/.gemini/extensions/deeprefine/` (`--target-dir`).
 
-Installing twice rewrites the same files (atomically); uninstalling removes exactly the
-files an install writes and then the folders it leaves empty, never a file it did not
-write. The skill texts are agentport's own (`cli/skills/`).
+Every write and removal walks from the base folder (the current folder, the home folder, or
+`--target-dir`) one component at a time without following a symbolic link: a component
+that is a link (a cloned repository's `.claude/skills/deeprefine -> ~/.claude/...`) is
+refused with one line naming it, and nothing is written or removed. Installing over a file
+with other content first saves that content beside it (`SKILL.md.bak`, then `.bak.1`, ...);
+installing twice rewrites nothing. Uninstalling removes only files whose bytes are exactly
+what this install writes (a file you edited, or one from another version, is kept and
+named), then the folders it leaves empty. The skill texts are agentport's own
+(`cli/skills/`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import json
+import os
+import secrets
+import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
-
-from ..transport._fs import atomic_write
+from pathlib import Path, PurePosixPath
 
 __all__ = ["AGENTS", "add_installers"]
 
@@ -56,75 +66,223 @@ AGENTS = {
 }
 
 
-def _files(agent: Agent, user: bool) -> tuple[Path, dict[Path, bytes]]:
+@dataclass(frozen=True)
+class Target:
+    """One installer target: the *base* folder the user named (cwd, home, `--target-dir`,
+    opened as given) and every file an install writes below it, by relative path."""
+
+    base: Path
+    files: dict[PurePosixPath, bytes]
+
+
+def skill_target(agent: Agent, user: bool) -> Target:
     """The base folder (cwd or home) and every file an install writes, with its content."""
     base = Path.home() if user else Path.cwd()
-    folder = base / (agent.user if user else agent.project)
+    folder = PurePosixPath(agent.user if user else agent.project)
     out = {folder / "SKILL.md": (SKILLS / agent.skill).read_bytes()}
     if agent.commands is not None:
         commands = folder.parent.parent / agent.commands  # .opencode/commands
         for src in sorted((SKILLS / "opencode-commands").glob("*.md")):
             out[commands / src.name] = src.read_bytes()
-    return base, out
+    return Target(base, out)
 
 
-def _prune(folder: Path, stop: Path) -> None:
-    """Remove *folder* and its parents up to (not including) *stop* while they are empty."""
-    while folder != stop and stop in folder.parents:
-        try:
-            folder.rmdir()
-        except OSError:
-            return
-        folder = folder.parent
-
-
-def install(agent: Agent, user: bool) -> list[Path]:
-    _, files = _files(agent, user)
-    for path, data in files.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, data, mode=0o644)
-    return list(files)
-
-
-def uninstall(agent: Agent, user: bool) -> list[Path]:
-    base, files = _files(agent, user)
-    removed = []
-    for path in files:
-        if path.is_file() and not path.is_symlink():
-            path.unlink()
-            removed.append(path)
-        _prune(path.parent, base)
-    return removed
-
-
-def _gemini_folder(target: str | None) -> Path:
-    return Path(target).expanduser() if target else Path.home() / ".gemini/extensions/deeprefine"
-
-
-def _gemini_files() -> dict[str, bytes]:
-    """The extension: its manifest and GEMINI.md (the skill text without its frontmatter)."""
+def gemini_target(target: str | None) -> Target:
+    """The extension (its manifest and GEMINI.md, the skill text without its frontmatter)
+    in `--target-dir`, else `~/.gemini/extensions/deeprefine/`."""
     skill = (SKILLS / "SKILL.md").read_text(encoding="utf-8")
     body = skill.split("---", 2)[2].lstrip() if skill.startswith("---") else skill
     manifest = (SKILLS / "gemini" / "gemini-extension.json").read_bytes()
     json.loads(manifest)  # a broken manifest is a packaging bug: fail loudly here
-    return {"gemini-extension.json": manifest, "GEMINI.md": body.encode()}
+    files = {"gemini-extension.json": manifest, "GEMINI.md": body.encode()}
+    if target:  # the folder itself is below the base: a link there is refused too
+        chosen = Path(target).expanduser().absolute()
+        base, folder = chosen.parent, PurePosixPath(chosen.name)
+    else:
+        base, folder = Path.home(), PurePosixPath(".gemini/extensions/deeprefine")
+    return Target(base, {folder / k: v for k, v in files.items()})
+
+
+# -- walking below the base without following a link -------------------------------------
+
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+
+
+def _refuse(path: Path, why: str, code: int = errno.ELOOP) -> OSError:
+    return OSError(code, why, str(path))
+
+
+def _link_refusal(path: Path, dirfd: int, name: str, verb: str) -> OSError | None:
+    """The refusal for *name* in *dirfd* when it is a symbolic link, else None."""
+    try:
+        info = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(info.st_mode):
+        to = os.readlink(name, dir_fd=dirfd)
+        return _refuse(path, f"is a symbolic link (to {to}); refusing to {verb} through it")
+    return None
+
+
+@contextlib.contextmanager
+def _folders(base: Path, rel: PurePosixPath, *, create: bool, verb: str) -> Iterator[list[int]]:
+    """Descriptors on *base* and each folder of *rel* below it, opened one component at a
+    time with O_NOFOLLOW (created when missing and *create*). Yields fewer descriptors than
+    components when one is missing. `OSError` naming the component that is a symbolic link
+    or no folder."""
+    chain = [os.open(base, _DIR)]
+    try:
+        here = base
+        for part in rel.parts:
+            here = here / part
+            try:
+                fd = os.open(part, _DIR | os.O_NOFOLLOW, dir_fd=chain[-1])
+            except FileNotFoundError:
+                if not create:
+                    break
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o777, dir_fd=chain[-1])
+                fd = os.open(part, _DIR | os.O_NOFOLLOW, dir_fd=chain[-1])
+            except OSError as exc:
+                refusal = _link_refusal(here, chain[-1], part, verb)
+                if refusal is not None:
+                    raise refusal from None
+                if exc.errno == errno.ENOTDIR:
+                    raise _refuse(here, "is not a folder", errno.ENOTDIR) from None
+                raise
+            chain.append(fd)
+        yield chain
+    finally:
+        for fd in chain:
+            os.close(fd)
+
+
+def _read_at(dirfd: int, name: str, path: Path, verb: str) -> bytes | None:
+    """The regular file *name*'s bytes, None when absent; `OSError` for a link or a
+    non-regular file (opened O_NOFOLLOW | O_NONBLOCK, checked with fstat)."""
+    refusal = _link_refusal(path, dirfd, name, verb)
+    if refusal is not None:
+        raise refusal
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dirfd)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise _refuse(path, f"is not a regular file; refusing to {verb} it", errno.EINVAL)
+        return handle.read()
+
+
+def _write_at(dirfd: int, name: str, data: bytes) -> None:
+    """Atomically replace *name* in *dirfd* (temp file, fsync, rename, folder fsync)."""
+    tmp = f".{name}.{secrets.token_hex(4)}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(tmp, flags, 0o644, dir_fd=dirfd)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fchmod(handle.fileno(), 0o644)
+            os.fsync(handle.fileno())
+        os.rename(tmp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dirfd)
+        raise
+    os.fsync(dirfd)
+
+
+def _backup_name(dirfd: int, name: str) -> str:
+    """`<name>.bak`, else the first free `<name>.bak.N`: an earlier backup is never lost."""
+    for n in range(1000):
+        candidate = f"{name}.bak" + (f".{n}" if n else "")
+        try:
+            os.stat(candidate, dir_fd=dirfd, follow_symlinks=False)
+        except FileNotFoundError:
+            return candidate
+    raise _refuse(Path(name), "has 1000 backups already; remove some", errno.EEXIST)
+
+
+def install(target: Target) -> list[str]:
+    """Write every file of *target*; one output line per file written or backed up. A file
+    already holding these bytes is left alone; other content is saved to a backup first."""
+    target.base.mkdir(parents=True, exist_ok=True)  # a new --target-dir's parents
+    # check every path before writing any, so a refusal leaves nothing half-installed
+    for rel in target.files:
+        with _folders(target.base, rel.parent, create=False, verb="install") as chain:
+            if len(chain) == len(rel.parent.parts) + 1:
+                _read_at(chain[-1], rel.name, target.base / rel, "install over")
+    lines = []
+    for rel, data in target.files.items():
+        path = target.base / rel
+        with _folders(target.base, rel.parent, create=True, verb="install") as chain:
+            before = _read_at(chain[-1], rel.name, path, "install over")
+            if before == data:
+                lines.append(f"installed {path} (unchanged)")
+                continue
+            if before is not None:
+                backup = _backup_name(chain[-1], rel.name)
+                _write_at(chain[-1], backup, before)
+                lines.append(f"backed up {path} to {path.with_name(backup)}")
+            _write_at(chain[-1], rel.name, data)
+            lines.append(f"installed {path}")
+    return lines
+
+
+def uninstall(target: Target) -> tuple[list[str], bool]:
+    """Remove the files of *target* that hold exactly the bytes an install writes, then the
+    folders left empty (up to the base). Returns the output lines and whether anything was
+    removed; a file with other content is kept and named."""
+    for rel in target.files:  # refuse before removing anything
+        with _folders(target.base, rel.parent, create=False, verb="uninstall") as chain:
+            if len(chain) == len(rel.parent.parts) + 1:
+                _read_at(chain[-1], rel.name, target.base / rel, "remove")
+    lines, removed = [], False
+    for rel, data in target.files.items():
+        path = target.base / rel
+        with _folders(target.base, rel.parent, create=False, verb="uninstall") as chain:
+            if len(chain) < len(rel.parent.parts) + 1:
+                continue
+            current = _read_at(chain[-1], rel.name, path, "remove")
+            if current is None:
+                pass
+            elif current != data:
+                lines.append(
+                    f"kept {path}: it is not what deeprefine installs (edited, or from another "
+                    "version); remove it yourself if you want it gone"
+                )
+            else:
+                os.unlink(rel.name, dir_fd=chain[-1])
+                lines.append(f"removed {path}")
+                removed = True
+            # prune the folders this left empty, deepest first, never the base
+            for depth in range(len(rel.parent.parts), 0, -1):
+                try:
+                    os.rmdir(rel.parent.parts[depth - 1], dir_fd=chain[depth - 1])
+                except OSError:
+                    break
+    return lines, removed
 
 
 def _run(args: argparse.Namespace) -> int:
-    agent = AGENTS[args.agent]
-    user = bool(args.user)
-    paths = install(agent, user) if args.action == "install" else uninstall(agent, user)
-    scope = "user" if user else "project"
-    verb = "installed" if args.action == "install" else "removed"
-    if not paths:
-        print(f"deeprefine: no {args.agent} skill installed ({scope}); nothing to remove")
-    for path in paths:
-        print(f"{verb} {path}")
+    target = skill_target(AGENTS[args.agent], bool(args.user))
+    scope = "user" if args.user else "project"
+    if args.action == "install":
+        lines = install(target)
+    else:
+        lines, removed = uninstall(target)
+        if not removed:
+            lines.append(
+                f"deeprefine: no {args.agent} skill installed ({scope}); nothing to remove"
+            )
+    for line in lines:
+        print(line)
     return 0
 
 
 def _gemini(args: argparse.Namespace) -> int:
-    folder = _gemini_folder(getattr(args, "target_dir", None))
+    target = gemini_target(getattr(args, "target_dir", None))
+    folder = target.base / next(iter(target.files)).parent
     if args.action == "path":
         print(SKILLS / "gemini" if args.bundled else folder)
         return 0
@@ -132,16 +290,11 @@ def _gemini(args: argparse.Namespace) -> int:
         print(f"run: gemini extensions link {folder} (after `deeprefine gemini install`)")
         return 0
     if args.action == "install":
-        for name, data in _gemini_files().items():
-            folder.mkdir(parents=True, exist_ok=True)
-            atomic_write(folder / name, data, mode=0o644)
-            print(f"installed {folder / name}")
-        return 0
-    for name in _gemini_files():
-        if (folder / name).is_file():
-            (folder / name).unlink()
-            print(f"removed {folder / name}")
-    _prune(folder, folder.parent)
+        lines = install(target)
+    else:
+        lines, _ = uninstall(target)
+    for line in lines:
+        print(line)
     return 0
 
 

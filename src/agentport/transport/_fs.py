@@ -28,6 +28,8 @@ __all__ = [
     "ensure_private_dir",
     "ensure_real_dir",
     "open_lock_file",
+    "open_regular_input",
+    "read_regular",
 ]
 
 _CHUNK = 1 << 20
@@ -104,22 +106,68 @@ def ensure_private_dir(path: Path) -> Path:
     return path
 
 
-def _open_regular(path: Path, flags: int, mode: int) -> int:
+def _kind(mode: int) -> str:
+    """What a non-regular file is, for a refusal line."""
+    for test, name in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a named pipe"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return f"is {name}, not a regular file"
+    return "is not a regular file"
+
+
+def _open_regular(
+    path: Path, flags: int, mode: int, *, follow: bool = False, verb: str = "write to"
+) -> int:
+    """A blocking descriptor on the regular file *path*; checked on the opened descriptor
+    (`fstat`), so what is checked is what is read or written. O_NONBLOCK on the open keeps a
+    named pipe without a peer from hanging us."""
+    nofollow = 0 if follow else os.O_NOFOLLOW
     try:
-        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, mode)
+        fd = os.open(path, flags | nofollow | os.O_CLOEXEC | os.O_NONBLOCK, mode)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise _refuse(path, "is a symbolic link; refusing to follow it") from None
-        if exc.errno == errno.ENXIO:  # a fifo with no reader (O_NONBLOCK keeps us from hanging)
+        if exc.errno == errno.ENXIO:  # a fifo with no peer, or a socket
             raise _refuse(
-                path, "is not a regular file; refusing to write to it", exc.errno
+                path, f"is not a regular file; refusing to {verb} it", exc.errno
             ) from None
         raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        raise _refuse(path, "is not a regular file; refusing to write to it", errno.EINVAL)
+        raise _refuse(path, f"{_kind(info.st_mode)}; refusing to {verb} it", errno.EINVAL)
     os.set_blocking(fd, True)
     return fd
+
+
+def open_regular_input(path: Path) -> int:
+    """A blocking read-only descriptor on *path* once it is known to be a regular file (a
+    symlink followed); the caller bounds what it reads. `OSError` as `read_regular`."""
+    return _open_regular(path, os.O_RDONLY, 0, follow=True, verb="read")
+
+
+def read_regular(path: Path, limit: int, *, follow: bool = True) -> tuple[bytes, os.stat_result]:
+    """The bytes of the regular file *path* (at most *limit*) and the `fstat` of the very
+    descriptor they were read from (its identity: `st_dev`, `st_ino`).
+
+    Never blocks and never reads more than *limit* + 1 bytes: a folder, a named pipe, a
+    socket or a device (`/dev/zero` too, behind a symlink) is refused before any read.
+    *follow* False refuses a symlink in the last component. Raises `OSError` whose `filename`
+    names *path* and `strerror` says why (`EFBIG` when the file is over *limit*)."""
+    fd = _open_regular(path, os.O_RDONLY, 0, follow=follow, verb="read")
+    with os.fdopen(fd, "rb") as handle:  # closed on every path, refusals included
+        info = os.fstat(handle.fileno())
+        if info.st_size > limit:
+            raise _refuse(path, f"is {info.st_size} bytes; at most {limit} are read", errno.EFBIG)
+        data = handle.read(limit + 1)  # a file grown since the fstat stops here too
+    if len(data) > limit:
+        raise _refuse(path, f"is over {limit} bytes; at most {limit} are read", errno.EFBIG)
+    return data, info
 
 
 def append_text(path: Path, text: str, *, mode: int | None = None) -> None:

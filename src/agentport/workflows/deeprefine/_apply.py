@@ -105,6 +105,9 @@ def apply_reviewed(graph: Graph, reviewed: Review, allow_low: bool) -> ApplyRepo
             if graph.has_link(s, relation, o):
                 report.outcomes.append((item, "skipped", "edge already exists"))
                 continue
+            if graph.links_between(s, o):  # never a second link on a pair (review's R6)
+                report.outcomes.append((item, "rejected", "R6 the pair is already linked"))
+                continue
             links.append(new_link(s, o, relation))
             graph._adjacent = None
         elif name == "delete_edge":

@@ -21,7 +21,14 @@ from typing import BinaryIO
 from returns.result import Failure
 
 from ...core import ErrorKind, ProviderError
-from ...transport._fs import append_text, atomic_write, ensure_real_dir, open_lock_file
+from ...transport._fs import (
+    append_text,
+    atomic_write,
+    ensure_real_dir,
+    open_lock_file,
+    open_regular_input,
+    read_regular,
+)
 from ._constants import OUT_DIR, STATE_DIR
 
 __all__ = [
@@ -52,32 +59,34 @@ def as_failure(exc: InputError) -> Failure[ProviderError]:
     return Failure(ProviderError(ErrorKind.invalid_request, str(exc), details={"field": exc.field}))
 
 
+def _input_error(path: Path, exc: OSError) -> InputError:
+    if isinstance(exc, FileNotFoundError):
+        return InputError(path, "", "file not found")
+    if exc.errno in (errno.EINVAL, errno.ENXIO, errno.EFBIG):  # read_regular's refusals
+        return InputError(path, "", exc.strerror or str(exc))
+    return InputError(path, "", f"cannot read: {exc.strerror}")
+
+
 def read_bytes(path: Path, *, limit: int = 512 * 1024 * 1024) -> bytes:
-    """The file's bytes, or `InputError` naming the file (missing, unreadable, over `limit`)."""
+    """The file's bytes, or `InputError` naming the file (missing, unreadable, over `limit`,
+    or not a regular file: a graph.json linked to `/dev/zero` or a named pipe is refused
+    at once, never read without end or waited on)."""
     try:
-        size = path.stat().st_size
-        if size > limit:
-            raise InputError(path, "", f"file is {size} bytes; the limit is {limit}")
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(path, "", "file not found") from None
-    except IsADirectoryError:
-        raise InputError(path, "", "is a directory, expected a file") from None
+        data, _ = read_regular(path, limit)
     except OSError as exc:
-        raise InputError(path, "", f"cannot read: {exc.strerror}") from None
+        raise _input_error(path, exc) from None
+    return data
 
 
 def open_input(path: Path, *, limit: int = 512 * 1024 * 1024) -> BinaryIO:
-    """Open a file for reading, or `InputError` naming it (missing, unreadable, over `limit`).
-    The handle keeps the inode: later reads see these bytes even after a rename over it."""
+    """Open a regular file for reading, or `InputError` naming it (missing, unreadable,
+    over `limit`, not a regular file). The handle keeps the inode: later reads see these
+    bytes even after a rename over it."""
     try:
-        handle = path.open("rb")
-    except FileNotFoundError:
-        raise InputError(path, "", "file not found") from None
-    except IsADirectoryError:
-        raise InputError(path, "", "is a directory, expected a file") from None
+        fd = open_regular_input(path)
     except OSError as exc:
-        raise InputError(path, "", f"cannot read: {exc.strerror}") from None
+        raise _input_error(path, exc) from None
+    handle = os.fdopen(fd, "rb")
     size = os.fstat(handle.fileno()).st_size
     if size > limit:
         handle.close()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core import _bounded as bounded
+from ...transport._fs import read_regular
 from ._files import Layout, append_text, atomic_write, ensure_state
 from ._trace import query_id
 
@@ -165,18 +166,33 @@ def memory_question(text: str) -> str | None:
     return match.group(1).strip() if match else None
 
 
+#: a graphify memory file is one question and its answer; a larger one is skipped
+MEMORY_FILE_LIMIT = 4 * 1024 * 1024
+
+
 def sync_memory(layout: Layout) -> tuple[int, int, list[str]]:
     """Import `graphify-out/memory/query_*.md` (sorted by name) as `graphify_memory` rows for
-    unknown ids. Returns (added, known ids, problems)."""
+    unknown ids. Returns (added, known ids, problems). A file that resolves outside the
+    project (a symlink out of it, or a linked memory folder), is not a regular file, is over
+    4 MiB or is not UTF-8 is skipped with a problem line naming it."""
     history = read_history(layout.history)
     known = history.ids
     problems = list(history.problems)
     rows = []
+    root = layout.root.resolve()
     for path in sorted(layout.memory.glob("query_*.md")) if layout.memory.is_dir() else []:
+        real = path.resolve()
+        if not real.is_relative_to(root):  # a cloned repository's link to ~/.ssh/..., say
+            problems.append(f"{path}: resolves outside the project (to {real}); not imported")
+            continue
         try:
-            question = memory_question(path.read_bytes().decode("utf-8"))
-        except (OSError, UnicodeDecodeError):
-            problems.append(f"{path}: unreadable; skipped")
+            data, _ = read_regular(path, MEMORY_FILE_LIMIT)
+            question = memory_question(data.decode("utf-8"))
+        except OSError as exc:
+            problems.append(f"{path}: {exc.strerror or 'unreadable'}; skipped")
+            continue
+        except UnicodeDecodeError:
+            problems.append(f"{path}: not UTF-8 text; skipped")
             continue
         if not question:
             problems.append(f"{path}: question: missing; skipped")

@@ -15,7 +15,8 @@ R4 relabel   — replace_node: a `path::` new name, or a new name that is anothe
                `reject` (F-09); the same label: `skip`.
 R5 self-loop — insert_edge from a node to itself: LOW.
 R6 existing  — insert_edge of an existing (s, r, o): `skip` (no-op, MEDIUM); a link already on
-               the same node pair (any relation or direction): LOW and `reject`, even with
+               the same node pair (any relation or direction), in graph.json or from an
+               earlier insert of the same action set: LOW and `reject`, even with
                --allow-low-confidence: graphify's undirected simple graph collapses parallel
                links and `graphify update` keeps one (F-06), which would hide an AST link.
 R7 delete    — no such (s, r, o) in the stored direction: `reject` (reversed one named);
@@ -204,7 +205,13 @@ def _ground(
     return res.ids[0], None
 
 
-def _review_edge(graph: Graph, item: ReviewItem, ctx: ReviewContext, sources: Sources) -> None:
+def _review_edge(
+    graph: Graph,
+    item: ReviewItem,
+    ctx: ReviewContext,
+    sources: Sources,
+    claimed: dict[frozenset[str], str],
+) -> None:
     assert item.action is not None
     s_name, relation, o_name = item.action.args
     s, s_sug = _ground(graph, s_name, ctx, item)
@@ -235,6 +242,14 @@ def _review_edge(graph: Graph, item: ReviewItem, ctx: ReviewContext, sources: So
                 + (", EXTRACTED" if extracted else "")
                 + "); graphify's undirected simple graph would hide that link and drop one of "
                 "the two on `graphify update`, so a parallel link is refused"
+            )
+        elif (earlier := claimed.get(frozenset((s, o)))) is not None:
+            # the graph as this set would leave it: an earlier insert already links the pair
+            item.effect = "reject"
+            item.warnings.append(
+                f"R6 an earlier action of this set already links the pair ({earlier}); "
+                "graphify's undirected simple graph keeps one of two links on a pair, so a "
+                "parallel link is refused"
             )
     else:
         exact = [
@@ -339,6 +354,9 @@ def review(text: str, graph: Graph, ctx: ReviewContext | None = None) -> Review:
     ctx = ctx or ReviewContext()
     sources = Sources(ctx.root)
     items: list[ReviewItem] = []
+    # unordered node pair -> the insert of this set that may link it (graphify's graph is
+    # undirected): a later insert on the pair is checked against it as against graph.json
+    claimed: dict[frozenset[str], str] = {}
     for index, parsed in enumerate(parse_refinement(text).items):
         if isinstance(parsed, Rejected):
             item = ReviewItem(index, parsed.text, None, effect="reject")
@@ -348,10 +366,26 @@ def review(text: str, graph: Graph, ctx: ReviewContext | None = None) -> Review:
             if parsed.name == "replace_node":
                 _review_replace(graph, item, ctx, sources)
             else:
-                _review_edge(graph, item, ctx, sources)
+                _review_edge(graph, item, ctx, sources, claimed)
         item.confidence = _label(item)
+        if parsed_insert(item) and item.effect == "change":
+            s, _, o = item.ids
+            assert s is not None
+            assert o is not None
+            claimed.setdefault(frozenset((s, o)), item.text)
         items.append(item)
     return Review(items)
+
+
+def parsed_insert(item: ReviewItem) -> bool:
+    """Whether *item* is an `insert_edge` whose two endpoints resolved."""
+    return (
+        item.action is not None
+        and item.action.name == "insert_edge"
+        and len(item.ids) == 3
+        and item.ids[0] is not None
+        and item.ids[2] is not None
+    )
 
 
 def review_json(r: Review) -> str:

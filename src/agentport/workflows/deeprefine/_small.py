@@ -250,20 +250,23 @@ def parse_abduction_choice(text: str, choices: Choices) -> str | None:
 
 
 def parse_refinement_choice(text: str, choices: Choices) -> str | None:
-    """The `<refinement>` text for chosen actions (repeats dropped), or None when no
-    usable action was chosen."""
+    """The `<refinement>` text for chosen actions (repeats dropped, and a second insert on a
+    pair already chosen: the grammar cannot say "each pair once", and graphify keeps one
+    link per pair, review's R6), or None when no usable action was chosen."""
     value = _json(text)
     items = value.get("actions") if isinstance(value, dict) else None
     if not isinstance(items, list):
         return None
     actions: list[Action] = []
+    chosen: set[str] = set()  # candidate pairs already inserted on
     for item in items:
         if not isinstance(item, dict):
             continue
         action: Action | None = None
         pair, relation, link = item.get("pair"), item.get("relation"), item.get("link")
         if item.get("action") == "insert_edge" and pair in choices.pairs:
-            if relation in choices.relations:
+            if relation in choices.relations and pair not in chosen:
+                chosen.add(str(pair))
                 s, o = choices.pairs[str(pair)]
                 action = Action("insert_edge", (s, str(relation), o))
         elif item.get("action") == "delete_edge" and link in choices.deletable:
