@@ -22,7 +22,8 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from agentport.mcp._server import MAX_REQUEST_BYTES, rebinding_protection
+from agentport.mcp._http import rebinding_protection
+from agentport.mcp._stdio import DEFAULT_MAX_MESSAGE_BYTES as MAX_REQUEST_BYTES
 
 LAUNCHER = Path(__file__).with_name("_mcp_util.py")
 INIT = {
