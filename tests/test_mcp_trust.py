@@ -202,7 +202,9 @@ def test_opening_a_session_never_closes_a_smaller_clients_session(
     async def run() -> None:
         now = [0.0]
         sdk = _FakeSDK()
-        gate = SessionGate(sdk, limits, key=lambda s: Headers(scope=s)["x-client"], clock=lambda: now[0])
+        gate = SessionGate(
+            sdk, limits, key=lambda s: Headers(scope=s)["x-client"], clock=lambda: now[0]
+        )
         used: set[str] = set()
         for action, who in steps:
             mine = [sid for sid, c in sdk.open.items() if c == who]
@@ -417,17 +419,22 @@ async def test_a_nul_in_a_path_is_invalid_request(tmp_path: Path) -> None:
 
 
 @given(st.text(max_size=40))
-def test_every_path_is_inside_a_root_or_an_invalid_request(tmp_path_factory: Any, path: str) -> None:
+def test_every_path_is_inside_a_root_or_an_invalid_request(
+    tmp_path_factory: Any, path: str
+) -> None:
     root = tmp_path_factory.getbasetemp() / "root"
     root.mkdir(exist_ok=True)
     roots = Roots([root])
+    outcome: Path | ToolFailure
     try:
-        resolved = roots.check(path, "corpus")
+        outcome = roots.check(path, "corpus")
     except ToolFailure as exc:
-        assert exc.kind is ErrorKind.invalid_request
-        assert "\n" not in str(exc)
+        outcome = exc
+    if isinstance(outcome, ToolFailure):
+        assert outcome.kind is ErrorKind.invalid_request
+        assert "\n" not in str(outcome)
     else:
-        assert resolved == root.resolve() or resolved.is_relative_to(root.resolve())
+        assert outcome == root.resolve() or outcome.is_relative_to(root.resolve())
 
 
 # ── resumable streams ──
@@ -495,3 +502,24 @@ async def test_a_post_stream_cut_mid_call_resumes_with_last_event_id(tmp_path: P
                         break
             assert answer is not None
             assert answer["result"]["structuredContent"]["state"] == "done"
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="needs Linux /proc/net/tcp")
+def test_a_loopback_peer_is_known_by_the_user_owning_its_socket() -> None:
+    """Every local process of one user is one client (they share 127.0.0.1): the key is
+    the uid that owns the peer's socket, so another user's flood is bounded on its own."""
+    import socket
+
+    from agentport.mcp._http import client_key, peer_uid
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port)) as peer:
+            host, peer_port = peer.getsockname()[:2]
+            assert peer_uid((host, peer_port), port) == os.getuid()
+            scope = {"client": (host, peer_port), "server": ("127.0.0.1", port)}
+            assert client_key(scope) == f"uid:{os.getuid()}"
+    assert peer_uid(("10.1.2.3", 5), port) is None  # not loopback: keyed by its address
+    assert client_key({"client": ("10.1.2.3", 5), "server": ("0.0.0.0", port)}) == "addr:10.1.2.3"

@@ -91,8 +91,7 @@ def mcp(
         typer.Option(
             "--max-message-bytes",
             min=1024,
-            help="Largest JSON-RPC message accepted: a stdio line or an HTTP body "
-            "(default 1 MiB).",
+            help="Largest JSON-RPC message accepted: a stdio line or an HTTP body (default 1 MiB).",
         ),
     ] = 1 << 20,
     token: Annotated[str | None, typer.Option("--token", hidden=True)] = None,

@@ -8,11 +8,11 @@ From the outside in, every request passes:
 2. the bearer token, when one is set (401 otherwise, compared in constant time);
 3. the session gate: sessions are counted per client (the local user that owns the peer's
    socket on a loopback connection, the peer's address otherwise) and the server's total
-   is bounded; a new session over either bound closes the least useful idle session of
-   the client holding the most (one that never made a call first, then the least recently
-   used), so a flood of `initialize` requests evicts its own sessions, never another
-   client's, and never a session with a request in flight. A session that made no call is
-   closed `handshake_s` after its last request.
+   is bounded; a new session over either bound closes the least useful session of the
+   client holding the most (one that never made a call first, then the least recently
+   used, then one only listening on a GET stream), so a flood of `initialize` requests
+   evicts its own sessions, never a smaller client's, and never a session with a call in
+   flight. A session that made no call is closed `handshake_s` after its last request.
 
 Inside, the SDK checks Host and Origin on a loopback bind (DNS rebinding), caps a request's
 size, and, with the event store, gives every SSE event an id and each POST stream a priming
@@ -36,7 +36,6 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-from starlette.datastructures import Headers
 
 from ._events import BoundedEventStore
 from ._stdio import DEFAULT_MAX_MESSAGE_BYTES
@@ -113,6 +112,14 @@ def check_origin(origin: str, allowed: Sequence[str]) -> bool:
     return False
 
 
+def _header(headers: Sequence[tuple[bytes, bytes]] | None, name: bytes) -> str | None:
+    """The first *name* header (lower-case bytes, as ASGI gives them) of an ASGI message."""
+    for key, value in headers or ():
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
+
+
 def _refuse(status: int, text: str, extra: Sequence[tuple[bytes, bytes]] = ()) -> Any:
     body = ('{"error": "' + text.replace('"', "'") + '"}').encode()
 
@@ -132,7 +139,7 @@ class _OriginGate:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
-            origin = Headers(scope=scope).get("origin")
+            origin = _header(scope.get("headers"), b"origin")
             if origin is not None and not check_origin(origin, self.allowed):
                 await _refuse(403, "origin not allowed (agentport mcp --allow-origin)")(send)
                 return
@@ -190,9 +197,9 @@ def peer_uid(client: tuple[str, int], server_port: int, tables: Sequence[Path] =
         for row in rows:
             fields = row.split()
             try:
-                if _proc_address(fields[1]) == (ip, client[1]):
-                    if _proc_address(fields[2])[1] == server_port:
-                        return int(fields[7])
+                ends = _proc_address(fields[1]), _proc_address(fields[2])[1]
+                if ends == ((ip, client[1]), server_port):
+                    return int(fields[7])
             except (IndexError, ValueError):
                 continue
     return None
@@ -215,7 +222,8 @@ class _Session:
     client: str
     last: float
     id: str | None = None  # None while its opening request runs
-    busy: int = 0  # requests in flight (an open GET stream included)
+    busy: int = 0  # requests in flight other than GET: calls running (never closed)
+    streams: int = 0  # GET streams open: a client listening, closed only for room
     used: bool = False  # answered a request with 200: a call, a listing, a GET stream
     version: str | None = None  # the protocol version `initialize` negotiated
 
@@ -262,7 +270,7 @@ class SessionGate:
         if scope["type"] != "http" or scope.get("path") != MCP_PATH:
             await self.app(scope, receive, send)
             return
-        sid = Headers(scope=scope).get("mcp-session-id")
+        sid = _header(scope.get("headers"), b"mcp-session-id")
         if sid is None and scope["method"] == "POST":
             await self._open(scope, receive, send)
         elif sid is not None and (session := self.by_id.get(sid)) is not None:
@@ -279,6 +287,7 @@ class SessionGate:
             s
             for s in self.by_id.values()
             if not s.busy
+            and not s.streams
             and (now - s.last > lim.idle_s or (not s.used and now - s.last > lim.handshake_s))
         ]
 
@@ -298,7 +307,7 @@ class SessionGate:
         for pool in pools:
             idle = [s for s in pool if not s.busy and s.id is not None]
             if idle:
-                return True, min(idle, key=lambda s: (s.used, s.last))
+                return True, min(idle, key=lambda s: (s.streams > 0, s.used, s.last))
         return False, None
 
     def _forget(self, session: _Session) -> None:
@@ -351,7 +360,7 @@ class SessionGate:
         if not admit:
             refuse = _refuse(
                 503,
-                "no session slot is free (every one has a request in flight); retry later",
+                "no session slot is free (every one has a call in flight); retry later",
                 [(b"retry-after", b"5")],
             )
             await refuse(send)
@@ -359,7 +368,7 @@ class SessionGate:
 
         async def watch(message: Any) -> None:
             if message["type"] == "http.response.start" and message["status"] < 400:
-                sid = Headers(raw=message.get("headers") or []).get("mcp-session-id")
+                sid = _header(message.get("headers"), b"mcp-session-id")
                 if sid is not None:
                     entry.id = sid
                     self.by_id[sid] = entry
@@ -387,11 +396,18 @@ class SessionGate:
                     session.used = True
             await send(message)
 
-        session.busy += 1
+        get = scope["method"] == "GET"
+        if get:
+            session.streams += 1
+        else:
+            session.busy += 1
         try:
             await self.app(_negotiated(scope, session.version), receive, watch)
         finally:
-            session.busy -= 1
+            if get:
+                session.streams -= 1
+            else:
+                session.busy -= 1
             session.last = self.clock()
             if status == 404 or (scope["method"] == "DELETE" and status < 300):
                 self._forget(session)  # the SDK no longer knows it

@@ -116,5 +116,3 @@ def check_bind(host: str, token: str | None) -> str | None:
             "bearer token)"
         )
     return None
-
-
