@@ -184,10 +184,10 @@ async def _request(gate: SessionGate, scope: dict[str, Any]) -> tuple[int, str |
     return start["status"], Headers(raw=start.get("headers") or []).get("mcp-session-id")
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     st.lists(
-        st.tuples(st.sampled_from(["open", "call", "wait"]), st.sampled_from("ABC")),
+        st.tuples(st.sampled_from(["open", "open", "call", "wait"]), st.sampled_from("ABC")),
         max_size=60,
     )
 )
@@ -197,7 +197,7 @@ def test_opening_a_session_never_closes_a_smaller_clients_session(
     """Any sequence of opens, calls and waits by three clients: the bounds hold, an idle
     client is always admitted, and an opening by X closes only X's own sessions or those
     of a client holding more than X, never-used ones first."""
-    limits = SessionLimits(total=5, per_client=3, handshake_s=10, idle_s=100)
+    limits = SessionLimits(total=5, per_client=3, handshake_s=10, idle_s=1e9)
 
     async def run() -> None:
         now = [0.0]
@@ -206,6 +206,7 @@ def test_opening_a_session_never_closes_a_smaller_clients_session(
             sdk, limits, key=lambda s: Headers(scope=s)["x-client"], clock=lambda: now[0]
         )
         used: set[str] = set()
+        last: dict[str, float] = {}
         for action, who in steps:
             mine = [sid for sid, c in sdk.open.items() if c == who]
             if action == "wait":
@@ -214,17 +215,23 @@ def test_opening_a_session_never_closes_a_smaller_clients_session(
                 status, _ = await _request(gate, _scope("POST", who, mine[-1]))
                 assert status == 200
                 used.add(mine[-1])
+                last[mine[-1]] = now[0]
             elif action == "open":
                 before = dict(sdk.open)
                 held = Counter(before.values())
                 status, sid = await _request(gate, _scope("POST", who))
                 assert status == 200, "nothing is busy: an opening is always admitted"
                 assert sid is not None
+                last[sid] = now[0]
                 closed = set(before) - set(sdk.open)
                 for victim in closed:
                     owner = before[victim]
-                    stale = victim not in used  # never used: past its handshake window
+                    # never used and past its handshake window: reclaimed whoever opens
+                    stale = victim not in used and now[0] - last[victim] > limits.handshake_s
                     assert owner == who or held[owner] > held[who] or stale, (victim, owner)
+                    if not stale:  # room made: a never-used session goes before a used one
+                        pool = [v for v, c in before.items() if c == owner and v not in closed]
+                        assert victim not in used or all(v in used for v in pool), victim
             owned = Counter(sdk.open.values())
             assert len(sdk.open) <= limits.total
             assert all(n <= limits.per_client for n in owned.values()), owned
