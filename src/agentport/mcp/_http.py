@@ -12,7 +12,8 @@ From the outside in, every request passes:
    client holding the most (one that never made a call first, then the least recently
    used, then one only listening on a GET stream), so a flood of `initialize` requests
    evicts its own sessions, never a smaller client's, and never a session with a call in
-   flight. A session that made no call is closed `handshake_s` after its last request.
+   flight. A session that made no call is closed when a session opens `handshake_s` or
+   more after its last request.
 
 Inside, the SDK checks Host and Origin on a loopback bind (DNS rebinding), caps a request's
 size, and, with the event store, gives every SSE event an id and each POST stream a priming
@@ -71,9 +72,10 @@ class SessionLimits:
 
     total: sessions open at once over all clients; per_client: sessions one client may
     hold (a new one past it closes that client's own least useful idle session);
-    handshake_s: seconds a session that never made a call (only `initialize` and
-    notifications) lives after its last request; idle_s: seconds any session lives with
-    no request in flight. Raises ValueError for a bound that is not positive."""
+    handshake_s: seconds after its last request from which a session that never made a
+    call (only `initialize` and notifications) is closed, when the next session opens;
+    idle_s: seconds any session lives with no request in flight (the SDK's idle timeout).
+    Raises ValueError for a bound that is not positive."""
 
     total: int = 64
     per_client: int = 8
