@@ -11,7 +11,13 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import socket
+import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -117,8 +123,53 @@ def model(
     return llm
 
 
+def free_port(host: str = "127.0.0.1") -> int:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def serving(
+    *args: str,
+    host: str = "127.0.0.1",
+    connect: str | None = None,
+    cmd: list[str] | None = None,
+    env: dict[str, str] | None = None,
+) -> Iterator[tuple[str, Callable[[], str]]]:
+    """Serve MCP over HTTP on *host* (this launcher, or *cmd* such as `agentport mcp`) with
+    *args*; yields the URL on *connect* (default: *host*) and a reader of its stderr."""
+    connect = connect or host
+    port = free_port(connect)
+    shown = f"[{host}]" if ":" in host else host
+    argv = cmd or [sys.executable, str(Path(__file__).resolve())]
+    with tempfile.TemporaryFile() as log:
+
+        def stderr() -> str:
+            log.seek(0)
+            return log.read().decode(errors="replace")
+
+        proc = subprocess.Popen([*argv, "--http", f"{shown}:{port}", *args], env=env, stderr=log)
+        try:
+            end = time.monotonic() + 30
+            while True:
+                try:
+                    with socket.create_connection((connect, port), timeout=0.2):
+                        break
+                except OSError:
+                    assert proc.poll() is None, f"the HTTP server exited: {stderr()}"
+                    assert time.monotonic() < end, "the HTTP server did not start"
+                    time.sleep(0.05)
+            reach = f"[{connect}]" if ":" in connect else connect
+            yield f"http://{reach}:{port}/mcp", stderr
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
 def main(argv: list[str] | None = None) -> None:
-    from agentport.mcp import build_server, serve_http, serve_stdio
+    from agentport.mcp import SessionLimits, build_server, serve_http, serve_stdio
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", action="append", default=[])
@@ -128,6 +179,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--spawn-dir", type=Path)
     ap.add_argument("--refinement", default=GOOD)
     ap.add_argument("--pid-file", type=Path)
+    ap.add_argument("--allow-origin", action="append", default=[])
+    ap.add_argument("--max-message-bytes", type=int, default=1 << 20)
+    ap.add_argument("--per-client", type=int, default=8)
+    ap.add_argument("--handshake-s", type=float, default=30.0)
     args = ap.parse_args(argv)
     if args.pid_file:
         args.pid_file.write_text(str(os.getpid()))
@@ -142,9 +197,18 @@ def main(argv: list[str] | None = None) -> None:
     server = build_server(args.root, factory)
     if args.http:
         host, _, port = args.http.rpartition(":")
-        serve_http(server, host, int(port), args.token)
+        limits = SessionLimits(per_client=args.per_client, handshake_s=args.handshake_s)
+        serve_http(
+            server,
+            host,
+            int(port),
+            args.token,
+            allowed_origins=args.allow_origin,
+            limits=limits,
+            max_message_bytes=args.max_message_bytes,
+        )
     else:
-        serve_stdio(server)
+        serve_stdio(server, args.max_message_bytes)
 
 
 if __name__ == "__main__":

@@ -64,7 +64,7 @@ NOT_APPLICABLE = {
     "prompts-get-embedded-resource": _FIXTURE,
     "prompts-get-with-image": _FIXTURE,
     "json-schema-2020-12": _FIXTURE,
-    "server-sse-polling": _FIXTURE + " (test_reconnection; event ids: below)",
+    "server-sse-polling": _FIXTURE + " (test_reconnection; its stream checks: below)",
 }
 
 
@@ -131,6 +131,30 @@ def test_every_applicable_conformance_scenario_passes(server_url: str, tmp_path:
         assert "FAILURE" not in statuses, f"{scenario}: {statuses}"
     unknown = set(results) - set(MUST_PASS) - set(NOT_APPLICABLE)
     assert not unknown, f"scenarios new to this suite version, classify them: {unknown}"
+
+
+def test_sse_polling_gets_a_priming_event_and_a_retry_field(
+    server_url: str, tmp_path: Path
+) -> None:
+    """The suite's `server-sse-polling` (pending, so run by name) negotiates 2025-11-25 and
+    then sends `MCP-Protocol-Version: 2025-03-26`: the priming event and its `retry:` field
+    follow the session's negotiated version. Its tool call fails (`test_reconnection` is a
+    fixture of the suite's reference server), the stream checks must not."""
+    exe = _suite()
+    env = os.environ | {"PATH": f"{PREFIX / 'bin'}:{os.environ.get('PATH', '')}"}
+    done = subprocess.run(
+        [str(exe), "server", "--url", server_url, "--scenario", "server-sse-polling",
+         "-o", str(tmp_path)],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    statuses = {
+        c["id"]: c["status"]
+        for checks in tmp_path.glob("*/checks.json")
+        for c in json.loads(checks.read_text())
+    }
+    assert statuses, done.stdout[-2000:] + done.stderr[-2000:]
+    assert statuses.get("server-sse-priming-event") == "SUCCESS", statuses
+    assert statuses.get("server-sse-retry-field") == "SUCCESS", statuses
 
 
 def test_every_sse_event_has_an_id_so_a_dropped_stream_can_resume(server_url: str) -> None:

@@ -1,9 +1,9 @@
 """MCP over HTTP on any loopback bind keeps DNS-rebinding protection, caps a request's size,
-and takes its token from a file or the environment.
+and answers every malformed stdio message.
 
 Regressions: `--http [::1]:PORT` or `127.0.0.2:PORT` turned the Host/Origin checks off (the
-SDK turns them on only for `127.0.0.1`, `localhost` and `::1` spelled exactly so); `--token`
-was the only way to pass a token, visible in the process list.
+SDK turns them on only for `127.0.0.1`, `localhost` and `::1` spelled exactly so). Tokens,
+Origin on every bind, session bounds and stdio frame caps: tests/test_mcp_trust.py.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from agentport.mcp._server import MAX_REQUEST_BYTES, rebinding_protection
+from agentport.mcp._http import rebinding_protection
+from agentport.mcp._stdio import DEFAULT_MAX_MESSAGE_BYTES as MAX_REQUEST_BYTES
 
 LAUNCHER = Path(__file__).with_name("_mcp_util.py")
 INIT = {
@@ -108,23 +109,6 @@ def test_the_protection_names_only_loopback() -> None:
     assert v6 is not None
     assert "http://[::1]:*" in v6.allowed_origins
     assert rebinding_protection("0.0.0.0") is None  # a token guards a non-loopback bind
-
-
-def test_the_token_can_come_from_a_file(tmp_path: Path) -> None:
-    from typer.testing import CliRunner
-
-    from agentport.cli import app
-
-    empty = tmp_path / "empty"
-    empty.write_text("\n")
-    result = CliRunner().invoke(app, ["mcp", "--http", "0.0.0.0:1", "--token-file", str(empty)])
-    assert result.exit_code == 2
-    assert "first line is empty" in result.output
-    missing = CliRunner().invoke(
-        app, ["mcp", "--http", "0.0.0.0:1", "--token-file", str(tmp_path / "no")]
-    )
-    assert missing.exit_code == 2
-    assert "cannot read a token" in missing.output
 
 
 def test_stdio_answers_every_malformed_message() -> None:

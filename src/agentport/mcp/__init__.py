@@ -17,10 +17,14 @@ serve_stdio(build_server(roots=["./docs", "./myproject"]))
 from __future__ import annotations
 
 from ._errors import Roots, ToolFailure
-from ._server import build_server, check_bind, http_app, is_loopback, serve_http, serve_stdio
+from ._http import SessionLimits, http_app, is_loopback, serve_http
+from ._server import build_server, check_bind
+from ._stdio import DEFAULT_MAX_MESSAGE_BYTES, serve_stdio
 
 __all__ = [
+    "DEFAULT_MAX_MESSAGE_BYTES",
     "Roots",
+    "SessionLimits",
     "ToolFailure",
     "build_server",
     "check_bind",

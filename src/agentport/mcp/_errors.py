@@ -66,27 +66,25 @@ def error_line(exc: ProviderError) -> str:
 
 class Progress:
     """MCP progress for one request, as the spec requires it: the value strictly increases
-    (a repeat is not sent) and the total never drops (the largest estimate so far; a job
-    re-estimates its calls as it learns the question's size)."""
+    (a repeat is not sent), and a total is sent only when it is the real count (MCP's
+    `total` is optional). A research job's count of calls is an upper bound while it runs
+    (the plan's maximum, then fewer as claims are set aside), so running notifications
+    carry no total and `finish(count)` sends `count/count` once the count is known."""
 
     def __init__(self, ctx: Any) -> None:
         self.ctx = ctx
         self.last = 0.0
-        self.total: float | None = None
 
-    async def report(self, value: float, total: float | None, message: str) -> None:
-        if total is not None:
-            self.total = max(self.total or 0.0, total, value)
+    async def report(self, value: float, message: str, total: float | None = None) -> None:
         if value <= self.last:
             return
         self.last = value
-        await self.ctx.report_progress(value, self.total, message)
+        await self.ctx.report_progress(value, total, message)
 
-    async def finish(self, message: str) -> None:
-        """The last notification: the whole total, when it was not reached yet."""
-        end = max(self.total or 0.0, self.last + 1)
-        self.total = end
-        await self.report(end, end, message)
+    async def finish(self, count: float, message: str) -> None:
+        """The last notification, `count` of `count`, when it is news (a value already sent
+        cannot be sent again)."""
+        await self.report(count, message, total=count)
 
 
 def tool_hints(
@@ -153,6 +151,8 @@ class Roots:
     def check(self, path: str, what: str) -> Path:
         if not path or not path.strip():
             raise ToolFailure(ErrorKind.invalid_request, f"{what}: the path is empty")
+        if "\x00" in path:  # no file system takes it; `resolve()` raised ValueError
+            raise ToolFailure(ErrorKind.invalid_request, f"{what}: the path contains a NUL byte")
         if not self.paths:
             raise ToolFailure(
                 ErrorKind.invalid_request,

@@ -176,7 +176,7 @@ class RefineTools:
         async def forward() -> None:
             async with receive:
                 async for step in receive:
-                    await progress.report(step, None, f"hop {step}")
+                    await progress.report(step, f"hop {step}")
 
         settings = LoopSettings(on_step=lambda step: send.send_nowait(step))
         async with anyio.create_task_group() as tg:

@@ -272,19 +272,21 @@ class CoreTools:
         ] = 60.0,
     ) -> JobStatus:
         """Wait until the job ends or *timeout_s* passes, sending MCP progress
-        notifications (calls done of calls expected, with the phase) when the request
-        carries a progressToken; returns the same status as `research_status`."""
+        notifications (agent calls done, with the phase and the most calls still planned;
+        the total once the job has ended) when the request carries a progressToken;
+        returns the same status as `research_status`."""
         job = self.jobs.get(job_id)
         progress = Progress(ctx)
         with anyio.move_on_after(timeout_s):
             while job.state == "running":
-                await progress.report(job.done, job.expected or None, f"{job.phase}: {job.message}")
+                planned = f"{job.done} calls done, at most {job.expected} planned"
+                await progress.report(job.done, f"{job.phase}: {job.message} ({planned})")
                 changed = job.changed
                 with anyio.move_on_after(5):
                     await changed.wait()
         if job.state != "running":
             ended = f"{job.state}: {job.message}" if job.budget_reached else job.state
-            await progress.finish(ended)
+            await progress.finish(job.done, ended)
         return job.status()
 
     async def research_result(self, job_id: JobArg) -> ResearchResult:
