@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -121,9 +122,11 @@ class WorkerProcess:
     on stderr. `kill()` is SIGKILL (a crashed machine); `stop()` is a polite shutdown."""
 
     def __init__(self, address: str, tmp: Path, config: Path | None = None) -> None:
-        if config is None:
-            config = tmp / "empty.toml"
-            config.write_text("", encoding="utf-8")
+        # the worker refuses a root that holds its own config file: keep a copy outside
+        private = Path(tempfile.mkdtemp(prefix="agentport-worker-config-"))
+        text = "" if config is None else config.read_text(encoding="utf-8")
+        config = private / "config.toml"
+        config.write_text(text, encoding="utf-8")
         env = worker_env() | {
             "AGENTPORT_ALLOW_REAL_BACKENDS": "1",
             "PYTHONHASHSEED": "0",

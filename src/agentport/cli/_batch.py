@@ -373,7 +373,14 @@ def _submit(
 
         spent = (state.extra.get("budget") or {}).get("spent")
         fields["budget"] = budget_data(budget[0], spent, budget[1])
-    job = BatchJob(kind, todo, backend, str(out.resolve()), **fields)
+    from pydantic import ValidationError
+
+    from ..temporal._inputs import one_line
+
+    try:  # the closed type the workers parse: refused here in one line, not on the cluster
+        job = BatchJob(kind=kind, items=todo, backend=backend, out=str(out.resolve()), **fields)
+    except ValidationError as exc:
+        fail(f"--temporal: this batch cannot be sent: {one_line(exc)}", 2)
 
     async def go() -> Any:
         client = await connect(address, namespace)
