@@ -320,11 +320,19 @@ async def _in_thread(fn: Callable[[], T]) -> T:
             activity.heartbeat()
             await anyio.sleep(1.0)
 
+    def caught() -> tuple[T | None, ApplicationError | None]:
+        try:  # a refusal leaves the task group as itself, not inside an ExceptionGroup
+            return fn(), None
+        except ApplicationError as exc:
+            return None, exc
+
     async with anyio.create_task_group() as group:
         group.start_soon(beat)
-        result = await anyio.to_thread.run_sync(fn)
+        result, refused = await anyio.to_thread.run_sync(caught)
         group.cancel_scope.cancel()
-    return result
+    if refused is not None:
+        raise refused
+    return result  # type: ignore[return-value]
 
 
 @activity.defn(name=WRITE_REPORT_ACTIVITY)

@@ -106,7 +106,8 @@ class CallConfig(Closed):
         no larger than the worker's own (*own*: its `[llm]` defaults), `on_ignored="fail"`
         when the worker says so. Everything else (tools: none, cwd: a fresh folder, no
         session) is the worker's default."""
-        fields = self.model_dump(exclude_unset=True)
+        # None is "not set": a request cannot lift the worker's cap by unsetting it
+        fields = {k: v for k, v in self.model_dump(exclude_unset=True).items() if v is not None}
         for name in ("startup_timeout_s", "idle_timeout_s", "total_timeout_s", "attempt_timeout_s",
                      "max_tokens", "max_turns", "schema_retries"):  # fmt: skip
             mine = getattr(own, name)
