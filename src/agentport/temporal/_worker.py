@@ -221,6 +221,7 @@ async def run_worker(
     read and write only under *roots* (`check_roots`; required with the workflows).
     Raises `ProviderError` as `plan_worker`, `check_roots` and `connect` do, before
     serving."""
+    check_address(address)
     plan = plan_worker(
         backends, concurrency=concurrency, prefix=prefix, workflows=workflows, web=web
     )
