@@ -83,9 +83,13 @@ def test_a_complete_input_is_refused_or_only_narrows_the_workers_own(
     try:
         data = validate(CompleteInput, raw, "complete")
     except InputRefused as exc:
-        assert "\n" not in str(exc)
+        refusal = str(exc)
+    else:
+        refusal = ""
+    if refusal:
+        assert "\n" not in refusal
         for secret in ("attacker", "evil"):
-            assert secret not in str(exc)  # the history keeps no value a client sent
+            assert secret not in refusal  # the history keeps no value a client sent
         return
     _, used, overrides = _activities.effective_call(data, OWN)
     assert used.tools == ToolPolicy.none()
@@ -96,7 +100,8 @@ def test_a_complete_input_is_refused_or_only_narrows_the_workers_own(
     merged = used.with_defaults(OWN)
     for name in ("total_timeout_s", "idle_timeout_s", "startup_timeout_s"):
         assert getattr(merged, name) <= getattr(OWN, name)
-    assert merged.max_tokens is not None and merged.max_tokens <= 4000
+    assert merged.max_tokens is not None
+    assert merged.max_tokens <= 4000
     assert merged.schema_retries <= CompletionConfig().schema_retries
     assert merged.on_ignored == "fail"
     for model in (merged.model, overrides.get("model")):
@@ -106,8 +111,11 @@ def test_a_complete_input_is_refused_or_only_narrows_the_workers_own(
 def test_our_own_client_refuses_a_config_a_worker_would_not_run() -> None:
     """`execute_complete` sends exactly the closed type: tools, a folder or a session are
     refused before anything is scheduled."""
-    for config in (CompletionConfig(tools=ToolPolicy.cli_defaults()),
-                   CompletionConfig(cwd=Path("/tmp")), CompletionConfig(session_id="s")):  # fmt: skip
+    for config in (
+        CompletionConfig(tools=ToolPolicy.cli_defaults()),
+        CompletionConfig(cwd=Path("/tmp")),
+        CompletionConfig(session_id="s"),
+    ):
         with pytest.raises(ProviderError) as caught:
             CallConfig.of(config)
         assert caught.value.kind is ErrorKind.unsupported
@@ -133,7 +141,8 @@ def test_a_model_that_names_a_file_on_the_worker_is_refused(tmp_path: Path) -> N
         error = _activities._refused(data)
     finally:
         os.chdir(old)
-    assert error is not None and "names a file" in error.message
+    assert error is not None
+    assert "names a file" in error.message
     for model in ("/etc/passwd", "../m", "x.GGUF", "~/m"):
         with pytest.raises(InputRefused):
             validate(CallSettings, {"model": model}, "complete")
@@ -172,7 +181,8 @@ def test_every_boundary_type_is_closed(model: type[BaseModel], extra: str) -> No
         parse(model, {**good, extra: "/tmp/evil"}, "x")
     assert caught.value.non_retryable
     assert caught.value.type == REFUSED_INPUT
-    assert extra in caught.value.message and "evil" not in caught.value.message
+    assert extra in caught.value.message
+    assert "evil" not in caught.value.message
     with pytest.raises(ApplicationError):
         parse(model, ["not", "an", "object"], "x")
 
@@ -374,8 +384,13 @@ def test_a_hostile_client_scheduling_every_activity_by_name_is_refused(
                     id=f"attack-{index}-{os.getpid()}", task_queue=HOSTILE_QUEUE,
                 ), 40))  # fmt: skip
             for index, flow in enumerate(("agentport.batch", "agentport.research")):
-                job = {"kind": "research", "items": [["q", 1, "Q?"]], "backend": "openai_compat",
-                       "out": str(outside), "settings": {"openai_compat": {"base_url": "x"}}}
+                job = {
+                    "kind": "research",
+                    "items": [["q", 1, "Q?"]],
+                    "backend": "openai_compat",
+                    "out": str(outside),
+                    "settings": {"openai_compat": {"base_url": "x"}},
+                }
                 if flow == "agentport.research":
                     job = {"question": "Q?", "item_id": "../../x", "backend": "openai_compat",
                            "out": str(outside)}  # fmt: skip

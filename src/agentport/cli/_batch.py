@@ -104,6 +104,16 @@ def _end(summary: Summary) -> None:
         raise typer.Exit(PARTIAL_EXIT)
 
 
+# Why small-model mode stays local: its phases choose among every sentence of the corpus (or
+# every node of the graph) held in one process, while a Temporal workflow sees only what an
+# activity returns (history, 2 MB per payload).
+_SMALL_ON_TEMPORAL = (
+    "small-model mode (the embedded local model) cannot run with --temporal: each step "
+    "chooses among the whole {data}, held in one process, and a Temporal workflow sees only "
+    "what fits in its history; run the batch locally (without --temporal)"
+)
+
+
 def research_batch_command(
     question: str | None,
     batch: Path | None,
@@ -142,7 +152,7 @@ def research_batch_command(
         if target is None:
             fail("--temporal needs a named backend (--backend or llm.backend)", 2)
         if config.small_model:
-            fail("small-model mode is not supported with --temporal yet; run the batch locally", 2)
+            fail(_SMALL_ON_TEMPORAL.format(data="corpus"), 2)
         web_ok = config.assume_web_tools or corpus is not None  # the model needs no web tools
         if (refusal := web_refusal(target)) is not None and not web_ok:
             fail(refusal, 2)
@@ -273,8 +283,7 @@ def refine_batch_command(
         if target is None:
             fail("--temporal needs a named backend (--backend or llm.backend)", 2)
         if _embedded(target):  # as research: the embedded model runs locally only
-            fail("small-model mode (the embedded local model) is not supported with "
-                 "--temporal yet; run the batch locally", 2)  # fmt: skip
+            fail(_SMALL_ON_TEMPORAL.format(data="graph"), 2)
         _submit(
             "refine",
             parsed,

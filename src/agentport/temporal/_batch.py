@@ -22,6 +22,16 @@ from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 from ..transport._beneath import PathRefused, Rooted, Roots
+from ..workflows.batch import (
+    BatchState,
+    Item,
+    Outcome,
+    Question,
+    apply_saved,
+    loop_from_data,
+    save_and_review,
+    summary_markdown,
+)
 from ..workflows.deep_research import ResearchConfig
 from ..workflows.deeprefine._files import Layout
 from ._data import CallSettings
@@ -35,17 +45,6 @@ from ._inputs import (
     Seconds,
     WebRequest,
     parse,
-)
-
-from ..workflows.batch import (
-    BatchState,
-    Item,
-    Outcome,
-    Question,
-    apply_saved,
-    loop_from_data,
-    save_and_review,
-    summary_markdown,
 )
 
 __all__ = [

@@ -21,8 +21,8 @@ from temporalio.service import RPCError
 from ..core import ProviderError
 from ..workflows.batch import BatchInputError
 from ._batch import BatchJob, BatchResult
-from ._queues import DEFAULT_PREFIX, workflow_queue
 from ._inputs import wire
+from ._queues import DEFAULT_PREFIX, workflow_queue
 from ._workflows import BATCH_WORKFLOW, BatchWorkflow
 
 __all__ = ["BatchStatus", "connect", "default_batch_id", "follow", "start_batch", "status"]

@@ -23,8 +23,8 @@ from temporalio.common import RawValue
 
 from ..workflows.deep_research import CORPUS_SUFFIXES, Corpus, load_corpus, passage_row
 from ._batch import _in_thread, _inside
-from ._inputs import Closed, PathText, parse
 from ._graph import Parsed
+from ._inputs import Closed, PathText, parse
 
 __all__ = ["CORPUS_OPS", "CorpusRead", "CorpusReadResult", "read_corpus"]
 

@@ -11,11 +11,9 @@ worker's settings merge exactly as in-process: `CompletionConfig.with_defaults`)
 # hints inside the workflow sandbox, whose module table cannot evaluate string annotations.
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
-
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 from returns.result import Failure, Result, Success

@@ -20,8 +20,14 @@ naming the field, not a decoding failure that Temporal would retry for ever.
 import re
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
-from pydantic import ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+)
 
 __all__ = [
     "REFUSED_INPUT",
@@ -34,8 +40,8 @@ __all__ = [
     "PathText",
     "Prefix",
     "ReportName",
-    "WebRequest",
     "Seconds",
+    "WebRequest",
     "one_line",
     "parse",
     "validate",
@@ -133,7 +139,9 @@ def parse(model: type[M], raw: Any, what: str) -> M:
     try:
         if isinstance(raw, RawValue):
             in_workflow = workflow.in_workflow()
-            converter = workflow.payload_converter() if in_workflow else activity.payload_converter()
+            converter = (
+                workflow.payload_converter() if in_workflow else activity.payload_converter()
+            )
             raw = converter.from_payload(raw.payload)
         return validate(model, raw, what)
     except InputRefused as exc:

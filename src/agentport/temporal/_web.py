@@ -375,7 +375,11 @@ class _ActivityFetcher:
 
 
 def activity_web(
-    sent: WebRequest, refusal: str, prefix: str, id_prefix: str, heartbeat_s: float = 30.0
+    sent: WebRequest | dict[str, Any],
+    refusal: str,
+    prefix: str,
+    id_prefix: str,
+    heartbeat_s: float = 30.0,
 ) -> OwnWeb | str:
     """Workflow code: agentport's own web tools for a backend the catalog refuses
     (*refusal*), searching and fetching through the activities on `web_queue(prefix)`; or
@@ -383,7 +387,8 @@ def activity_web(
     the job's `web` (`web_input`); *id_prefix* the workflow id; *heartbeat_s* the silence
     after which a dead worker's step moves to another worker. Pure: no I/O."""
     try:
-        settings = WebSettings.model_validate(sent.sent())
+        request = sent if isinstance(sent, WebRequest) else WebRequest.model_validate(sent)
+        settings = WebSettings.model_validate(request.sent())
     except ValidationError as exc:
         return f"[web] settings in the workflow input are invalid: {str(exc).splitlines()[0]}"
     provider = provider_from_settings(settings)

@@ -48,7 +48,6 @@ with workflow.unsafe.imports_passed_through():
     from ..workflows.batch import loop_to_data, research_outcome
     from ..workflows.deep_research import (
         Passage,
-        ResearchConfig,
         SearchedPassages,
         check_web_search,
         run_research,
