@@ -372,6 +372,10 @@ def test_a_hostile_client_scheduling_every_activity_by_name_is_refused(
                                        "limit": 3}),
         ("agentport.web.fetch", web, {"settings": {"searxng_url": "http://a", "x": 1},
                                       "url": "http://127.0.0.1/"}),
+        ("agentport.semaphore.request", flows, {"semaphore_id": "victim-batch",
+         "task_queue": "attacker.queue", "request": {"holder_id": "h", "holder_run_id": "r",
+                                                     "request_id": "1", "limit": 1}}),
+        ("agentport.semaphore.holders_gone", flows, [{"holder_id": "h", "holder_run_id": "r"}]),
     ]  # fmt: skip
 
     async def attack_all() -> list[Outcome]:

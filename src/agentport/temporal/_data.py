@@ -1,9 +1,10 @@
 """What crosses Temporal's wire for one `complete()` call, and the retry rule per ErrorKind.
 
-Pure (no temporalio, no I/O): usable from workflow code inside the sandbox and testable
-without a server. Every value is JSON data (Temporal's default converter): messages as
-`{"role", "content"}` dicts, the `CompletionConfig` as the fields the caller set (so the
-worker's settings merge exactly as in-process: `CompletionConfig.with_defaults`), the
+Pure (no I/O): usable from workflow code inside the sandbox and testable without a server.
+The input is a closed type (`CompleteInput`, see `_inputs`): messages as `{"role",
+"content"}` dicts, the call's settings as a `CallConfig` (the `CompletionConfig` fields that
+name or narrow, as the caller set them; the worker lowers them to its own with
+`CallConfig.narrowed`), the adapter's model as `CallSettings`. The output is JSON data: the
 `Result` as either a `CompletionResponse` dump or a `ProviderError` dict.
 """
 
