@@ -359,6 +359,7 @@ def test_a_hostile_client_scheduling_every_activity_by_name_is_refused(
         ("agentport.complete", calls, {"backend": "pi", "messages": message,
          "settings": {"pi": {"executable": "/bin/sh"}}}),
         ("agentport.complete", calls, "not an object"),
+        ("agentport.complete", calls, {"backend": "pi", "messages": message}),  # not served
         ("agentport.batch.write_report", flows, {"out": out, "name": "../../../x.md", "text": "t"}),
         ("agentport.batch.write_report", flows, {"out": str(outside), "name": "x.md", "text": "t"}),
         ("agentport.batch.save_review", flows, {"graph": graph, "out": out,
@@ -425,3 +426,7 @@ def test_a_hostile_client_scheduling_every_activity_by_name_is_refused(
     assert not marker.exists()
     log = "".join(worker.lines)
     assert "127.0.0.1:9" not in log
+    # the worker said at start which folders its file steps serve
+    assert (
+        f"agentport worker: files: batch reports, graphs and corpora only under {tmp_path}" in log
+    )

@@ -42,7 +42,7 @@ from ._data import (
     messages_to_dicts,
     retry_decision,
 )
-from ._inputs import one_line, parse, wire
+from ._inputs import REFUSED_INPUT, one_line, parse, wire
 from ._queues import DEFAULT_PREFIX, _canonical, queue_for, workflow_queue
 from ._semaphore import cluster_cap_for, cluster_permit
 
@@ -143,9 +143,6 @@ async def _call(data: CompleteInput) -> Result[CompletionResponse, ProviderError
     from ..config import load_settings
     from ..factory import create_llm_adapter
 
-    refused = _refused(data)
-    if refused is not None:
-        return Failure(refused)
     try:
         own = load_settings(backend=data.backend).llm.completion_config()
         messages, config, overrides = effective_call(data, own)
@@ -160,9 +157,15 @@ async def complete(raw: RawValue) -> CompleteOutput:
     """One `complete()` call on this worker: `CompleteOutput` (the `Result` as data), or a
     retryable `ApplicationError(type="agentport.<kind>", details=[error dict],
     next_retry_delay=...)` for the failures `retry_decision` retries. Heartbeats while the
-    call runs. Input that is not a `CompleteInput` is a non-retryable `ApplicationError`
-    (`REFUSED_INPUT`)."""
+    call runs. Input that is not a `CompleteInput`, names a backend this worker does not
+    serve or a model that is a file here is a non-retryable `ApplicationError`
+    (`REFUSED_INPUT`, the `config` error dict as details)."""
     data = parse(CompleteInput, raw, "complete")
+    refused = _refused(data)
+    if refused is not None:
+        raise ApplicationError(
+            str(refused), error_to_dict(refused), type=REFUSED_INPUT, non_retryable=True
+        )
     period = _heartbeat_every(activity.info().heartbeat_timeout)
     async with anyio.create_task_group() as group:
         group.start_soon(_heartbeat, period, data.call_id)

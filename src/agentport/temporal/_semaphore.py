@@ -164,7 +164,7 @@ class RequestPermit(Closed):
     semaphore_id: Label
     task_queue: Label
     request: PermitRequestData
-    max_events: Annotated[int, Field(ge=100, le=1_000_000)] = DEFAULT_MAX_EVENTS
+    max_events: Annotated[int, Field(ge=10, le=1_000_000)] = DEFAULT_MAX_EVENTS
 
 
 class HolderRef(Closed):
