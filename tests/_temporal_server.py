@@ -121,7 +121,9 @@ class WorkerProcess:
     the config file *config* (empty when None), ready once it prints "agentport worker: ready"
     on stderr. `kill()` is SIGKILL (a crashed machine); `stop()` is a polite shutdown."""
 
-    def __init__(self, address: str, tmp: Path, config: Path | None = None) -> None:
+    def __init__(
+        self, address: str, tmp: Path, config: Path | None = None, backend: str = "openai_compat"
+    ) -> None:
         # the worker refuses a root that holds its own config file: keep a copy outside
         private = Path(tempfile.mkdtemp(prefix="agentport-worker-config-"))
         text = "" if config is None else config.read_text(encoding="utf-8")
@@ -135,7 +137,7 @@ class WorkerProcess:
         }
         # the batch folders and graphs of a test live next to the worker's own folder
         argv = [sys.executable, "-m", "agentport", "worker", "--temporal", address,
-                "--backend", "openai_compat", "--root", str(tmp.parent)]  # fmt: skip
+                "--backend", backend, "--root", str(tmp.parent)]  # fmt: skip
         self.proc = subprocess.Popen(
             argv, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
         )

@@ -104,13 +104,11 @@ def _end(summary: Summary) -> None:
         raise typer.Exit(PARTIAL_EXIT)
 
 
-# Why small-model mode stays local: its phases choose among every sentence of the corpus (or
-# every node of the graph) held in one process, while a Temporal workflow sees only what an
-# activity returns (history, 2 MB per payload).
-_SMALL_ON_TEMPORAL = (
-    "small-model mode (the embedded local model) cannot run with --temporal: each step "
-    "chooses among the whole {data}, held in one process, and a Temporal workflow sees only "
-    "what fits in its history; run the batch locally (without --temporal)"
+# Small-model mode on Temporal runs each question whole on the model's worker
+# (agentport.temporal._small): its calls are not metered against a batch budget there.
+_SMALL_BUDGET = (
+    "--budget cannot meter small-model mode on --temporal (each question runs whole on the "
+    "embedded model's worker); run without --budget, or the batch locally"
 )
 
 
@@ -151,8 +149,10 @@ def research_batch_command(
             fail(f"corpus {str(corpus)!r} is not a folder", 2)
         if target is None:
             fail("--temporal needs a named backend (--backend or llm.backend)", 2)
-        if config.small_model:
-            fail(_SMALL_ON_TEMPORAL.format(data="corpus"), 2)
+        if config.small_model and corpus is None:
+            fail("small-model mode researches a local folder: add --corpus DIR", 2)
+        if config.small_model and budget is not None:
+            fail(_SMALL_BUDGET, 2)
         web_ok = config.assume_web_tools or corpus is not None  # the model needs no web tools
         if (refusal := web_refusal(target)) is not None and not web_ok:
             fail(refusal, 2)
@@ -282,8 +282,8 @@ def refine_batch_command(
             fail_error(exc)
         if target is None:
             fail("--temporal needs a named backend (--backend or llm.backend)", 2)
-        if _embedded(target):  # as research: the embedded model runs locally only
-            fail(_SMALL_ON_TEMPORAL.format(data="graph"), 2)
+        if _embedded(target) and budget is not None:
+            fail(_SMALL_BUDGET, 2)
         _submit(
             "refine",
             parsed,

@@ -32,6 +32,7 @@ from ..core import BackendKind, ErrorKind, ProviderError
 from ._activities import complete, serve_only
 from ._batch import confine_to
 from ._queues import DEFAULT_PREFIX, _canonical, concurrency_for, queue_for, workflow_queue
+from ._small import SMALL_ACTIVITIES
 from ._web import WEB_ACTIVITIES, WEB_CONCURRENCY, close_fetchers, web_queue
 
 __all__ = [
@@ -331,7 +332,7 @@ async def _serve(
         Worker(
             client,
             task_queue=queue,
-            activities=[complete],
+            activities=[complete, *SMALL_ACTIVITIES],  # small-model questions: _small
             max_concurrent_activities=cap,
             graceful_shutdown_timeout=_GRACE,
         )

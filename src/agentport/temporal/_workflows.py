@@ -85,6 +85,7 @@ with workflow.unsafe.imports_passed_through():
     from ._inputs import parse, wire
     from ._queues import workflow_queue
     from ._semaphore import SEMAPHORE_ACTIVITIES, SemaphoreWorkflow  # the cluster-wide caps
+    from ._small import SMALL_REFINE_ACTIVITY, SMALL_RESEARCH_ACTIVITY, embedded, small_step
     from ._web import activity_web  # agentport's own search and fetch as activities
 
 __all__ = [
@@ -273,6 +274,8 @@ class ResearchWorkflow:
             cluster_concurrency=job.cluster_concurrency,
         )  # fmt: skip
         config = job.config
+        if config.small_model:  # the whole question on the model's own worker (_small)
+            return await _small_research(job)
         corpus = None
         if job.corpus:  # corpus mode: the folder stays on the workers' disk (_corpus)
             corpus = ActivityCorpus(job.corpus, config.max_passage_chars, job.prefix)
@@ -340,6 +343,12 @@ class RefineWorkflow:
         except InputError as exc:
             result.error = str(exc)
             return result
+        if embedded(job.backend):  # small-model mode: the loop on the model's worker (_small)
+            small = await small_step(SMALL_REFINE_ACTIVITY, job, graph=job.graph)
+            if small.loop is None:
+                result.error = small.error or "the small-model loop returned nothing"
+                return result
+            return await _save_review(job, LoopData.model_validate(small.loop), None)
         adapter = ActivityAdapter(
             job.backend, job.settings.model_dump(exclude_none=True), job.prefix,
             workflow.info().workflow_id, job.heartbeat_s,
@@ -355,23 +364,45 @@ class RefineWorkflow:
         if isinstance(loop, Failure):
             result.error = str(loop.failure()).split("\n")[0]
             return result
-        review = SaveReview(
-            graph=job.graph,
-            out=job.out,
-            item_id=job.item_id,
-            loop=LoopData.model_validate(loop_to_data(loop.unwrap())),
-        )
-        saved: ItemResult = await workflow.execute_activity(
-            SAVE_REVIEW_ACTIVITY,
-            wire(review),
-            result_type=ItemResult,
+        loop_data = LoopData.model_validate(loop_to_data(loop.unwrap()))
+        return await _save_review(job, loop_data, result.spent)
+
+
+async def _save_review(job: RefineJob, loop: LoopData, spent: dict[str, Any] | None) -> ItemResult:
+    review = SaveReview(graph=job.graph, out=job.out, item_id=job.item_id, loop=loop)
+    saved: ItemResult = await workflow.execute_activity(
+        SAVE_REVIEW_ACTIVITY,
+        wire(review),
+        result_type=ItemResult,
+        task_queue=workflow_queue(job.prefix),
+        start_to_close_timeout=_FILE_STEP,
+        retry_policy=_FILE_RETRY,
+        heartbeat_timeout=_FILE_HEARTBEAT,
+    )
+    saved.question, saved.spent = job.question, spent
+    return saved
+
+
+async def _small_research(job: ResearchJob) -> ItemResult:
+    if not job.corpus:
+        return _failed(job, "small-model mode researches a local folder: add --corpus DIR")
+    small = await small_step(
+        SMALL_RESEARCH_ACTIVITY, job, corpus=job.corpus, config=job.config.model_dump(mode="json")
+    )
+    result = ItemResult(job.item_id, 0, job.question, "done" if small.ok else "failed")
+    result.error = small.error
+    if small.text is not None:
+        name = f"{job.item_id}{'.md' if small.ok else '.failed.md'}"
+        await workflow.execute_activity(
+            WRITE_REPORT_ACTIVITY,
+            wire(WriteReport(out=job.out, name=name, text=small.text)),
             task_queue=workflow_queue(job.prefix),
             start_to_close_timeout=_FILE_STEP,
             retry_policy=_FILE_RETRY,
             heartbeat_timeout=_FILE_HEARTBEAT,
         )
-        saved.question, saved.spent = job.question, result.spent
-        return saved
+        result.report = name
+    return result
 
 
 @workflow.defn(name=BATCH_WORKFLOW)
