@@ -45,6 +45,8 @@ from agentport.temporal._corpus import CorpusRead
 from agentport.temporal._data import CallConfig, CallSettings, CompleteInput
 from agentport.temporal._graph import GraphRead
 from agentport.temporal._inputs import REFUSED_INPUT, InputRefused, parse, validate
+from agentport.temporal._semaphore import HolderRefs, RequestPermit
+from agentport.temporal._small import SmallQuestion
 from agentport.temporal._web import FetchInput, SearchInput
 from agentport.temporal._worker import serving_only
 from agentport.web import WebSettings, narrow_web, without_secrets
@@ -166,6 +168,12 @@ def _valid() -> dict[type[BaseModel], dict[str, object]]:
         ResearchJob: {"question": "Q?", "item_id": "q-1", "backend": "echo", "out": out},
         RefineJob: {"question": "Q?", "item_id": "q-1", "backend": "echo", "out": out,
                     "graph": out + "/g.json"},
+        SmallQuestion: {"question": "Q?", "backend": "local", "corpus": out},
+        RequestPermit: {"semaphore_id": "agentport-semaphore-agentport.codex",
+                        "task_queue": "agentport.workflows",
+                        "request": {"holder_id": "h", "holder_run_id": "r", "request_id": "1",
+                                    "limit": 2}},
+        HolderRefs: {"holders": [{"holder_id": "h", "holder_run_id": "r"}]},
     }  # fmt: skip
 
 
@@ -377,6 +385,12 @@ def test_a_hostile_client_scheduling_every_activity_by_name_is_refused(
          "task_queue": "attacker.queue", "request": {"holder_id": "h", "holder_run_id": "r",
                                                      "request_id": "1", "limit": 1}}),
         ("agentport.semaphore.holders_gone", flows, [{"holder_id": "h", "holder_run_id": "r"}]),
+        ("agentport.research.small", calls, {"question": "q", "backend": "openai_compat",
+                                             "corpus": str(outside)}),
+        ("agentport.refine.small", calls, {"question": "q", "backend": "openai_compat",
+                                           "graph": "/etc/passwd"}),
+        ("agentport.research.small", calls, {"question": "q", "backend": "openai_compat",
+                                             "corpus": str(tmp_path), "cwd": "/"}),
     ]  # fmt: skip
 
     async def attack_all() -> list[Outcome]:
