@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -120,10 +121,14 @@ class WorkerProcess:
     the config file *config* (empty when None), ready once it prints "agentport worker: ready"
     on stderr. `kill()` is SIGKILL (a crashed machine); `stop()` is a polite shutdown."""
 
-    def __init__(self, address: str, tmp: Path, config: Path | None = None) -> None:
-        if config is None:
-            config = tmp / "empty.toml"
-            config.write_text("", encoding="utf-8")
+    def __init__(
+        self, address: str, tmp: Path, config: Path | None = None, backend: str = "openai_compat"
+    ) -> None:
+        # the worker refuses a root that holds its own config file: keep a copy outside
+        private = Path(tempfile.mkdtemp(prefix="agentport-worker-config-"))
+        text = "" if config is None else config.read_text(encoding="utf-8")
+        config = private / "config.toml"
+        config.write_text(text, encoding="utf-8")
         env = worker_env() | {
             "AGENTPORT_ALLOW_REAL_BACKENDS": "1",
             "PYTHONHASHSEED": "0",
@@ -132,7 +137,7 @@ class WorkerProcess:
         }
         # the batch folders and graphs of a test live next to the worker's own folder
         argv = [sys.executable, "-m", "agentport", "worker", "--temporal", address,
-                "--backend", "openai_compat", "--root", str(tmp.parent)]  # fmt: skip
+                "--backend", backend, "--root", str(tmp.parent)]  # fmt: skip
         self.proc = subprocess.Popen(
             argv, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
         )

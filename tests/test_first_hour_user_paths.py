@@ -93,9 +93,12 @@ def test_a_batch_folder_that_is_a_file_is_one_line(tmp_path: Path) -> None:
     assert len(_lines(result)) == 1
 
 
-def test_refine_batch_with_the_embedded_model_on_temporal_is_refused_up_front(
+def test_refine_batch_with_the_embedded_model_on_temporal_is_submitted(
     tmp_path: Path,
 ) -> None:
+    """Small-model mode runs on Temporal (each question whole on the model's worker): the
+    command gets as far as the cluster (here: none listening), and a budget it cannot
+    meter there is refused up front."""
     pytest.importorskip("temporalio")
     graph = write_tiny(tmp_path)
     questions = tmp_path / "q.txt"
@@ -105,8 +108,10 @@ def test_refine_batch_with_the_embedded_model_on_temporal_is_refused_up_front(
     result = runner.invoke(app, argv)
     assert result.exit_code == 2
     (line,) = _lines(result)
-    assert "small-model mode" in line
-    assert "run the batch locally" in line
+    assert "cannot reach the Temporal server" in line
+    result = runner.invoke(app, [*argv, "--budget", "calls=5"])
+    (line,) = _lines(result)
+    assert "--budget cannot meter small-model mode" in line
 
 
 def test_plan_without_a_corpus_says_web() -> None:

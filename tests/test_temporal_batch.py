@@ -103,10 +103,10 @@ def test_research_batch_survives_a_killed_worker_without_redoing_finished_calls(
 
     out = tmp_path / "temporal"
     job = BatchJob(
-        "research",
-        [[q.id, q.line, q.text] for q in parsed.questions],
-        "openai_compat",
-        str(out),
+        kind="research",
+        items=[[q.id, q.line, q.text] for q in parsed.questions],
+        backend="openai_compat",
+        out=str(out),
         jobs=20,
         config=CONFIG.model_dump(mode="json"),
         heartbeat_s=HEARTBEAT_S,
@@ -172,10 +172,10 @@ def test_refine_batch_applies_each_question_once_with_no_lost_update(
     parsed = read_questions(qfile)
     serve_refine(server)
     job = BatchJob(
-        "refine",
-        [[q.id, q.line, q.text] for q in parsed.questions],
-        "openai_compat",
-        str(tmp_path / "reviews"),
+        kind="refine",
+        items=[[q.id, q.line, q.text] for q in parsed.questions],
+        backend="openai_compat",
+        out=str(tmp_path / "reviews"),
         jobs=10,
         graph=str(graph),
         apply=True,
@@ -204,7 +204,9 @@ def test_an_existing_batch_id_and_an_unreachable_server_are_one_line(
     temporal_server: str,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    job = BatchJob("research", [["x", 1, "Q?"]], "openai_compat", str(tmp_path))
+    job = BatchJob(
+        kind="research", items=[["x", 1, "Q?"]], backend="openai_compat", out=str(tmp_path)
+    )
 
     async def twice() -> str:
         client = await connect(temporal_server)
@@ -290,10 +292,10 @@ def test_refine_batch_on_a_20_mb_graph_keeps_graph_json_out_of_history(
     parsed = read_questions(qfile)
     serve_refine(server, LATENCY_S)
     job = BatchJob(
-        "refine",
-        [[q.id, q.line, q.text] for q in parsed.questions],
-        "openai_compat",
-        str(tmp_path / "reviews"),
+        kind="refine",
+        items=[[q.id, q.line, q.text] for q in parsed.questions],
+        backend="openai_compat",
+        out=str(tmp_path / "reviews"),
         jobs=7,
         graph=str(graph),
         apply=True,

@@ -27,7 +27,7 @@ async def test_the_complete_activity_keeps_its_result_under_the_payload_limit(
     size: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AGENTPORT_ALLOW_REAL_BACKENDS", "1")
-    data = CompleteInput("echo", [Message.user("x" * size).to_dict()])
+    data = CompleteInput(backend="echo", messages=[Message.user("x" * size).to_dict()])
     out: CompleteOutput = await ActivityEnvironment().run(_activities.complete, data)
     if size < _activities.MAX_RESULT_BYTES:
         assert out.ok is not None

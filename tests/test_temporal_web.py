@@ -192,10 +192,10 @@ def test_a_killed_worker_does_not_refetch_finished_pages(
         settings = WebSettings(searxng_url=site.url("/searxng"), allow_private=True,
                                per_host_delay_s=0, timeout_s=5)  # fmt: skip
         job = BatchJob(
-            "research",
-            [[q.id, q.line, q.text] for q in parsed.questions],
-            "openai_compat",
-            str(out),
+            kind="research",
+            items=[[q.id, q.line, q.text] for q in parsed.questions],
+            backend="openai_compat",
+            out=str(out),
             jobs=2,
             config={"CONCURRENCY": 4},
             heartbeat_s=HEARTBEAT_S,

@@ -104,6 +104,14 @@ def _end(summary: Summary) -> None:
         raise typer.Exit(PARTIAL_EXIT)
 
 
+# Small-model mode on Temporal runs each question whole on the model's worker
+# (agentport.temporal._small): its calls are not metered against a batch budget there.
+_SMALL_BUDGET = (
+    "--budget cannot meter small-model mode on --temporal (each question runs whole on the "
+    "embedded model's worker); run without --budget, or the batch locally"
+)
+
+
 def research_batch_command(
     question: str | None,
     batch: Path | None,
@@ -141,8 +149,10 @@ def research_batch_command(
             fail(f"corpus {str(corpus)!r} is not a folder", 2)
         if target is None:
             fail("--temporal needs a named backend (--backend or llm.backend)", 2)
-        if config.small_model:
-            fail("small-model mode is not supported with --temporal yet; run the batch locally", 2)
+        if config.small_model and corpus is None:
+            fail("small-model mode researches a local folder: add --corpus DIR", 2)
+        if config.small_model and budget is not None:
+            fail(_SMALL_BUDGET, 2)
         web_ok = config.assume_web_tools or corpus is not None  # the model needs no web tools
         if (refusal := web_refusal(target)) is not None and not web_ok:
             fail(refusal, 2)
@@ -272,9 +282,8 @@ def refine_batch_command(
             fail_error(exc)
         if target is None:
             fail("--temporal needs a named backend (--backend or llm.backend)", 2)
-        if _embedded(target):  # as research: the embedded model runs locally only
-            fail("small-model mode (the embedded local model) is not supported with "
-                 "--temporal yet; run the batch locally", 2)  # fmt: skip
+        if _embedded(target) and budget is not None:
+            fail(_SMALL_BUDGET, 2)
         _submit(
             "refine",
             parsed,
@@ -373,7 +382,14 @@ def _submit(
 
         spent = (state.extra.get("budget") or {}).get("spent")
         fields["budget"] = budget_data(budget[0], spent, budget[1])
-    job = BatchJob(kind, todo, backend, str(out.resolve()), **fields)
+    from pydantic import ValidationError
+
+    from ..temporal._inputs import one_line
+
+    try:  # the closed type the workers parse: refused here in one line, not on the cluster
+        job = BatchJob(kind=kind, items=todo, backend=backend, out=str(out.resolve()), **fields)
+    except ValidationError as exc:
+        fail(f"--temporal: this batch cannot be sent: {one_line(exc)}", 2)
 
     async def go() -> Any:
         client = await connect(address, namespace)

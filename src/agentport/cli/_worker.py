@@ -2,9 +2,11 @@
 
 It serves the `complete` activity on one task queue per `--backend` (default: the configured
 `llm.backend`), the workflows on `<prefix>.workflows` and agentport's own web search and
-fetch on `<prefix>.web` (`--web/--no-web`). Refuses (one line, exit 1) a backend
-whose CLI is not installed here; an unreachable server is one line within seconds. Needs
-`agentport[temporal]`. Source: docs/deployment.md.
+fetch on `<prefix>.web` (`--web/--no-web`). The workflows' file steps read and write only
+under the `--root` folders (required with the workflows; `/`, a home folder or a folder above
+one, or one holding the agentport config, only with `--allow-broad-root`), printed at start.
+Refuses (one line, exit 1) a backend whose CLI is not installed here; an unreachable server
+is one line within seconds. Needs `agentport[temporal]`. Source: docs/deployment.md.
 """
 
 from __future__ import annotations
@@ -97,16 +99,25 @@ def worker(
         typer.Option(
             "--root",
             metavar="FOLDER",
-            help="A folder the batch file steps may read and write (graphs, --out folders); "
-            "repeat it (default: the folder the worker starts in).",
+            help="A folder the batch file steps may read and write (graphs, --out folders, "
+            "corpora); repeat it. Required unless --no-workflows.",
         ),
     ] = None,
+    allow_broad_root: Annotated[
+        bool,
+        typer.Option(
+            "--allow-broad-root",
+            help="Serve a --root that is /, a home folder or a folder above one, or that "
+            "holds your agentport config (refused by default: any client of the "
+            "namespace could write there).",
+        ),
+    ] = False,
 ) -> None:
     """Run a Temporal worker: model calls of the given backends, and the workflows.
 
     What runs, where it connects and with which key is this worker's own configuration:
     workflow input only names backends this worker serves, questions, budgets and files
-    under its --root folders (docs/deployment.md)."""
+    under its --root folders, which it prints at start (docs/deployment.md)."""
     _fixed_hash_seed()
     from ..config import load_settings
 
@@ -145,7 +156,8 @@ def worker(
                 workflows=workflows,
                 on_ready=ready,
                 web=web,
-                roots=root or [Path.cwd()],
+                roots=root or [],
+                allow_broad_roots=allow_broad_root,
             )
         )
     except ProviderError as exc:

@@ -2,6 +2,10 @@
 
 The only package of agentport that imports `temporalio` (the `agentport[temporal]` extra).
 
+- Every workflow and activity input is a closed type (`_inputs`: unknown keys refused,
+  fields that only name or narrow), parsed on the receiving side; anything else is a
+  non-retryable `ApplicationError` of type `REFUSED_INPUT`. Files go through the path
+  authority under the worker's `--root`s (`agentport.transport._beneath`).
 - `complete`: the activity that runs one `complete()` call on a worker; `CompleteInput` /
   `CompleteOutput` carry the call and its `Result` as data; `retry_decision` is the retry
   rule per `ErrorKind`; `execute_complete` runs it from workflow code.
@@ -39,6 +43,8 @@ from ._activities import (
 from ._batch import BatchJob, BatchResult, ItemResult, RefineJob, ResearchJob
 from ._client import BatchStatus, follow, start_batch, status
 from ._data import (
+    CallConfig,
+    CallSettings,
     CompleteInput,
     CompleteOutput,
     config_from_dict,
@@ -48,6 +54,7 @@ from ._data import (
     messages_to_dicts,
     retry_decision,
 )
+from ._inputs import REFUSED_INPUT, InputRefused
 from ._queues import (
     DEFAULT_CONCURRENCY,
     DEFAULT_PREFIX,
@@ -79,6 +86,7 @@ __all__ = [
     "DEFAULT_HEARTBEAT_TIMEOUT",
     "DEFAULT_PREFIX",
     "DEFAULT_RETRY_POLICY",
+    "REFUSED_INPUT",
     "SEMAPHORE_ACTIVITIES",
     "WEB_ACTIVITIES",
     "WORKFLOWS",
@@ -87,8 +95,11 @@ __all__ = [
     "BatchResult",
     "BatchStatus",
     "BatchWorkflow",
+    "CallConfig",
+    "CallSettings",
     "CompleteInput",
     "CompleteOutput",
+    "InputRefused",
     "ItemResult",
     "RefineJob",
     "RefineWorkflow",

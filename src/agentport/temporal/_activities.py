@@ -19,27 +19,30 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import anyio
+from pydantic import ValidationError
 from returns.result import Failure, Result
 from temporalio import activity, workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 from ..core import CompletionConfig, CompletionResponse, ErrorKind, Message, ProviderError
 from ._data import (
+    CallConfig,
+    CallSettings,
     CompleteInput,
     CompleteOutput,
-    config_from_dict,
-    config_to_dict,
     error_to_dict,
     messages_to_dicts,
     retry_decision,
 )
+from ._inputs import REFUSED_INPUT, one_line, parse, wire
 from ._queues import DEFAULT_PREFIX, _canonical, queue_for, workflow_queue
 from ._semaphore import cluster_cap_for, cluster_permit
 
@@ -98,10 +101,7 @@ def serve_only(backends: Iterable[str] | None) -> None:
 
 def _refused(data: CompleteInput) -> ProviderError | None:
     """Why this worker will not run *data* (any client of the namespace writes activity
-    input): a backend it does not serve, or settings only its own configuration may make
-    (an executable, an endpoint, a key, an environment...)."""
-    from .._trust import filter_untrusted
-
+    input): a backend it does not serve, or a model that names a file here."""
     if _SERVED is not None:
         try:
             members = set(_canonical(data.backend))
@@ -115,47 +115,57 @@ def _refused(data: CompleteInput) -> ProviderError | None:
                 backend=data.backend,
                 retryable=False,
             )
-    _, dropped = filter_untrusted({k: v for k, v in data.settings.items() if k != "backend"})
-    if dropped:
-        return ProviderError(
-            ErrorKind.config,
-            f"the call's input sets {', '.join(dropped)}: what runs, where it connects and with "
-            "which key come from the worker's own configuration (docs/deployment.md)",
-            backend=data.backend,
-            retryable=False,
-        )
+    for model in (data.settings.model, data.config.model):
+        if model is not None and os.path.lexists(model):  # the local backend reads a path
+            return ProviderError(
+                ErrorKind.config,
+                "the call's model names a file on the worker: a request names a model; "
+                "files come from the worker's own configuration (docs/deployment.md)",
+                backend=data.backend,
+                retryable=False,
+            )
     return None
 
 
+def effective_call(
+    data: CompleteInput, own: CompletionConfig
+) -> tuple[list[Message], CompletionConfig, dict[str, Any]]:
+    """What the worker runs for *data*: the messages, the call's `CompletionConfig`
+    (`CallConfig.narrowed` by the worker's own defaults *own*) and the `[llm]` overrides
+    for its adapter (the model named, one attempt: Temporal retries)."""
+    overrides: dict[str, Any] = {"retry_attempts": 1}
+    if data.settings.model is not None:
+        overrides["model"] = data.settings.model
+    return data.parsed_messages(), data.config.narrowed(own), overrides
+
+
 async def _call(data: CompleteInput) -> Result[CompletionResponse, ProviderError]:
+    from ..config import load_settings
     from ..factory import create_llm_adapter
 
     try:
-        messages = [Message.model_validate(m) for m in data.messages]
-        config = config_from_dict(data.config)
-    except ValueError as exc:
-        return Failure(
-            ProviderError(
-                ErrorKind.invalid_request, f"bad activity input: {exc}", backend=data.backend
-            )
-        )
-    refused = _refused(data)
-    if refused is not None:
-        return Failure(refused)
-    try:  # `_refused` let the settings through: the trust filter keeps every key of them
-        overrides = {k: v for k, v in data.settings.items() if k != "backend"}
-        adapter = create_llm_adapter(data.backend, **(overrides | {"retry_attempts": 1}))
+        own = load_settings(backend=data.backend).llm.completion_config()
+        messages, config, overrides = effective_call(data, own)
+        adapter = create_llm_adapter(data.backend, **overrides)
     except ProviderError as exc:  # setup problems are values too (config, not_installed)
         return Failure(exc.with_backend(data.backend))
     return await adapter.complete(messages, config)
 
 
 @activity.defn(name=COMPLETE_ACTIVITY)
-async def complete(data: CompleteInput) -> CompleteOutput:
+async def complete(raw: RawValue) -> CompleteOutput:
     """One `complete()` call on this worker: `CompleteOutput` (the `Result` as data), or a
     retryable `ApplicationError(type="agentport.<kind>", details=[error dict],
     next_retry_delay=...)` for the failures `retry_decision` retries. Heartbeats while the
-    call runs."""
+    call runs. Input that is not a `CompleteInput`, names a backend this worker does not
+    serve or a model that is a file here is a non-retryable `ApplicationError`
+    (`REFUSED_INPUT`, the `config` error dict as details)."""
+    data = parse(CompleteInput, raw, "complete")
+    refused = _refused(data)
+    if refused is not None:
+        raise ApplicationError(
+            str(refused), error_to_dict(refused), type=REFUSED_INPUT, non_retryable=True
+        )
     period = _heartbeat_every(activity.info().heartbeat_timeout)
     async with anyio.create_task_group() as group:
         group.start_soon(_heartbeat, period, data.call_id)
@@ -215,7 +225,9 @@ async def execute_complete(
     prefix)`) and return its `CompleteOutput`; never raises for a typed failure.
 
     *call_id* must be deterministic and unique within the workflow run (it is the
-    activity id). *settings* are `[llm]` overrides for the worker's adapter.
+    activity id). *settings* may name the worker adapter's `model` (`CallSettings`); a
+    *config* that sets tools, `cwd` or `session_id` is `unsupported` without a call:
+    a worker runs what its own configuration says.
     `start_to_close_timeout` defaults to the config's `total_timeout_s` (else the default
     1800 s) + 60 s. When Temporal's retries run out the last typed failure comes back as
     `CompleteOutput(error=...)`; an activity that timed out (start-to-close, heartbeat)
@@ -227,13 +239,19 @@ async def execute_complete(
     permits of the backend's queue and gives it back when the activity ends, also on
     failure or cancellation (`_semaphore`: a semaphore workflow per queue).
     """
-    data = CompleteInput(
-        backend=backend,
-        messages=messages_to_dicts(messages),
-        config=config_to_dict(config),
-        settings=dict(settings or {}),
-        call_id=call_id,
-    )
+    try:  # exactly the closed type the worker parses (`_inputs`)
+        data = CompleteInput(
+            backend=backend,
+            messages=messages_to_dicts(messages),
+            config=CallConfig.of(config),
+            settings=CallSettings.model_validate(dict(settings or {})),
+            call_id=call_id,
+        )
+    except ProviderError as exc:
+        return CompleteOutput(error=error_to_dict(exc.with_backend(backend)))
+    except ValidationError as exc:
+        error = ProviderError(ErrorKind.invalid_request, f"bad call: {one_line(exc)}")
+        return CompleteOutput(error=error_to_dict(error.with_backend(backend)))
     timeout = start_to_close_timeout or timedelta(seconds=_deadline_s(config) + _START_SLACK_S)
     queue = queue_for(backend, prefix)
     cap = cluster_cap_for(backend, cluster_concurrency)
@@ -253,15 +271,17 @@ async def _execute(
     heartbeat_timeout: timedelta,
 ) -> CompleteOutput:
     try:
-        return await workflow.execute_activity(
-            complete,
-            data,
+        output: CompleteOutput = await workflow.execute_activity(
+            COMPLETE_ACTIVITY,
+            wire(data),
+            result_type=CompleteOutput,
             task_queue=queue,
             activity_id=data.call_id or None,
             retry_policy=retry_policy or DEFAULT_RETRY_POLICY,
             start_to_close_timeout=start_to_close,
             heartbeat_timeout=heartbeat_timeout,
         )
+        return output
     except ActivityError as exc:
         error = _error_of(exc.cause, backend)
         if error is None:  # not a typed failure: a bug in the activity fails the workflow

@@ -10,17 +10,18 @@ same files. Model calls are the `complete` activity on each backend's own queue.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
+from pydantic import Field, NonNegativeInt, PositiveInt
 from temporalio import activity
+from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
-from ..transport._fs import atomic_write
+from ..transport._beneath import PathRefused, Rooted, Roots
 from ..workflows.batch import (
     BatchState,
     Item,
@@ -31,6 +32,20 @@ from ..workflows.batch import (
     save_and_review,
     summary_markdown,
 )
+from ..workflows.deep_research import ResearchConfig
+from ..workflows.deeprefine._files import Layout
+from ._data import CallSettings
+from ._inputs import (
+    BackendName,
+    Closed,
+    FileId,
+    PathText,
+    Prefix,
+    ReportName,
+    Seconds,
+    WebRequest,
+    parse,
+)
 
 __all__ = [
     "ApplyItem",
@@ -38,6 +53,8 @@ __all__ = [
     "BatchResult",
     "FinishBatch",
     "ItemResult",
+    "ItemRow",
+    "LoopData",
     "RefineJob",
     "ResearchJob",
     "SaveReview",
@@ -52,99 +69,151 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-_ROOTS: tuple[Path, ...] | None = None
+_ROOTS: Roots | None = None
+WRITE_REPORT_ACTIVITY = "agentport.batch.write_report"
+SAVE_REVIEW_ACTIVITY = "agentport.batch.save_review"
+APPLY_ACTIVITY = "agentport.batch.apply"
+FINISH_ACTIVITY = "agentport.batch.finish"
+#: `ApplicationError.type` of a path the path authority refuses (never retried)
+OUTSIDE_ROOTS = "agentport.batch.outside_roots"
 
 
 def confine_to(roots: Sequence[Path] | None) -> None:
     """The folders this process's file activities may read and write (`agentport worker
-    --root`, default the worker's working folder); None = anywhere (an embedding that
-    registers `_workflows.ACTIVITIES` itself decides). Workflow input names the paths, and any
-    client of the namespace can write workflow input."""
+    --root`); None = none (the file activities refuse every path until a worker says).
+    Workflow input names the paths, and any client of the namespace writes workflow input."""
     global _ROOTS
-    _ROOTS = None if roots is None else tuple(Path(os.path.realpath(r)) for r in roots)
+    _ROOTS = None if roots is None else Roots.of(roots)
 
 
-def _inside(path: str | Path, what: str) -> Path:
-    """*path* when it lies under one of the roots (symlinks resolved), else a non-retryable
-    `ApplicationError` naming it."""
+def _located(path: str | Path, what: str) -> Rooted:
+    """*path* under one of this worker's roots (`Roots.locate`: absolute, normalised), else
+    a non-retryable `ApplicationError` naming it."""
     if _ROOTS is None:
-        return Path(path)
-    real = Path(os.path.realpath(path))
-    if any(real == root or root in real.parents for root in _ROOTS):
-        return Path(path)
-    roots = ", ".join(map(str, _ROOTS))
-    raise ApplicationError(
-        f"{what} {path} is outside this worker's roots ({roots}); start the worker with "
-        "--root FOLDER to allow it",
-        type="agentport.batch.outside_roots",
-        non_retryable=True,
-    )
+        raise ApplicationError(
+            f"{what} {path}: this process serves no folders; start the worker with --root FOLDER",
+            type=OUTSIDE_ROOTS,
+            non_retryable=True,
+        )
+    try:
+        return _ROOTS.locate(str(path), what)
+    except PathRefused as exc:
+        raise ApplicationError(
+            f"{exc}; start the worker with --root FOLDER to allow a folder",
+            type=OUTSIDE_ROOTS,
+            non_retryable=True,
+        ) from None
 
 
-@dataclass(frozen=True)
-class ResearchJob:
+def _checked(rooted: Rooted, what: str, kind: str = "any") -> Path:
+    """`Rooted.check` (no symbolic link on the way), refusals as `_located`'s."""
+    try:
+        return rooted.check(kind=kind)
+    except PathRefused as exc:
+        raise ApplicationError(f"{what} {exc}", type=OUTSIDE_ROOTS, non_retryable=True) from None
+
+
+def _inside(path: str | Path, what: str, kind: str = "any") -> Path:
+    """*path* located under the roots and walked without following a link (`_checked`)."""
+    return _checked(_located(path, what), what, kind)
+
+
+def _graph(path: str) -> Layout:
+    """The DeepRefine layout of graph.json at *path*: the graph, its project folder (review
+    reads source files there) and its state folder (`.deeprefine/`, traces and actions)
+    all under the roots, none through a symbolic link."""
+    graph = _inside(path, "graph", "file")
+    layout = Layout.for_graph(graph)
+    _inside(layout.root, "graph's project folder", "dir")
+    _inside(layout.state, "graph's state folder")
+    return layout
+
+
+def _state_file(layout: Layout, path: str, what: str) -> Path:
+    """A trace or actions file: a file in the graph's own state folder."""
+    rooted = _located(path, what)
+    if not rooted.within(_located(layout.state, "graph's state folder")):
+        raise ApplicationError(
+            f"{what} {path} is not in the graph's state folder {layout.state}",
+            type=OUTSIDE_ROOTS,
+            non_retryable=True,
+        )
+    return _checked(rooted, what, "file")
+
+
+# -- what crosses the wire (closed types, `_inputs`) ------------------------------------------
+class ResearchJob(Closed):
     """One research question: `item_id` names its report `<item_id>.md` in `out`; `config`
-    is a `ResearchConfig.model_dump(mode="json")`; `settings` are `[llm]` overrides for
-    the workers' adapters."""
+    is a `ResearchConfig`; `settings` may name the workers' model (`CallSettings`)."""
 
-    question: str
-    item_id: str
-    backend: str
-    out: str
-    config: dict[str, Any] = field(default_factory=dict)
-    settings: dict[str, Any] = field(default_factory=dict)
-    prefix: str = "agentport"
-    heartbeat_s: float = 30.0
-    cluster_concurrency: dict[str, int] = field(default_factory=dict)  # backend -> cluster cap
+    question: str = Field(max_length=100_000)
+    item_id: FileId
+    backend: BackendName
+    out: PathText
+    config: ResearchConfig = ResearchConfig()
+    settings: CallSettings = CallSettings()
+    prefix: Prefix = "agentport"
+    heartbeat_s: Seconds = 30.0
+    cluster_concurrency: dict[BackendName, PositiveInt] = Field(default_factory=dict)
     allowance: dict[str, Any] | None = None  # a share of the batch budget (temporal._budget)
-    # the client's [web] table (`_web.web_input`): agentport's own search and fetch
-    web: dict[str, Any] = field(default_factory=dict)
+    # the client's [web] table (`_web.web_input`): narrows the worker's own search and fetch
+    web: WebRequest = WebRequest()
     # corpus mode: a folder the workflow workers can read (under their --root), or ""
-    corpus: str = ""
+    corpus: PathText = ""
 
 
-@dataclass(frozen=True)
-class RefineJob:
+class RefineJob(Closed):
     """One DeepRefine question against `graph` (a path the workflow workers can read);
     the loop only: saving, review and apply are the parent's steps."""
 
-    question: str
-    item_id: str
-    backend: str
-    out: str
-    graph: str
-    settings: dict[str, Any] = field(default_factory=dict)
-    prefix: str = "agentport"
-    heartbeat_s: float = 30.0
-    cluster_concurrency: dict[str, int] = field(default_factory=dict)  # backend -> cluster cap
+    question: str = Field(max_length=100_000)
+    item_id: FileId
+    backend: BackendName
+    out: PathText
+    graph: PathText
+    settings: CallSettings = CallSettings()
+    prefix: Prefix = "agentport"
+    heartbeat_s: Seconds = 30.0
+    cluster_concurrency: dict[BackendName, PositiveInt] = Field(default_factory=dict)
     allowance: dict[str, Any] | None = None  # a share of the batch budget (temporal._budget)
 
 
-@dataclass(frozen=True)
-class BatchJob:
-    """A batch: `kind` `research` or `refine`, `items` as `[id, line, question]` (a refine
-    item reviewed by an earlier dry batch: `[id, line, question, trace, actions]`, applied
-    without running its loop again when `apply`), at most
-    `jobs` questions at once; `heartbeat_s`: a model call whose worker is silent this long
-    (a dead worker) is handed to another worker; the other fields as in `ResearchJob` /
+#: a batch item: `[id, line, question]`, or reviewed by an earlier dry batch
+#: `[id, line, question, trace, actions]` (applied without running its loop again)
+BatchItem = (
+    tuple[FileId, NonNegativeInt, Annotated[str, Field(max_length=100_000)]]
+    | tuple[
+        FileId,
+        NonNegativeInt,
+        Annotated[str, Field(max_length=100_000)],
+        PathText | None,
+        PathText | None,
+    ]
+)
+
+
+class BatchJob(Closed):
+    """A batch: `kind` `research` or `refine`, `items` (`BatchItem`), at most `jobs`
+    questions at once; `heartbeat_s`: a model call whose worker is silent this long (a dead
+    worker) is handed to another worker; the other fields as in `ResearchJob` /
     `RefineJob`."""
 
-    kind: str
-    items: list[list[Any]]
-    backend: str
-    out: str
-    jobs: int = 4
-    config: dict[str, Any] = field(default_factory=dict)
-    settings: dict[str, Any] = field(default_factory=dict)
-    prefix: str = "agentport"
-    graph: str = ""
+    kind: Literal["research", "refine"]
+    items: list[BatchItem] = Field(max_length=100_000)
+    backend: BackendName
+    out: PathText
+    jobs: Annotated[int, Field(ge=1, le=1000)] = 4
+    config: ResearchConfig = ResearchConfig()
+    settings: CallSettings = CallSettings()
+    prefix: Prefix = "agentport"
+    graph: PathText = ""
     apply: bool = False
     allow_low: bool = False
-    heartbeat_s: float = 30.0
-    cluster_concurrency: dict[str, int] = field(default_factory=dict)  # backend -> cluster cap
-    budget: dict[str, Any] = field(default_factory=dict)  # the batch budget (temporal._budget)
-    web: dict[str, Any] = field(default_factory=dict)  # research: as in ResearchJob
-    corpus: str = ""  # research: as in ResearchJob
+    heartbeat_s: Seconds = 30.0
+    cluster_concurrency: dict[BackendName, PositiveInt] = Field(default_factory=dict)
+    budget: dict[str, Any] = Field(default_factory=dict)  # the batch budget (temporal._budget)
+    web: WebRequest = WebRequest()  # research: as in ResearchJob
+    corpus: PathText = ""  # research: as in ResearchJob
 
 
 @dataclass
@@ -175,37 +244,57 @@ class BatchResult:
     not_run: int = 0
 
 
-@dataclass(frozen=True)
-class WriteReport:
-    out: str
-    name: str
+class WriteReport(Closed):
+    out: PathText
+    name: ReportName
     text: str
 
 
-@dataclass(frozen=True)
-class SaveReview:
-    graph: str
-    out: str
-    item_id: str
-    loop: dict[str, Any]
+class LoopData(Closed):
+    """`loop_to_data`: the parts of a DeepRefine loop that `save_and_review` needs."""
+
+    trace: dict[str, Any]
+    early_exit: bool
+    raw: str | None = None
+    budget_reached: str | None = None
 
 
-@dataclass(frozen=True)
-class ApplyItem:
-    graph: str
-    out: str
-    item_id: str
-    trace: str
-    actions: str
+class SaveReview(Closed):
+    graph: PathText
+    out: PathText
+    item_id: FileId
+    loop: LoopData
+
+
+class ApplyItem(Closed):
+    graph: PathText
+    out: PathText
+    item_id: FileId
+    trace: PathText
+    actions: PathText
     allow_low: bool = False
 
 
-@dataclass(frozen=True)
-class FinishBatch:
-    out: str
-    kind: str
-    items: list[ItemResult]
-    budget: dict[str, Any] = field(default_factory=dict)  # batch.json's extra["budget"]
+class ItemRow(Closed):
+    """An `ItemResult` as the `finish` step's input."""
+
+    id: FileId
+    line: NonNegativeInt
+    question: str
+    status: Literal["pending", "running", "done", "failed", "partial", "not_run"] = "pending"
+    report: ReportName | None = None
+    error: str | None = None
+    trace: PathText | None = None
+    actions: PathText | None = None
+    applied: bool | None = None
+    spent: dict[str, Any] | None = None
+
+
+class FinishBatch(Closed):
+    out: PathText
+    kind: Literal["research", "refine"]
+    items: list[ItemRow]
+    budget: dict[str, Any] = Field(default_factory=dict)  # batch.json's extra["budget"]
 
 
 def item_status(outcome: Outcome) -> str:
@@ -230,28 +319,46 @@ async def _in_thread(fn: Callable[[], T]) -> T:
             activity.heartbeat()
             await anyio.sleep(1.0)
 
+    def caught() -> tuple[T | None, ApplicationError | None]:
+        try:  # a refusal leaves the task group as itself, not inside an ExceptionGroup
+            return fn(), None
+        except ApplicationError as exc:
+            return None, exc
+
     async with anyio.create_task_group() as group:
         group.start_soon(beat)
-        result = await anyio.to_thread.run_sync(fn)
+        result, refused = await anyio.to_thread.run_sync(caught)
         group.cancel_scope.cancel()
-    return result
+    if refused is not None:
+        raise refused
+    return result  # type: ignore[return-value]
 
 
-@activity.defn(name="agentport.batch.write_report")
-async def write_report(data: WriteReport) -> None:
-    """Write one report atomically (`<out>/<name>`)."""
-    target = _inside(Path(data.out) / data.name, "report")
-    await _in_thread(lambda: atomic_write(target, data.text))
+@activity.defn(name=WRITE_REPORT_ACTIVITY)
+async def write_report(raw: RawValue) -> None:
+    """Write one report atomically (`<out>/<name>`), through the path authority."""
+    data = parse(WriteReport, raw, "write_report")
+    target = _located(data.out, "output folder").child(data.name)
+    await _in_thread(lambda: _write(target, data.text))
 
 
-@activity.defn(name="agentport.batch.save_review")
-async def save_review(data: SaveReview) -> ItemResult:
+def _write(target: Rooted, text: str) -> None:
+    try:
+        target.write_text(text)
+    except PathRefused as exc:
+        raise ApplicationError(str(exc), type=OUTSIDE_ROOTS, non_retryable=True) from None
+
+
+@activity.defn(name=SAVE_REVIEW_ACTIVITY)
+async def save_review(raw: RawValue) -> ItemResult:
     """Save the loop's trace and actions, review them, write `<out>/<id>.md` (no apply)."""
-    _inside(data.graph, "graph")
-    _inside(data.out, "output folder")
+    data = parse(SaveReview, raw, "save_review")
+    layout = _graph(data.graph)
+    out = _located(data.out, "output folder")
+    loop = loop_from_data(data.loop.model_dump())
 
     def run() -> ItemResult:
-        outcome = save_and_review(Path(data.graph), loop_from_data(data.loop))
+        outcome = save_and_review(layout.graph, loop)
         result = ItemResult(data.item_id, 0, "", item_status(outcome))
         result.error, result.trace, result.actions = outcome.error, outcome.trace, outcome.actions
         result.applied = outcome.applied
@@ -259,31 +366,33 @@ async def save_review(data: SaveReview) -> ItemResult:
             result.error = f"{result.status.replace('_', ' ')} (budget: {outcome.budget})"
         if outcome.text is not None:
             name = f"{data.item_id}{report_suffix(outcome)}"
-            atomic_write(Path(data.out) / name, outcome.text)
+            _write(out.child(name), outcome.text)
             result.report = name
         return result
 
     return await _in_thread(run)
 
 
-@activity.defn(name="agentport.batch.apply")
-async def apply_item(data: ApplyItem) -> ItemResult:
+@activity.defn(name=APPLY_ACTIVITY)
+async def apply_item(raw: RawValue) -> ItemResult:
     """Apply one reviewed actions file (graph lock, re-read, review, backup, atomic write)
     and append what was applied to `<out>/<id>.md`."""
-    for path, what in ((data.graph, "graph"), (data.out, "output folder")):
-        _inside(path, what)
-    for path in (data.trace, data.actions):
-        if path:
-            _inside(path, "state file")
+    data = parse(ApplyItem, raw, "apply")
+    layout = _graph(data.graph)
+    trace = _state_file(layout, data.trace, "trace")
+    actions = _state_file(layout, data.actions, "actions file")
+    report = _located(data.out, "output folder").child(f"{data.item_id}.md")
 
     def run() -> ItemResult:
         applied, text, error = apply_saved(
-            Path(data.graph), data.trace, data.actions, allow_low=data.allow_low
+            layout.graph, str(trace), str(actions), allow_low=data.allow_low
         )
-        report = Path(data.out) / f"{data.item_id}.md"
         if text:
-            before = report.read_text(encoding="utf-8") if report.exists() else ""
-            atomic_write(report, before + text)
+            try:
+                before = report.read_text() or ""
+            except PathRefused as exc:
+                raise ApplicationError(str(exc), type=OUTSIDE_ROOTS, non_retryable=True) from None
+            _write(report, before + text)
         result = ItemResult(data.item_id, 0, "", "done" if error is None else "failed")
         result.error, result.trace, result.actions, result.applied = (
             error,
@@ -291,29 +400,31 @@ async def apply_item(data: ApplyItem) -> ItemResult:
             data.actions,
             applied,
         )
-        result.report = report.name
+        result.report = report.parts[-1]
         return result
 
     return await _in_thread(run)
 
 
-@activity.defn(name="agentport.batch.finish")
-async def finish_batch(data: FinishBatch) -> str:
+@activity.defn(name=FINISH_ACTIVITY)
+async def finish_batch(raw: RawValue) -> str:
     """Write `<out>/batch.json` and `<out>/summary.md` as the local batch does; returns
     the summary's path."""
-    out = _inside(data.out, "output folder")
+    data = parse(FinishBatch, raw, "finish")
+    folder = _located(data.out, "output folder")
+    out = _checked(folder, "output folder")
 
     def run() -> str:
         questions = [Question(i.line, i.question, i.id) for i in data.items]
         state = BatchState.open(out, data.kind, questions, ".md")
-        for result in data.items:
-            fields = {k: v for k, v in asdict(result).items() if k in Item.__dataclass_fields__}
-            state.items[result.id] = Item(**fields)
+        for row in data.items:
+            fields = {k: v for k, v in row.model_dump().items() if k in Item.__dataclass_fields__}
+            state.items[row.id] = Item(**fields)
         if data.budget:
             state.extra["budget"] = data.budget
         state.save()
-        summary = out / "summary.md"
-        atomic_write(summary, summary_markdown(state, questions))
+        summary = folder.child("summary.md")
+        _write(summary, summary_markdown(state, questions))
         return str(summary)
 
     return await _in_thread(run)

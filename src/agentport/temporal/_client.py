@@ -21,8 +21,9 @@ from temporalio.service import RPCError
 from ..core import ProviderError
 from ..workflows.batch import BatchInputError
 from ._batch import BatchJob, BatchResult
+from ._inputs import wire
 from ._queues import DEFAULT_PREFIX, workflow_queue
-from ._workflows import BatchWorkflow
+from ._workflows import BATCH_WORKFLOW, BatchWorkflow
 
 __all__ = ["BatchStatus", "connect", "default_batch_id", "follow", "start_batch", "status"]
 
@@ -51,9 +52,10 @@ async def start_batch(
 ) -> WorkflowHandle[BatchWorkflow, BatchResult]:
     """Submit *job* as workflow *batch_id*. Raises `BatchInputError` when that id exists."""
     try:
-        return await client.start_workflow(
-            BatchWorkflow.run,
-            job,
+        handle: WorkflowHandle[BatchWorkflow, BatchResult] = await client.start_workflow(
+            BATCH_WORKFLOW,
+            wire(job),  # the closed type the workflow parses (`_inputs`)
+            result_type=BatchResult,
             id=batch_id,
             task_queue=workflow_queue(job.prefix or DEFAULT_PREFIX),
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
@@ -64,6 +66,7 @@ async def start_batch(
             f"batch id {batch_id!r} exists on the cluster; follow it with `agentport batch "
             f"status {batch_id} --temporal ...` or pass another --batch-id"
         ) from None
+    return handle
 
 
 class BatchStatus:

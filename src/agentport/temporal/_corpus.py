@@ -14,36 +14,41 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
+from pydantic import Field
 from returns.result import Failure
 from temporalio import activity
+from temporalio.common import RawValue
 
 from ..workflows.deep_research import CORPUS_SUFFIXES, Corpus, load_corpus, passage_row
 from ._batch import _in_thread, _inside
 from ._graph import Parsed
+from ._inputs import Closed, PathText, parse
 
 __all__ = ["CORPUS_OPS", "CorpusRead", "CorpusReadResult", "read_corpus"]
 
+READ_CORPUS_ACTIVITY = "agentport.research.read_corpus"
 #: what `CorpusRead.op` may name
 CORPUS_OPS = ("open", "search", "grounded")
 
 
-@dataclass(frozen=True)
-class CorpusRead:
+class CorpusRead(Closed):
     """One read of the corpus folder `corpus`, split into passages of at most
     `max_passage_chars`: `open` (index it; the skipped files), `search` (`Corpus.search`
     of `query`: at most `k` passages, none of `exclude`), `grounded` (`Corpus.grounded`:
     whether `quote` occurs in `url`'s document)."""
 
-    corpus: str
-    op: str
-    max_passage_chars: int = 2000
-    query: str = ""
-    k: int = 0
-    exclude: list[str] = field(default_factory=list)
-    quote: str = ""
-    url: str = ""
+    corpus: PathText
+    op: Literal["open", "search", "grounded"]
+    max_passage_chars: Annotated[int, Field(ge=200, le=1_000_000)] = 2000
+    query: Annotated[str, Field(max_length=100_000)] = ""
+    k: Annotated[int, Field(ge=0, le=1000)] = 0
+    exclude: list[Annotated[str, Field(max_length=8192)]] = Field(
+        default_factory=list, max_length=100_000
+    )
+    quote: Annotated[str, Field(max_length=100_000)] = ""
+    url: Annotated[str, Field(max_length=8192)] = ""
 
 
 @dataclass(frozen=True)
@@ -85,11 +90,9 @@ def _index(real: str, chars: int) -> Corpus:
 _CORPORA: Parsed[Corpus] = Parsed()
 
 
-def _read(data: CorpusRead) -> CorpusReadResult:
-    if data.op not in CORPUS_OPS:
-        return CorpusReadResult(error=f"unknown corpus read {data.op!r}")
-    real = os.path.realpath(data.corpus)
-    chars = max(1, data.max_passage_chars)
+def _read(data: CorpusRead, path: Path) -> CorpusReadResult:
+    real = str(path)
+    chars = data.max_passage_chars
     try:
         corpus = _CORPORA.get((real, chars), lambda: _tree_stamp(real), lambda: _index(real, chars))
     except ValueError as exc:
@@ -102,9 +105,11 @@ def _read(data: CorpusRead) -> CorpusReadResult:
     return CorpusReadResult([passage_row(p) for p in found])
 
 
-@activity.defn(name="agentport.research.read_corpus")
-async def read_corpus(data: CorpusRead) -> CorpusReadResult:
-    """One `CorpusRead` of a corpus folder under this worker's roots (non-retryable
-    `ApplicationError` outside them); a folder that does not index is `error`, not a raise."""
-    _inside(data.corpus, "corpus")
-    return await _in_thread(lambda: _read(data))
+@activity.defn(name=READ_CORPUS_ACTIVITY)
+async def read_corpus(raw: RawValue) -> CorpusReadResult:
+    """One `CorpusRead` of a corpus folder under this worker's roots (input that is not a
+    `CorpusRead`, or a folder outside the roots or through a link, is a non-retryable
+    `ApplicationError`); a folder that does not index is `error`, not a raise."""
+    data = parse(CorpusRead, raw, "read_corpus")
+    path = _inside(data.corpus, "corpus", "dir")
+    return await _in_thread(lambda: _read(data, path))

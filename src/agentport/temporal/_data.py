@@ -1,9 +1,10 @@
 """What crosses Temporal's wire for one `complete()` call, and the retry rule per ErrorKind.
 
-Pure (no temporalio, no I/O): usable from workflow code inside the sandbox and testable
-without a server. Every value is JSON data (Temporal's default converter): messages as
-`{"role", "content"}` dicts, the `CompletionConfig` as the fields the caller set (so the
-worker's settings merge exactly as in-process: `CompletionConfig.with_defaults`), the
+Pure (no I/O): usable from workflow code inside the sandbox and testable without a server.
+The input is a closed type (`CompleteInput`, see `_inputs`): messages as `{"role",
+"content"}` dicts, the call's settings as a `CallConfig` (the `CompletionConfig` fields that
+name or narrow, as the caller set them; the worker lowers them to its own with
+`CallConfig.narrowed`), the adapter's model as `CallSettings`. The output is JSON data: the
 `Result` as either a `CompletionResponse` dump or a `ProviderError` dict.
 """
 
@@ -11,11 +12,11 @@ worker's settings merge exactly as in-process: `CompletionConfig.with_defaults`)
 # hints inside the workflow sandbox, whose module table cannot evaluate string annotations.
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from returns.result import Failure, Result, Success
 
 from ..core import (
@@ -25,10 +26,16 @@ from ..core import (
     ErrorKind,
     Message,
     ProviderError,
+    ToolPolicy,
     Usage,
 )
+from ..core._config import IgnoredPolicy, ReasoningEffort
+from ..core._messages import MessageRole, Part
+from ._inputs import BackendName, Closed, Label, ModelName, Seconds
 
 __all__ = [
+    "CallConfig",
+    "CallSettings",
     "CompleteInput",
     "CompleteOutput",
     "config_from_dict",
@@ -40,26 +47,112 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class CompleteInput:
-    """The `complete` activity's input.
+class CallConfig(Closed):
+    """The per-call settings a request may make: the `CompletionConfig` fields that name (a
+    model, an output schema, choices, a label) or narrow (timeouts, token and turn caps,
+    schema retries). No `tools`, `cwd` or `session_id`: a call on a worker runs with no
+    tools, in a fresh private folder, as a new session (`narrowed`)."""
+
+    model: ModelName | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_tokens: int | None = Field(default=None, gt=0)
+    reasoning_effort: ReasoningEffort | None = None
+    output_schema: dict[str, Any] | None = None
+    choices: tuple[Annotated[str, Field(max_length=4096)], ...] | None = Field(
+        default=None, min_length=1, max_length=10_000
+    )
+    schema_retries: int = Field(default=2, ge=0)
+    schema_strict: bool = True
+    max_turns: int | None = Field(default=None, gt=0)
+    startup_timeout_s: Seconds | None = None
+    idle_timeout_s: Seconds | None = None
+    total_timeout_s: Seconds | None = None
+    attempt_timeout_s: Seconds | None = None
+    web_search: bool = False
+    on_ignored: IgnoredPolicy = "warn"
+    label: Label | None = None
+
+    @classmethod
+    def of(cls, config: CompletionConfig | None) -> "CallConfig":
+        """The request for *config* (the fields the caller set). `ProviderError
+        (unsupported)` when it asks for what only the worker's configuration decides:
+        tools beyond none, a working folder, a session to resume."""
+        if config is None:
+            return cls()
+        asked = config.model_fields_set
+        why = [
+            name
+            for name, ok in (
+                ("tools", "tools" not in asked or config.tools == ToolPolicy.none()),
+                ("cwd", config.cwd is None),
+                ("session_id", config.session_id is None),
+            )
+            if not ok
+        ]
+        if why:
+            raise ProviderError(
+                ErrorKind.unsupported,
+                f"a call run on a Temporal worker cannot set {', '.join(why)}: it runs with "
+                "no tools, in a fresh folder, as a new session (docs/deployment.md)",
+            )
+        data = config_to_dict(config)
+        for name in ("tools", "cwd", "session_id"):
+            data.pop(name, None)
+        return cls.model_validate(data)
+
+    def narrowed(self, own: CompletionConfig) -> CompletionConfig:
+        """The call's `CompletionConfig`: the fields this request set, each timeout and cap
+        no larger than the worker's own (*own*: its `[llm]` defaults), `on_ignored="fail"`
+        when the worker says so. Everything else (tools: none, cwd: a fresh folder, no
+        session) is the worker's default."""
+        # None is "not set": a request cannot lift the worker's cap by unsetting it
+        fields = {k: v for k, v in self.model_dump(exclude_unset=True).items() if v is not None}
+        for name in ("startup_timeout_s", "idle_timeout_s", "total_timeout_s", "attempt_timeout_s",
+                     "max_tokens", "max_turns", "schema_retries"):  # fmt: skip
+            mine = getattr(own, name)
+            if fields.get(name) is not None and mine is not None:
+                fields[name] = min(fields[name], mine)
+        if own.on_ignored == "fail":
+            fields["on_ignored"] = "fail"
+        return CompletionConfig.model_validate(fields)
+
+
+class CallSettings(Closed):
+    """The `[llm]` settings a request may name for the worker's adapter: the model."""
+
+    model: ModelName | None = None
+
+
+class MessageData(Closed):
+    """One message as a request carries it (`messages_to_dicts`)."""
+
+    role: MessageRole
+    content: str
+    parts: tuple[Part, ...] = ()
+
+
+class CompleteInput(Closed):
+    """The `complete` activity's input (a closed type: see `_inputs`).
 
     Attributes:
-        backend: backend name or alias (one backend; a chain runs as one call on the
-            chain's queue, see `queue_for`).
+        backend: backend name, alias or chain the worker serves (a chain runs as one call
+            on the chain's queue, see `queue_for`).
         messages: each message as JSON data, in order (`messages_to_dicts`).
-        config: `config_to_dict(CompletionConfig)`: only the fields the caller set.
-        settings: `[llm]` overrides for the worker's adapter (`model`, `openai_compat`
-            table, ...), as for `create_llm_adapter(**overrides)`; the worker's own
-            configuration files apply below them.
+        config: the call's settings (`CallConfig.of(CompletionConfig)`).
+        settings: the model for the worker's adapter (`CallSettings`); the worker's own
+            configuration files decide everything else.
         call_id: the caller's deterministic id of the call (diagnostics, heartbeats).
     """
 
-    backend: str
-    messages: list[dict[str, Any]]
-    config: dict[str, Any] = field(default_factory=dict)
-    settings: dict[str, Any] = field(default_factory=dict)
-    call_id: str = ""
+    backend: BackendName
+    messages: list[MessageData] = Field(max_length=10_000)
+    config: CallConfig = CallConfig()
+    settings: CallSettings = CallSettings()
+    call_id: Label = ""
+
+    def parsed_messages(self) -> list[Message]:
+        """The messages as `Message`s."""
+        return [Message(role=m.role, content=m.content, parts=m.parts) for m in self.messages]
 
 
 @dataclass(frozen=True)

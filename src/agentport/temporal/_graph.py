@@ -16,9 +16,11 @@ import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Annotated, Generic, Literal, TypeVar
 
+from pydantic import Field
 from temporalio import activity
+from temporalio.common import RawValue
 
 from ..workflows.deeprefine import (
     Graph,
@@ -31,26 +33,27 @@ from ..workflows.deeprefine import (
     triple_row,
 )
 from ._batch import _in_thread, _inside
+from ._inputs import Closed, PathText, parse
 
 __all__ = ["GRAPH_OPS", "GraphRead", "GraphReadResult", "Parsed", "file_stamp", "read_graph"]
 
 T = TypeVar("T")
 
+READ_GRAPH_ACTIVITY = "agentport.refine.read_graph"
 #: what `GraphRead.op` may name
 GRAPH_OPS = ("open", "match", "expand", "hints")
 
 
-@dataclass(frozen=True)
-class GraphRead:
+class GraphRead(Closed):
     """One read of graph.json at `graph`: `open` (parse and count), `match` (hop 1 for
     `question`, at most `cap` triples), `expand` (hop k from the `previous` hop's triples),
     `hints` (source-file hints of `previous`). Triples travel as `triple_row` lists."""
 
-    graph: str
-    op: str
-    question: str = ""
-    previous: list[list[str]] = field(default_factory=list)
-    cap: int = 0
+    graph: PathText
+    op: Literal["open", "match", "expand", "hints"]
+    question: Annotated[str, Field(max_length=100_000)] = ""
+    previous: list[list[str]] = Field(default_factory=list, max_length=10_000)
+    cap: Annotated[int, Field(ge=0, le=100_000)] = 0
 
 
 @dataclass(frozen=True)
@@ -95,14 +98,10 @@ def file_stamp(real: str) -> tuple[int, int, int]:
 _GRAPHS: Parsed[Graph] = Parsed()
 
 
-def _read(data: GraphRead) -> GraphReadResult:
-    if data.op not in GRAPH_OPS:
-        return GraphReadResult(error=f"unknown graph read {data.op!r}")
+def _read(data: GraphRead, path: Path) -> GraphReadResult:
     try:
-        real = os.path.realpath(data.graph)
-        graph = _GRAPHS.get(
-            real, lambda: file_stamp(real), lambda: load_graph(Path(data.graph), lean=True)
-        )
+        real = str(path)
+        graph = _GRAPHS.get(real, lambda: file_stamp(real), lambda: load_graph(path, lean=True))
         previous = [triple_from_row(row) for row in data.previous]
     except (InputError, ValueError) as exc:
         return GraphReadResult(error=str(exc).split("\n")[0])
@@ -119,9 +118,11 @@ def _read(data: GraphRead) -> GraphReadResult:
     return GraphReadResult([triple_row(t) for t in triples], text)
 
 
-@activity.defn(name="agentport.refine.read_graph")
-async def read_graph(data: GraphRead) -> GraphReadResult:
-    """One `GraphRead` of a graph.json under this worker's roots (non-retryable
-    `ApplicationError` outside them); a file that does not load is `error`, not a raise."""
-    _inside(data.graph, "graph")
-    return await _in_thread(lambda: _read(data))
+@activity.defn(name=READ_GRAPH_ACTIVITY)
+async def read_graph(raw: RawValue) -> GraphReadResult:
+    """One `GraphRead` of a graph.json under this worker's roots (input that is not a
+    `GraphRead`, or a path outside the roots or through a link, is a non-retryable
+    `ApplicationError`); a file that does not load is `error`, not a raise."""
+    data = parse(GraphRead, raw, "read_graph")
+    path = _inside(data.graph, "graph", "file")
+    return await _in_thread(lambda: _read(data, path))

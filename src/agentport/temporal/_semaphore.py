@@ -28,18 +28,23 @@ timers are Temporal timers (`wait_condition(timeout=...)`), I/O happens in the a
 # No `from __future__ import annotations`: Temporal's converter resolves these dataclasses'
 # hints inside the workflow sandbox.
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Annotated
 
 import anyio
+from pydantic import Field
 from temporalio import activity, workflow
 from temporalio.client import WorkflowExecutionStatus
-from temporalio.common import RetryPolicy
+from temporalio.common import RawValue, RetryPolicy
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from ..catalog import resolve_backend
+from ._inputs import REFUSED_INPUT, Closed, Label, parse, wire
 from ._queues import _canonical
 
 __all__ = [
@@ -51,9 +56,11 @@ __all__ = [
     "SEMAPHORE_ACTIVITIES",
     "SEMAPHORE_WORKFLOW",
     "HolderRef",
+    "HolderRefs",
     "PermitGrant",
     "PermitRelease",
     "PermitRequest",
+    "PermitRequestData",
     "RequestPermit",
     "SemaphoreState",
     "SemaphoreWorkflow",
@@ -65,6 +72,8 @@ __all__ = [
 ]
 
 SEMAPHORE_WORKFLOW = "agentport.semaphore"
+REQUEST_PERMIT_ACTIVITY = "agentport.semaphore.request"
+HOLDERS_GONE_ACTIVITY = "agentport.semaphore.holders_gone"
 ACQUIRE_SIGNAL = "acquire"
 RELEASE_SIGNAL = "release"
 PERMIT_SIGNAL = "agentport.permit"  # semaphore -> holder
@@ -138,44 +147,71 @@ class SemaphoreState:
     waiters: list[PermitRequest] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class RequestPermit:
-    """The `request_permit` activity's input."""
+class PermitRequestData(Closed):
+    """A `PermitRequest` as activity input."""
 
-    semaphore_id: str
-    task_queue: str
-    request: PermitRequest
-    max_events: int = DEFAULT_MAX_EVENTS
+    holder_id: Label
+    holder_run_id: Label
+    request_id: Label
+    limit: Annotated[int, Field(ge=1, le=100_000)]
+    check_s: Annotated[float, Field(ge=0.1, le=86_400)] = DEFAULT_CHECK_S
 
 
-@dataclass(frozen=True)
-class HolderRef:
-    holder_id: str
-    holder_run_id: str
+class RequestPermit(Closed):
+    """The `request_permit` activity's input: the semaphore of a backend queue, on the
+    queue this activity runs on (`_checked_permit`)."""
+
+    semaphore_id: Label
+    task_queue: Label
+    request: PermitRequestData
+    max_events: Annotated[int, Field(ge=10, le=1_000_000)] = DEFAULT_MAX_EVENTS
+
+
+class HolderRef(Closed):
+    holder_id: Label
+    holder_run_id: Label
+
+
+class HolderRefs(Closed):
+    """The `holders_gone` activity's input."""
+
+    holders: list[HolderRef] = Field(max_length=100_000)
 
 
 def _key(item: PermitRequest | PermitRelease) -> tuple[str, str, str]:
     return (item.holder_id, item.holder_run_id, item.request_id)
 
 
-@activity.defn(name="agentport.semaphore.request")
-async def request_permit(data: RequestPermit) -> None:
-    """Signal-with-start the semaphore with an `acquire` for `data.request`."""
+@activity.defn(name=REQUEST_PERMIT_ACTIVITY)
+async def request_permit(raw: RawValue) -> None:
+    """Signal-with-start the semaphore with an `acquire` for `data.request`. Input that is
+    not a `RequestPermit`, or that names another workflow than a semaphore on this
+    activity's own task queue, is a non-retryable `ApplicationError`."""
+    data = parse(RequestPermit, raw, "semaphore request")
+    queue = activity.info().task_queue
+    if data.task_queue != queue or not data.semaphore_id.startswith("agentport-semaphore-"):
+        raise ApplicationError(
+            "refused semaphore request input: only a semaphore workflow "
+            f"(agentport-semaphore-<queue>) on this task queue ({queue})",
+            type=REFUSED_INPUT,
+            non_retryable=True,
+        )
+    request = PermitRequest(**data.request.model_dump())
     await activity.client().start_workflow(
         SEMAPHORE_WORKFLOW,
-        SemaphoreState(
-            limit=data.request.limit, check_s=data.request.check_s, max_events=data.max_events
-        ),
+        SemaphoreState(limit=request.limit, check_s=request.check_s, max_events=data.max_events),
         id=data.semaphore_id,
         task_queue=data.task_queue,
         start_signal=ACQUIRE_SIGNAL,
-        start_signal_args=[data.request],
+        start_signal_args=[request],
     )
 
 
-@activity.defn(name="agentport.semaphore.holders_gone")
-async def holders_gone(holders: list[HolderRef]) -> list[int]:
-    """Indexes of the *holders* whose workflow run is no longer running (or unknown)."""
+@activity.defn(name=HOLDERS_GONE_ACTIVITY)
+async def holders_gone(raw: RawValue) -> list[int]:
+    """Indexes of the holders (`HolderRefs`) whose workflow run is no longer running (or
+    unknown)."""
+    holders = parse(HolderRefs, raw, "semaphore holders").holders
     client = activity.client()
     gone: list[int] = []
     for index, ref in enumerate(holders):
@@ -283,9 +319,11 @@ class SemaphoreWorkflow:
 
     async def _drop_gone(self) -> None:
         holders = list(self._holders.values())
+        refs = [HolderRef(holder_id=h.holder_id, holder_run_id=h.holder_run_id) for h in holders]
         gone: list[int] = await workflow.execute_activity(
-            holders_gone,
-            [HolderRef(h.holder_id, h.holder_run_id) for h in holders],
+            HOLDERS_GONE_ACTIVITY,
+            wire(HolderRefs(holders=refs)),
+            result_type=list[int],
             start_to_close_timeout=_STEP,
             retry_policy=_STEP_RETRY,
         )
@@ -354,11 +392,17 @@ async def cluster_permit(
     holder.semaphore_of[request_id] = semaphore
     info = workflow.info()
     request = PermitRequest(info.workflow_id, info.run_id, request_id, limit, check_s)
+    ask = RequestPermit(
+        semaphore_id=semaphore,
+        task_queue=workflow_task_queue,
+        request=PermitRequestData.model_validate(dataclasses.asdict(request)),
+        max_events=max_events,
+    )
     try:
         while request_id not in holder.granted:  # asked again every minute: a semaphore
             await workflow.execute_activity(  # reset by an operator forgets no waiter
-                request_permit,
-                RequestPermit(semaphore, workflow_task_queue, request, max_events),
+                REQUEST_PERMIT_ACTIVITY,
+                wire(ask),
                 task_queue=workflow_task_queue,
                 start_to_close_timeout=_STEP,
                 retry_policy=_STEP_RETRY,

@@ -26,8 +26,8 @@ per-host concurrency, delay and robots.txt answers across the fetches it runs (r
 
 Settings: the client's `[web]` table travels in the workflow input (`web_input`), never read
 by workflow code; `proxy` is left out (its credentials would be stored in the history, and
-the egress is the worker's): a worker fetches through its own `[web] proxy`. Whoever can
-start workflows on the namespace chooses the engine and `allow_private` (docs/deployment.md).
+the egress is the worker's): a worker searches and fetches with its own `[web]` settings,
+which the sent table (`WebRequest`, a closed type) may only narrow (docs/deployment.md).
 """
 
 # No `from __future__ import annotations`: Temporal's converter resolves these dataclasses'
@@ -37,12 +37,12 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import anyio
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 from temporalio import activity, workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.exceptions import CancelledError as TemporalCancelledError
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
@@ -61,6 +61,7 @@ from ..web import (
     without_secrets,
 )
 from ..workflows.deep_research._web_own import OwnWeb, no_engine_message
+from ._inputs import Closed, Label, WebRequest, parse, wire
 
 __all__ = [
     "WEB_ACTIVITIES",
@@ -109,14 +110,13 @@ def web_input(settings: WebSettings) -> dict[str, Any]:
 
 
 # -- what crosses the wire ------------------------------------------------------------------
-@dataclass(frozen=True)
-class SearchInput:
+class SearchInput(Closed):
     """One engine query: `settings` is `web_input(...)`, `limit` the hits asked for."""
 
-    settings: dict[str, Any]
-    query: str
-    limit: int
-    call_id: str = ""
+    settings: WebRequest = WebRequest()
+    query: Annotated[str, Field(max_length=4096)]
+    limit: Annotated[int, Field(ge=1, le=100)]
+    call_id: Label = ""
 
 
 @dataclass(frozen=True)
@@ -129,13 +129,13 @@ class SearchOutput:
     error: str | None = None
 
 
-@dataclass(frozen=True)
-class FetchInput:
-    """One page: `settings` is `web_input(...)`."""
+class FetchInput(Closed):
+    """One page: `settings` is `web_input(...)`; the worker's fetcher decides whether the
+    URL may be fetched (scheme, public address, robots.txt)."""
 
-    settings: dict[str, Any]
-    url: str
-    call_id: str = ""
+    settings: WebRequest = WebRequest()
+    url: Annotated[str, Field(max_length=8192)]
+    call_id: Label = ""
 
 
 @dataclass(frozen=True)
@@ -188,7 +188,7 @@ def _worker_web() -> WebSettings:
     return load_settings().web
 
 
-def _settings(sent: dict[str, Any]) -> WebSettings:
+def _settings(sent: WebRequest) -> WebSettings:
     """This worker's own `[web]` settings, narrowed by the sent table (`narrow_web`: any
     client of the namespace writes workflow input, so it never chooses the engine URL, the
     proxy or `allow_private`); a bad worker configuration is a non-retryable
@@ -201,7 +201,7 @@ def _settings(sent: dict[str, Any]) -> WebSettings:
             type="agentport.web.config",
             non_retryable=True,
         ) from None
-    return narrow_web(own, sent)
+    return narrow_web(own, sent.sent())
 
 
 _FETCHERS: dict[WebSettings, tuple[float, Fetcher]] = {}
@@ -251,9 +251,11 @@ async def _beating(step: Awaitable[T], call_id: str) -> T:
 
 
 @activity.defn(name=WEB_SEARCH_ACTIVITY)
-async def web_search(data: SearchInput) -> SearchOutput:
-    """One query to the engine of `data.settings`: the hits, or the engine's failure as a
-    value. Raises a non-retryable `ApplicationError` for unusable settings."""
+async def web_search(raw: RawValue) -> SearchOutput:
+    """One query to this worker's engine (`data.settings` only narrows its limits): the
+    hits, or the engine's failure as a value. Raises a non-retryable `ApplicationError`
+    for input that is not a `SearchInput` or unusable settings."""
+    data = parse(SearchInput, raw, "web search")
     settings = _settings(data.settings)
     provider = provider_from_settings(settings)
     if provider is None:
@@ -270,10 +272,12 @@ async def web_search(data: SearchInput) -> SearchOutput:
 
 
 @activity.defn(name=WEB_FETCH_ACTIVITY)
-async def web_fetch(data: FetchInput) -> FetchOutput:
-    """One page through this worker's `Fetcher` for `data.settings`: the page (text capped
-    at `max_page_chars`) or the refusal, as a value. Raises a non-retryable
-    `ApplicationError` for unusable settings."""
+async def web_fetch(raw: RawValue) -> FetchOutput:
+    """One page through this worker's `Fetcher` (`data.settings` only narrows its limits):
+    the page (text capped at `max_page_chars`) or the refusal, as a value. Raises a
+    non-retryable `ApplicationError` for input that is not a `FetchInput` or unusable
+    settings."""
+    data = parse(FetchInput, raw, "web fetch")
     settings = _settings(data.settings)
     got = await _beating(_fetcher(settings).fetch(data.url), data.call_id)
     return FetchOutput.of(got, settings.max_page_chars)
@@ -290,7 +294,7 @@ class _Steps:
     def __init__(
         self, settings: WebSettings, prefix: str, id_prefix: str, heartbeat_s: float
     ) -> None:
-        self.sent = web_input(settings)
+        self.sent = WebRequest.model_validate(web_input(settings))
         self.settings = settings
         self.queue = web_queue(prefix)
         self.id_prefix = id_prefix
@@ -301,10 +305,10 @@ class _Steps:
         self.calls += 1
         return f"{self.id_prefix}.{kind}.{self.calls}"
 
-    async def run(self, fn: Any, data: Any, deadline_s: float, result_type: type[T]) -> T:
+    async def run(self, name: str, data: Any, deadline_s: float, result_type: type[T]) -> T:
         out: T = await workflow.execute_activity(
-            fn,
-            data,
+            name,
+            wire(data),
             task_queue=self.queue,
             activity_id=data.call_id,
             result_type=result_type,
@@ -338,9 +342,11 @@ class _ActivitySearch:
 
     async def search(self, query: str, limit: int) -> list[SearchHit]:
         s = self._steps
-        data = SearchInput(s.sent, query, limit, s.next_id("search"))
+        data = SearchInput(
+            settings=s.sent, query=query, limit=max(1, min(limit, 100)), call_id=s.next_id("search")
+        )
         try:
-            out = await s.run(web_search, data, s.settings.search_timeout_s, SearchOutput)
+            out = await s.run(WEB_SEARCH_ACTIVITY, data, s.settings.search_timeout_s, SearchOutput)
         except ActivityError as exc:
             raise SearchError(self.name, s.why(exc)[1]) from None
         if out.error is not None:
@@ -356,9 +362,9 @@ class _ActivityFetcher:
 
     async def fetch(self, url: str) -> FetchResult:
         s = self._steps
-        data = FetchInput(s.sent, url, s.next_id("fetch"))
+        data = FetchInput(settings=s.sent, url=url, call_id=s.next_id("fetch"))
         try:
-            out = await s.run(web_fetch, data, s.settings.timeout_s, FetchOutput)
+            out = await s.run(WEB_FETCH_ACTIVITY, data, s.settings.timeout_s, FetchOutput)
         except ActivityError as exc:
             kind, reason = s.why(exc)
             return FetchRefused(url, "timeout" if kind == "timeout" else "network", reason)
@@ -369,7 +375,11 @@ class _ActivityFetcher:
 
 
 def activity_web(
-    sent: dict[str, Any], refusal: str, prefix: str, id_prefix: str, heartbeat_s: float = 30.0
+    sent: WebRequest | dict[str, Any],
+    refusal: str,
+    prefix: str,
+    id_prefix: str,
+    heartbeat_s: float = 30.0,
 ) -> OwnWeb | str:
     """Workflow code: agentport's own web tools for a backend the catalog refuses
     (*refusal*), searching and fetching through the activities on `web_queue(prefix)`; or
@@ -377,7 +387,8 @@ def activity_web(
     the job's `web` (`web_input`); *id_prefix* the workflow id; *heartbeat_s* the silence
     after which a dead worker's step moves to another worker. Pure: no I/O."""
     try:
-        settings = WebSettings.model_validate(sent)
+        request = sent if isinstance(sent, WebRequest) else WebRequest.model_validate(sent)
+        settings = WebSettings.model_validate(request.sent())
     except ValidationError as exc:
         return f"[web] settings in the workflow input are invalid: {str(exc).splitlines()[0]}"
     provider = provider_from_settings(settings)

@@ -9,8 +9,11 @@ stops polling and lets running calls finish (`graceful_shutdown_timeout`).
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import importlib
 import importlib.util
+import os
 import re
 import signal
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -29,9 +32,18 @@ from ..core import BackendKind, ErrorKind, ProviderError
 from ._activities import complete, serve_only
 from ._batch import confine_to
 from ._queues import DEFAULT_PREFIX, _canonical, concurrency_for, queue_for, workflow_queue
+from ._small import SMALL_ACTIVITIES
 from ._web import WEB_ACTIVITIES, WEB_CONCURRENCY, close_fetchers, web_queue
 
-__all__ = ["CONNECT_TIMEOUT_S", "WorkerPlan", "connect", "plan_worker", "run_worker"]
+__all__ = [
+    "CONNECT_TIMEOUT_S",
+    "WorkerPlan",
+    "broad_root",
+    "check_roots",
+    "connect",
+    "plan_worker",
+    "run_worker",
+]
 
 CONNECT_TIMEOUT_S = 5.0
 _ADDRESS = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+):(\d{1,5})$")
@@ -47,12 +59,14 @@ class WorkerPlan:
         workflow_queue: the workflows' queue, or None when this worker runs no workflows.
         prefix: the task-queue prefix.
         web_queue: the queue of agentport's own search and fetch (`_web`), or None.
+        roots: the folders the file steps may read and write (`--root`), real paths.
     """
 
     queues: dict[str, tuple[str, int]] = field(default_factory=dict)
     workflow_queue: str | None = None
     prefix: str = DEFAULT_PREFIX
     web_queue: str | None = None
+    roots: tuple[Path, ...] = ()
 
     def describe(self) -> list[str]:
         """One line per queue, for the worker's start-up message."""
@@ -63,6 +77,9 @@ class WorkerPlan:
         if self.web_queue:
             lines.append(f"queue {self.web_queue}: web search and page fetches, at most "
                          f"{WEB_CONCURRENCY} at once on this worker")  # fmt: skip
+        if self.workflow_queue:
+            lines.append("files: batch reports, graphs and corpora only under "
+                         + ", ".join(map(str, self.roots)))  # fmt: skip
         return lines
 
 
@@ -198,20 +215,80 @@ async def run_worker(
     on_ready: Callable[[WorkerPlan], None] | None = None,
     web: bool | None = None,
     roots: Sequence[Path] | None = None,
+    allow_broad_roots: bool = False,
 ) -> None:
     """Serve *backends* (and the workflows unless *workflows* is False, and the web queue
-    as *web* says, see `plan_worker`) until SIGINT or SIGTERM. Raises `ProviderError` as
-    `plan_worker` and `connect` do, before serving."""
+    as *web* says, see `plan_worker`) until SIGINT or SIGTERM. The workflows' file steps
+    read and write only under *roots* (`check_roots`; required with the workflows).
+    Raises `ProviderError` as `plan_worker`, `check_roots` and `connect` do, before
+    serving."""
+    check_address(address)
     plan = plan_worker(
         backends, concurrency=concurrency, prefix=prefix, workflows=workflows, web=web
     )
+    served: list[Path] = []
+    if plan.workflow_queue is not None:
+        served = check_roots(roots or [], allow_broad=allow_broad_roots)
+    plan = dataclasses.replace(plan, roots=tuple(served))
     # workflow input is written by any client of the namespace: this worker runs only the
     # backends it serves, and its file steps touch only files under *roots*
-    with serving_only(
-        [backend for backend, _ in plan.queues.values()],
-        roots if roots is not None else [Path.cwd()],
-    ):
+    with serving_only([backend for backend, _ in plan.queues.values()], served):
         await _serve(plan, address, namespace, connect_timeout_s, on_ready)
+
+
+def _homes() -> set[Path]:
+    """Every user's home folder (this user's first), as real paths."""
+    import pwd
+
+    homes = {Path(os.path.realpath(Path.home()))}
+    with contextlib.suppress(OSError):
+        homes |= {Path(os.path.realpath(entry.pw_dir)) for entry in pwd.getpwall()}
+    return {home for home in homes if str(home) != "/"}
+
+
+def broad_root(root: Path) -> str | None:
+    """Why serving *root* (a real path) would hand its clients more than batch folders:
+    it is `/`, a home folder or a folder above one, or it holds the user's agentport
+    configuration file (which the worker rereads on every call); None when it is none
+    of these."""
+    from ..config import user_config_path
+
+    if root == Path(root.anchor):
+        return "it is the file system's root"
+    for home in _homes():
+        if root == home or root in home.parents:
+            return f"it is the home folder {home} or holds it"
+    config = Path(os.path.realpath(user_config_path()))
+    if root in config.parents:
+        return f"it holds your agentport configuration {config}"
+    return None
+
+
+def check_roots(roots: Sequence[Path], *, allow_broad: bool = False) -> list[Path]:
+    """*roots* as real paths. `ProviderError(config)` in one line when there is none (a
+    worker that runs the workflows serves only the folders it is told), when one is not a
+    folder, or when one is `broad_root` and *allow_broad* is False."""
+    if not roots:
+        raise ProviderError(
+            ErrorKind.config,
+            "pass --root FOLDER (repeatable): the folders whose batch reports, graphs and "
+            "corpora workflow input may name; or --no-workflows for a worker of model "
+            "calls only",
+        )
+    real: list[Path] = []
+    for root in roots:
+        path = Path(os.path.realpath(root))
+        if not path.is_dir():
+            raise ProviderError(ErrorKind.config, f"--root {root}: not a folder")
+        why = broad_root(path)
+        if why is not None and not allow_broad:
+            raise ProviderError(
+                ErrorKind.config,
+                f"--root {root}: refusing to serve it, {why}: any client of the namespace "
+                "could write there; pass a folder for batches, or --allow-broad-root",
+            )
+        real.append(path)
+    return real
 
 
 _ACTIVE: list[tuple[frozenset[str], tuple[Path, ...]]] = []
@@ -255,7 +332,7 @@ async def _serve(
         Worker(
             client,
             task_queue=queue,
-            activities=[complete],
+            activities=[complete, *SMALL_ACTIVITIES],  # small-model questions: _small
             max_concurrent_activities=cap,
             graceful_shutdown_timeout=_GRACE,
         )

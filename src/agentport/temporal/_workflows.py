@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
@@ -48,7 +48,6 @@ with workflow.unsafe.imports_passed_through():
     from ..workflows.batch import loop_to_data, research_outcome
     from ..workflows.deep_research import (
         Passage,
-        ResearchConfig,
         SearchedPassages,
         check_web_search,
         run_research,
@@ -58,11 +57,17 @@ with workflow.unsafe.imports_passed_through():
     from ..workflows.deeprefine import triple_row as _row
     from ._activities import execute_complete
     from ._batch import (
+        APPLY_ACTIVITY,
+        FINISH_ACTIVITY,
+        SAVE_REVIEW_ACTIVITY,
+        WRITE_REPORT_ACTIVITY,
         ApplyItem,
         BatchJob,
         BatchResult,
         FinishBatch,
         ItemResult,
+        ItemRow,
+        LoopData,
         RefineJob,
         ResearchJob,
         SaveReview,
@@ -75,10 +80,12 @@ with workflow.unsafe.imports_passed_through():
         write_report,
     )
     from ._budget import BudgetPool, budget_error, metered, spent_if_metered  # batch budget
-    from ._corpus import CorpusRead, CorpusReadResult, read_corpus
-    from ._graph import GraphRead, GraphReadResult, read_graph
+    from ._corpus import READ_CORPUS_ACTIVITY, CorpusRead, CorpusReadResult, read_corpus
+    from ._graph import READ_GRAPH_ACTIVITY, GraphRead, GraphReadResult, read_graph
+    from ._inputs import parse, wire
     from ._queues import workflow_queue
     from ._semaphore import SEMAPHORE_ACTIVITIES, SemaphoreWorkflow  # the cluster-wide caps
+    from ._small import SMALL_REFINE_ACTIVITY, SMALL_RESEARCH_ACTIVITY, embedded, small_step
     from ._web import activity_web  # agentport's own search and fetch as activities
 
 __all__ = [
@@ -159,8 +166,9 @@ class ActivityGraph:
 
     async def read(self, op: str, **fields: Any) -> GraphReadResult:
         got: GraphReadResult = await workflow.execute_activity(
-            read_graph,
-            GraphRead(self._path, op, **fields),
+            READ_GRAPH_ACTIVITY,
+            wire(GraphRead(graph=self._path, op=op, **fields)),
+            result_type=GraphReadResult,
             task_queue=workflow_queue(self._prefix),
             start_to_close_timeout=_FILE_STEP,
             retry_policy=_FILE_RETRY,
@@ -202,8 +210,9 @@ class ActivityCorpus:
 
     async def read(self, op: str, **fields: Any) -> CorpusReadResult:
         got: CorpusReadResult = await workflow.execute_activity(
-            read_corpus,
-            CorpusRead(self._path, op, self._chars, **fields),
+            READ_CORPUS_ACTIVITY,
+            wire(CorpusRead(corpus=self._path, op=op, max_passage_chars=self._chars, **fields)),
+            result_type=CorpusReadResult,
             task_queue=workflow_queue(self._prefix),
             start_to_close_timeout=_FILE_STEP,
             retry_policy=_FILE_RETRY,
@@ -225,6 +234,10 @@ class ActivityCorpus:
         return (await self.read("grounded", quote=quote_text, url=url)).found
 
 
+RESEARCH_WORKFLOW = "agentport.research"
+REFINE_WORKFLOW = "agentport.refine"
+BATCH_WORKFLOW = "agentport.batch"
+
 #: `ApplicationError.type` of a question's workflow that ended FAILED (`ended`)
 QUESTION_FAILED = "agentport.question_failed"
 
@@ -245,21 +258,24 @@ def ended(result: ItemResult) -> ItemResult:
     return result
 
 
-@workflow.defn(name="agentport.research", failure_exception_types=[Exception])
+@workflow.defn(name=RESEARCH_WORKFLOW, failure_exception_types=[Exception])
 class ResearchWorkflow:
     """One research question: `run_research` with every model call an activity; the
     report (the same Markdown as the local batch) is written by an activity."""
 
     @workflow.run
-    async def run(self, job: ResearchJob) -> ItemResult:
-        return ended(await self._question(job))
+    async def run(self, raw: RawValue) -> ItemResult:
+        return ended(await self._question(parse(ResearchJob, raw, RESEARCH_WORKFLOW)))
 
     async def _question(self, job: ResearchJob) -> ItemResult:
         adapter = ActivityAdapter(
-            job.backend, job.settings, job.prefix, workflow.info().workflow_id, job.heartbeat_s,
+            job.backend, job.settings.model_dump(exclude_none=True), job.prefix,
+            workflow.info().workflow_id, job.heartbeat_s,
             cluster_concurrency=job.cluster_concurrency,
         )  # fmt: skip
-        config = ResearchConfig.model_validate(job.config)
+        config = job.config
+        if config.small_model:  # the whole question on the model's own worker (_small)
+            return await _small_research(job)
         corpus = None
         if job.corpus:  # corpus mode: the folder stays on the workers' disk (_corpus)
             corpus = ActivityCorpus(job.corpus, config.max_passage_chars, job.prefix)
@@ -291,8 +307,8 @@ class ResearchWorkflow:
         if outcome.text is not None:
             name = f"{job.item_id}{report_suffix(outcome)}"
             await workflow.execute_activity(
-                write_report,
-                WriteReport(job.out, name, outcome.text),
+                WRITE_REPORT_ACTIVITY,
+                wire(WriteReport(out=job.out, name=name, text=outcome.text)),
                 task_queue=workflow_queue(job.prefix),
                 start_to_close_timeout=_FILE_STEP,
                 retry_policy=_FILE_RETRY,
@@ -308,7 +324,7 @@ def _failed(job: ResearchJob, error: str) -> ItemResult:
     return failed
 
 
-@workflow.defn(name="agentport.refine", failure_exception_types=[Exception])
+@workflow.defn(name=REFINE_WORKFLOW, failure_exception_types=[Exception])
 class RefineWorkflow:
     """One DeepRefine question: the loop, its graph reads and model calls activities
     (graph.json stays on the workers' disk: `ActivityGraph`), then save the trace and
@@ -316,8 +332,8 @@ class RefineWorkflow:
     question at a time."""
 
     @workflow.run
-    async def run(self, job: RefineJob) -> ItemResult:
-        return ended(await self._question(job))
+    async def run(self, raw: RawValue) -> ItemResult:
+        return ended(await self._question(parse(RefineJob, raw, REFINE_WORKFLOW)))
 
     async def _question(self, job: RefineJob) -> ItemResult:
         result = ItemResult(job.item_id, 0, job.question, "failed")
@@ -327,8 +343,15 @@ class RefineWorkflow:
         except InputError as exc:
             result.error = str(exc)
             return result
+        if embedded(job.backend):  # small-model mode: the loop on the model's worker (_small)
+            small = await small_step(SMALL_REFINE_ACTIVITY, job, graph=job.graph)
+            if small.loop is None:
+                result.error = small.error or "the small-model loop returned nothing"
+                return result
+            return await _save_review(job, LoopData.model_validate(small.loop), None)
         adapter = ActivityAdapter(
-            job.backend, job.settings, job.prefix, workflow.info().workflow_id, job.heartbeat_s,
+            job.backend, job.settings.model_dump(exclude_none=True), job.prefix,
+            workflow.info().workflow_id, job.heartbeat_s,
             cluster_concurrency=job.cluster_concurrency,
         )  # fmt: skip
         share = metered(adapter, job.allowance)  # a share of the batch budget (_budget)
@@ -341,19 +364,48 @@ class RefineWorkflow:
         if isinstance(loop, Failure):
             result.error = str(loop.failure()).split("\n")[0]
             return result
-        saved: ItemResult = await workflow.execute_activity(
-            save_review,
-            SaveReview(job.graph, job.out, job.item_id, loop_to_data(loop.unwrap())),
+        loop_data = LoopData.model_validate(loop_to_data(loop.unwrap()))
+        return await _save_review(job, loop_data, result.spent)
+
+
+async def _save_review(job: RefineJob, loop: LoopData, spent: dict[str, Any] | None) -> ItemResult:
+    review = SaveReview(graph=job.graph, out=job.out, item_id=job.item_id, loop=loop)
+    saved: ItemResult = await workflow.execute_activity(
+        SAVE_REVIEW_ACTIVITY,
+        wire(review),
+        result_type=ItemResult,
+        task_queue=workflow_queue(job.prefix),
+        start_to_close_timeout=_FILE_STEP,
+        retry_policy=_FILE_RETRY,
+        heartbeat_timeout=_FILE_HEARTBEAT,
+    )
+    saved.question, saved.spent = job.question, spent
+    return saved
+
+
+async def _small_research(job: ResearchJob) -> ItemResult:
+    if not job.corpus:
+        return _failed(job, "small-model mode researches a local folder: add --corpus DIR")
+    small = await small_step(
+        SMALL_RESEARCH_ACTIVITY, job, corpus=job.corpus, config=job.config.model_dump(mode="json")
+    )
+    result = ItemResult(job.item_id, 0, job.question, "done" if small.ok else "failed")
+    result.error = small.error
+    if small.text is not None:
+        name = f"{job.item_id}{'.md' if small.ok else '.failed.md'}"
+        await workflow.execute_activity(
+            WRITE_REPORT_ACTIVITY,
+            wire(WriteReport(out=job.out, name=name, text=small.text)),
             task_queue=workflow_queue(job.prefix),
             start_to_close_timeout=_FILE_STEP,
             retry_policy=_FILE_RETRY,
             heartbeat_timeout=_FILE_HEARTBEAT,
         )
-        saved.question, saved.spent = job.question, result.spent
-        return saved
+        result.report = name
+    return result
 
 
-@workflow.defn(name="agentport.batch")
+@workflow.defn(name=BATCH_WORKFLOW)
 class BatchWorkflow:
     """Many questions: one child workflow per question (`<batch id>.<question id>`), at
     most `jobs` at once; a refine batch with `apply` applies each reviewed question in
@@ -373,7 +425,8 @@ class BatchWorkflow:
         return BatchResult(done, failed, items, partial, not_run)
 
     @workflow.run
-    async def run(self, job: BatchJob) -> BatchResult:
+    async def run(self, raw: RawValue) -> BatchResult:
+        job = parse(BatchJob, raw, BATCH_WORKFLOW)
         reviewed: dict[str, ItemResult] = {}
         for item_id, line, question, *saved in job.items:
             self._items[str(item_id)] = ItemResult(str(item_id), int(line), str(question))
@@ -416,11 +469,15 @@ class BatchWorkflow:
             item.trace, item.actions, item.applied = got.trace, got.actions, got.applied
 
         await asyncio.gather(*(one(item) for item in self._items.values()))
+        finish = FinishBatch(
+            out=job.out,
+            kind=job.kind,
+            items=[ItemRow.model_validate(dataclasses.asdict(i)) for i in self._items.values()],
+            budget=pool.data() if job.budget else {},
+        )
         await workflow.execute_activity(
-            finish_batch,
-            FinishBatch(
-                job.out, job.kind, list(self._items.values()), pool.data() if job.budget else {}
-            ),
+            FINISH_ACTIVITY,
+            wire(finish),
             task_queue=queue,
             start_to_close_timeout=_FILE_STEP,
             retry_policy=_FILE_RETRY,
@@ -433,9 +490,14 @@ class BatchWorkflow:
         assert got.trace is not None
         assert got.actions is not None
         try:
+            step = ApplyItem(
+                graph=job.graph, out=job.out, item_id=item.id, trace=got.trace,
+                actions=got.actions, allow_low=job.allow_low,
+            )  # fmt: skip
             applied: ItemResult = await workflow.execute_activity(
-                apply_item,
-                ApplyItem(job.graph, job.out, item.id, got.trace, got.actions, job.allow_low),
+                APPLY_ACTIVITY,
+                wire(step),
+                result_type=ItemResult,
                 task_queue=queue,
                 start_to_close_timeout=_FILE_STEP,
                 retry_policy=_FILE_RETRY,
@@ -455,42 +517,27 @@ class BatchWorkflow:
         allowance: dict[str, Any] | None = None,  # a share of the batch budget (_budget)
     ) -> ItemResult:
         if job.kind == "research":
-            return await workflow.execute_child_workflow(
-                ResearchWorkflow.run,
-                ResearchJob(
-                    item.question,
-                    item.id,
-                    job.backend,
-                    job.out,
-                    job.config,
-                    job.settings,
-                    job.prefix,
-                    job.heartbeat_s,
-                    cluster_concurrency=job.cluster_concurrency,
-                    web=job.web,
-                    allowance=allowance,
-                    corpus=job.corpus,
-                ),
-                id=child_id,
-                task_queue=queue,
-            )
-        return await workflow.execute_child_workflow(
-            RefineWorkflow.run,
-            RefineJob(
-                item.question,
-                item.id,
-                job.backend,
-                job.out,
-                job.graph,
-                job.settings,
-                job.prefix,
-                job.heartbeat_s,
-                cluster_concurrency=job.cluster_concurrency,
-                allowance=allowance,
-            ),
-            id=child_id,
-            task_queue=queue,
+            research = ResearchJob(
+                question=item.question, item_id=item.id, backend=job.backend, out=job.out,
+                config=job.config, settings=job.settings, prefix=job.prefix,
+                heartbeat_s=job.heartbeat_s, cluster_concurrency=job.cluster_concurrency,
+                web=job.web, allowance=allowance, corpus=job.corpus,
+            )  # fmt: skip
+            done: ItemResult = await workflow.execute_child_workflow(
+                RESEARCH_WORKFLOW, wire(research), id=child_id, task_queue=queue,
+                result_type=ItemResult,
+            )  # fmt: skip
+            return done
+        refine = RefineJob(
+            question=item.question, item_id=item.id, backend=job.backend, out=job.out,
+            graph=job.graph, settings=job.settings, prefix=job.prefix,
+            heartbeat_s=job.heartbeat_s, cluster_concurrency=job.cluster_concurrency,
+            allowance=allowance,
+        )  # fmt: skip
+        reviewed: ItemResult = await workflow.execute_child_workflow(
+            REFINE_WORKFLOW, wire(refine), id=child_id, task_queue=queue, result_type=ItemResult
         )
+        return reviewed
 
 
 def _failed_child(exc: ChildWorkflowError, item: ItemResult) -> ItemResult:
