@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import os
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -17,6 +18,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
 from ..core import ErrorKind, ProviderError, redact
+from ..transport._beneath import PathRefused
+from ..transport._beneath import Roots as Beneath
 
 __all__ = [
     "Progress",
@@ -140,35 +143,35 @@ def guarded(fn: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
 class Roots:
     """The folders the server may read and write (given with `--root`, resolved at start).
 
-    `check(path, what)` returns the resolved path when it lies inside a root and raises
-    `ToolFailure(invalid_request)` with one line otherwise. Symlinks are resolved before the
-    check, so a link out of a root is refused.
+    `check(path, what)` returns the path when it lies inside a root and raises
+    `ToolFailure(invalid_request)` with one line otherwise. The decision is the path
+    authority's (`transport._beneath`): a relative path is taken from the first root, `~` is
+    expanded, and the normalised result must lie under a root and be walked there without
+    passing a symbolic link (a link is refused, never followed, even one that stays inside).
     """
 
     def __init__(self, roots: Sequence[str | Path]) -> None:
         self.paths: tuple[Path, ...] = tuple(Path(r).expanduser().resolve() for r in roots)
+        self._authority = Beneath(self.paths)
 
     def check(self, path: str, what: str) -> Path:
         if not path or not path.strip():
             raise ToolFailure(ErrorKind.invalid_request, f"{what}: the path is empty")
-        if "\x00" in path:  # no file system takes it; `resolve()` raised ValueError
+        if "\x00" in path:  # no file system takes it
             raise ToolFailure(ErrorKind.invalid_request, f"{what}: the path contains a NUL byte")
         if not self.paths:
             raise ToolFailure(
                 ErrorKind.invalid_request,
                 f"{what}: {path}: no roots: start the server with --root DIR to allow paths",
             )
-        raw = Path(path).expanduser()
+        # only the server's own `~` is expanded: `~user` stays a literal name
+        raw = Path.home() / path[2:] if path == "~" or path.startswith("~/") else Path(path)
         if not raw.is_absolute():
             raw = self.paths[0] / raw  # relative paths are relative to the first root
-        resolved = raw.resolve()
-        if not any(resolved == r or resolved.is_relative_to(r) for r in self.paths):
-            allowed = ", ".join(str(r) for r in self.paths)
-            raise ToolFailure(
-                ErrorKind.invalid_request,
-                f"{what}: {path} is outside the allowed roots ({allowed})",
-            )
-        return resolved
+        try:
+            return self._authority.locate(os.path.normpath(raw), what).check()
+        except PathRefused as exc:
+            raise ToolFailure(ErrorKind.invalid_request, f"{what}: {exc}") from None
 
     def describe(self) -> list[str]:
         return [str(r) for r in self.paths]

@@ -93,7 +93,7 @@ class Roots:
             if text.startswith(prefix):
                 return Rooted(root, tuple(text[len(prefix) :].split("/")))
         roots = ", ".join(map(str, self.paths)) or "none"
-        raise PathRefused(text, f"{what} is outside this worker's roots ({roots})")
+        raise PathRefused(text, f"{what} is outside the allowed roots ({roots})")
 
 
 @dataclass(frozen=True)
