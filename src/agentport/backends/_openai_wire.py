@@ -9,10 +9,8 @@ docstring gives the configuration order and the classification rules.
 
 from __future__ import annotations
 
-import email.utils
 import json
 import re
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -30,6 +28,7 @@ from ..core import (
     as_quota,
 )
 from ..core import _bounded as bounded
+from ..core._wait import wait_from_headers
 from ._classify import kind_from_text
 
 __all__ = [
@@ -158,26 +157,10 @@ _QUOTA = re.compile(
 
 
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
-    """Seconds to wait from `retry-after-ms`, or `Retry-After` (seconds or an HTTP date)."""
-    lower = {k.lower(): v for k, v in headers.items()}
-    ms = lower.get("retry-after-ms")
-    if ms:
-        try:
-            return max(float(ms) / 1000.0, 0.0)
-        except ValueError:
-            pass
-    value = lower.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value).timestamp()
-    except (TypeError, ValueError, IndexError):
-        return None
-    return max(when - (time.time() if now is None else now), 0.0)
+    """Seconds to wait from `retry-after-ms`, or `Retry-After` (seconds or an HTTP date);
+    None when absent or not a finite wait of at most 31 days (`core._wait.wait_from_headers`,
+    the one parser of a wait)."""
+    return wait_from_headers(headers, now=now)
 
 
 def _error_text(body: str) -> tuple[str, str]:
@@ -231,7 +214,8 @@ def classify_http(
             ErrorKind.config, f"HTTP 404 (check base_url and model): {message}", **common
         )
     if status == 408:
-        return ProviderError(ErrorKind.timeout, message, timeout="total", **common)
+        # the server's own limit, not one of ours (`timeout` names agentport's limits)
+        return ProviderError(ErrorKind.timeout, f"HTTP 408: {message}", **common)
     if status >= 500:
         return ProviderError(
             ErrorKind.server_error, message, retry_after=parse_retry_after(headers), **common

@@ -43,6 +43,7 @@ from ..core import (
     merge_config,
     prepare_messages,
 )
+from ..core._wait import wait_from_headers
 from ..structured import complete_constrained, schema_dict
 from ._openai_wire import chat_message
 
@@ -90,17 +91,13 @@ _QUOTA = re.compile(r"insufficient_quota|exceeded your current quota|usage limit
 
 
 def _retry_after(exc: BaseException) -> float | None:
+    """The wait the provider's response asked for (`core._wait.wait_from_headers`: the one
+    parser of a wait, `retry-after-ms` or `Retry-After`)."""
     headers: Any = getattr(exc, "litellm_response_headers", None)
     response = getattr(exc, "response", None)
     if not headers and response is not None:
         headers = getattr(response, "headers", None)
-    if not headers:
-        return None
-    try:
-        value = headers.get("retry-after") or headers.get("Retry-After")
-        return max(float(value), 0.0) if value is not None else None
-    except (TypeError, ValueError, AttributeError):
-        return None
+    return wait_from_headers(headers) if headers else None
 
 
 def classify_exception(exc: BaseException, backend: str = "litellm") -> ProviderError | None:

@@ -37,11 +37,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ._errors import ErrorKind, ProviderError
 from ._headroom import headroom_from_headers
+from ._wait import MAX_WAIT_S, wait_seconds
 
 __all__ = ["MAX_WINDOW", "QuotaWindow", "as_quota", "parse_quota", "quota_from_body"]
 
-MAX_WINDOW = timedelta(days=31)
-"""The longest window believed: a reset further ahead (or in the past) is treated as unknown."""
+MAX_WINDOW = timedelta(seconds=MAX_WAIT_S)
+"""The longest window believed (31 days, `core._wait.MAX_WAIT_S`): a reset further ahead (or
+in the past) is treated as unknown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +158,27 @@ def _relative_s(text: str) -> float | None:
         key = unit.lower()
         key = "m" if key.startswith("min") else key[0]
         total += float(amount) * _UNIT_S[key]
-    return total if total > 0 else None
+    return wait_seconds(total) if total > 0 else None
+
+
+def _after(now: datetime, seconds: float | None) -> datetime | None:
+    """*now* plus a wait checked by `wait_seconds` (finite, 0 to 31 days), else None."""
+    checked = wait_seconds(seconds)
+    return now + timedelta(seconds=checked) if checked is not None else None
+
+
+def _epoch(value: Any) -> datetime | None:
+    """An epoch-seconds value as an aware datetime; None for NaN, infinity, out of range."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        return datetime.fromtimestamp(float(value), UTC)
+    except (OverflowError, ValueError, OSError):
+        return None
+
+
+def _believed(at: datetime | None, now: datetime) -> datetime | None:
+    return _believable(at, now) if at is not None else None
 
 
 def _reset_at(
@@ -164,15 +186,13 @@ def _reset_at(
 ) -> tuple[datetime | None, str] | None:
     """(retry_at, fragment) when the text states a reset, else None."""
     if found := _EPOCH.search(text):
-        at = datetime.fromtimestamp(int(found.group(1)), UTC)
-        return _believable(at, now), found.group(0)
+        return _believed(_epoch(int(found.group(1))), now), found.group(0)
     if found := _DELAY_MS.search(text):  # Gemini CLI's error object: `retryDelayMs: 11820000`
-        at = now + timedelta(milliseconds=int(found.group(1)))
-        return _believable(at, now), found.group(0)
+        return _believed(_after(now, int(found.group(1)) / 1000), now), found.group(0)
     if found := _RELATIVE.search(text):
         seconds = _relative_s(found.group(1))
         if seconds is not None:
-            return _believable(now + timedelta(seconds=seconds), now), found.group(0).strip()
+            return _believed(_after(now, seconds), now), found.group(0).strip()
     for pattern, day_first in ((_EN_DATE, False), (_INTL_DATE, True)):
         if found := pattern.search(text):
             first, second, year, hour, minute, ampm, zone = found.groups()
@@ -232,17 +252,15 @@ def parse_quota(
 
 
 def _seconds(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value)
+    """A duration of a provider's body as a checked wait (`wait_seconds`): a number, `"36s"`,
+    or a protobuf Duration object `{"seconds": 36, "nanos": 0}`."""
     if isinstance(value, str):
-        found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*s?\s*", value)
-        return float(found.group(1)) if found else None
+        return wait_seconds(value.strip().removesuffix("s"))
     if isinstance(value, Mapping):  # protobuf Duration as JSON object
         secs = _seconds(value.get("seconds", 0)) or 0.0
-        return secs + float(value.get("nanos", 0) or 0) / 1e9
-    return None
+        nanos = wait_seconds(value.get("nanos", 0) or 0)
+        return wait_seconds(secs + (nanos or 0.0) / 1e9)
+    return wait_seconds(value)
 
 
 def _walk(node: Any, depth: int = 0) -> list[Mapping[str, Any]]:
@@ -290,10 +308,7 @@ def quota_from_body(
         if kind not in ("usage_limit_reached", "insufficient_quota"):
             continue
         window = _window(str(node.get("plan_type", ""))) or "primary"
-        if isinstance(node.get("resets_at"), int | float) and not isinstance(
-            node.get("resets_at"), bool
-        ):
-            at = datetime.fromtimestamp(float(node["resets_at"]), UTC)
+        if (at := _epoch(node.get("resets_at"))) is not None:
             return QuotaWindow(_believable(at, current), window, f"resets_at={node['resets_at']}")
         seconds = _seconds(node.get("resets_in_seconds"))
         if seconds is not None:
@@ -317,7 +332,7 @@ def quota_from_body(
         if quota is None:
             return None  # a burst RESOURCE_EXHAUSTED: a plain rate limit
         if quota.retry_at is None and delay is not None:
-            believed = _believable(current + timedelta(seconds=delay), current)
+            believed = _believed(_after(current, delay), current)
             return QuotaWindow(believed, quota.window, f"retryDelay={delay:g}s")
         return quota
     plain = json.dumps(body) if isinstance(body, Mapping) else body
