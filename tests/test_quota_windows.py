@@ -66,12 +66,12 @@ NY = ZoneInfo("America/New_York")
          datetime(2026, 7, 10, 14, 57, tzinfo=NY), None),
         ("You've hit your usage limit. Para obtener más acceso ahora, or try again at 10 de jul. "
          "de 2026, 11:52.", datetime(2026, 7, 10, 11, 52, tzinfo=NY), None),
-        ("ERROR: Quota exceeded. Check your plan and billing details.", None, None),
+        ("ERROR: Quota exceeded. Check your plan and billing details.", None, "billing"),
         # Gemini
         ("Quota exceeded for quota metric 'Gemini 2.5 Pro Requests' and limit 'Gemini 2.5 Pro "
          "Requests per day per user per tier'", None, "daily"),
         ("You exceeded your current quota, please check your plan and billing details.", None,
-         None),
+         "billing"),  # OpenAI's insufficient_quota sentence: a balance
         ("[API Error: Quota exceeded for quota metric 'Gemini 2.5 Flash Requests' and limit "
          "'Gemini 2.5 Flash Requests per day per user per tier'. You exceeded your current "
          "quota, please check your plan and billing details.\nSuggested retry after 11820s.]",

@@ -28,6 +28,7 @@ from ..core import (
     as_quota,
 )
 from ..core import _bounded as bounded
+from ..core._billing import billing_said
 from ..core._wait import wait_from_headers
 from ._classify import kind_from_text
 
@@ -150,10 +151,13 @@ _CONTEXT = re.compile(
     r"n_ctx|reduce the length",
     re.IGNORECASE,
 )
-_QUOTA = re.compile(
-    r"insufficient_quota|exceeded your current quota|usage limit|billing|credit balance",
-    re.IGNORECASE,
-)
+_USAGE_LIMIT = re.compile(r"usage limit", re.IGNORECASE)
+
+
+def _quota_words(text: str) -> bool:
+    """The body says a usage window or a billing balance is used up (`core._billing`'s table:
+    the one list of billing words every backend reads)."""
+    return billing_said(text) is not None or _USAGE_LIMIT.search(text) is not None
 
 
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
@@ -187,10 +191,11 @@ def classify_http(
     common: dict[str, Any] = {"backend": backend, "status": status}
     if code:
         common["details"] = {"code": code}
-    if status in (401, 403):
-        return ProviderError(ErrorKind.auth_required, f"HTTP {status}: {message}", **common)
-    if status == 429 or (status == 400 and _QUOTA.search(text)):
-        quota = bool(_QUOTA.search(text))
+    if status in (401, 403):  # a 403 that says the balance is used up: quota_exhausted
+        denied = ProviderError(ErrorKind.auth_required, f"HTTP {status}: {message}", **common)
+        return as_quota(denied, body=body, headers=headers)
+    if status in (402, 429) or (status == 400 and _quota_words(text)):
+        quota = status == 402 or _quota_words(text)
         limited = ProviderError(
             ErrorKind.rate_limited,
             f"{'quota exhausted' if quota else 'rate limited'}: {message}",
@@ -234,7 +239,7 @@ def classify_stream_error(payload: Mapping[str, Any], backend: str = "") -> Prov
         return classify_http(status, body, backend=backend)
     if _CONTEXT.search(body):
         return classify_http(400, body, backend=backend)
-    if _QUOTA.search(body) or re.search(r"rate.?limit", body, re.IGNORECASE):
+    if _quota_words(body) or re.search(r"rate.?limit", body, re.IGNORECASE):
         return classify_http(429, body, backend=backend)
     return classify_http(500, body, backend=backend)
 

@@ -86,8 +86,6 @@ _BY_CLASS: dict[str, ErrorKind] = {
     "InternalServerError": ErrorKind.server_error,
 }
 _NOT_RETRYABLE = frozenset({"PaymentRequiredError", "BudgetExceededError"})
-# Some providers report an exhausted quota as HTTP 400 and LiteLLM passes it on as a bad request.
-_QUOTA = re.compile(r"insufficient_quota|exceeded your current quota|usage limit", re.IGNORECASE)
 
 
 def _retry_after(exc: BaseException) -> float | None:
@@ -131,8 +129,6 @@ def classify_exception(exc: BaseException, backend: str = "litellm") -> Provider
     retryable: bool | None = None
     if name in _NOT_RETRYABLE:
         retryable = False
-    if kind is ErrorKind.invalid_request and _QUOTA.search(message):
-        kind, retryable = ErrorKind.rate_limited, False
     error = ProviderError(
         kind,
         message,

@@ -18,6 +18,11 @@ distinct from a short burst `rate_limited`: retrying before the reset only burns
 Google `RESOURCE_EXHAUSTED` with a `google.rpc.RetryInfo` `retryDelay`. Anthropic's
 `rate_limit_error` is a plain rate limit (None here).
 
+A used-up billing balance (prepaid credits, a spending cap, billing not set up: the words of
+`core._billing.BILLING_WORDS`, or HTTP 402) is an exhausted window too, `window="billing"`,
+with no reset unless the message states one, whatever status the provider used (Anthropic
+answers it with a 400 `invalid_request_error`).
+
 Never a guess: a reset the message does not state stays None; a reset in the past or more
 than `MAX_WINDOW` ahead is not believed (None, with the raw text kept by the caller).
 `as_quota(error, now=...)` turns a `rate_limited` (or unclassified `process_failed` /
@@ -35,6 +40,7 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from ._billing import billing_said
 from ._errors import ErrorKind, ProviderError
 from ._headroom import headroom_from_headers
 from ._wait import MAX_WAIT_S, wait_seconds
@@ -244,11 +250,14 @@ def parse_quota(
     """
     current = _now(now)
     local = local_tz if local_tz is not None else current.astimezone().tzinfo
-    if not _EXHAUSTED.search(text) or _SHORT.search(text):
+    billing = billing_said(text)
+    if not (billing or _EXHAUSTED.search(text)) or _SHORT.search(text):
         return None
     found = _reset_at(text, current, local)
-    retry_at, said = found if found is not None else (None, "")
-    return QuotaWindow(retry_at, _window(text), said)
+    retry_at, said = found if found is not None else (None, billing or "")
+    # a balance has no reset; a stated reset means a quota window that reuses the words
+    window = _window(text) or ("billing" if billing and retry_at is None else None)
+    return QuotaWindow(retry_at, window, said)
 
 
 def _seconds(value: Any) -> float | None:
@@ -352,6 +361,15 @@ def _from_headers(headers: Mapping[str, str], now: datetime) -> QuotaWindow | No
 
 
 _REREAD = frozenset({ErrorKind.rate_limited, ErrorKind.process_failed, ErrorKind.bad_output})
+# a used-up balance arrives as a 400 (Anthropic's invalid_request_error, Google's
+# FAILED_PRECONDITION) or a 403 (xAI): re-read those only for the billing words
+_BILLING_REREAD = frozenset({ErrorKind.invalid_request, ErrorKind.auth_required})
+
+
+def _text_of(body: str | Mapping[str, Any] | None) -> str:
+    if body is None:
+        return ""
+    return body if isinstance(body, str) else json.dumps(body, default=str)
 
 
 def as_quota(
@@ -364,10 +382,14 @@ def as_quota(
 ) -> ProviderError:
     """*error* as `quota_exhausted` when it is a `rate_limited` failure (or a
     `process_failed` / `bad_output` one: a CLI whose own table does not know the wording) whose
-    body, headers or text report an exhausted window; otherwise *error* unchanged (unknown
-    wording stays a rate limit, its raw text kept). `retry_at` is set when the window's reset
-    is known and believable; then `retry_after` is the seconds until it."""
-    if error.kind not in _REREAD:
+    body, headers or text report an exhausted window, or any failure that reports a used-up
+    billing balance (`core._billing.BILLING_WORDS`, an HTTP 402; an `invalid_request` or
+    `auth_required` one included: providers answer it with 400 and 403; `window="billing"`);
+    otherwise *error* unchanged (unknown wording stays a rate limit, its raw text kept).
+    `retry_at` is set when the window's reset is known and believable; then `retry_after` is
+    the seconds until it."""
+    billing = error.status == 402 or bool(billing_said(f"{error.message}\n{_text_of(body)}"))
+    if error.kind not in _REREAD and not (billing and error.kind in _BILLING_REREAD):
         return error
     current = _now(now)
     quota = quota_from_body(body, headers, now=current) if (body or headers) else None
@@ -380,6 +402,8 @@ def as_quota(
         said = (error.message, error.stderr_tail)
         text = "\n".join(t for t in said[: 2 if error.kind is ErrorKind.rate_limited else 1] if t)
         quota = parse_quota(text, now=current, local_tz=local_tz)
+    if quota is None and error.status == 402:  # Payment Required: a balance, whatever it says
+        quota = QuotaWindow(None, "billing", "HTTP 402")
     if quota is None:
         return error
     after = (quota.retry_at - current).total_seconds() if quota.retry_at else None
