@@ -45,7 +45,14 @@ from ._errors import ErrorKind, ProviderError
 from ._headroom import headroom_from_headers
 from ._wait import MAX_WAIT_S, wait_seconds
 
-__all__ = ["MAX_WINDOW", "QuotaWindow", "as_quota", "parse_quota", "quota_from_body"]
+__all__ = [
+    "CLOCK_TOLERANCE",
+    "MAX_WINDOW",
+    "QuotaWindow",
+    "as_quota",
+    "parse_quota",
+    "quota_from_body",
+]
 
 MAX_WINDOW = timedelta(seconds=MAX_WAIT_S)
 """The longest window believed (31 days, `core._wait.MAX_WAIT_S`): a reset further ahead (or
@@ -187,6 +194,42 @@ def _believed(at: datetime | None, now: datetime) -> datetime | None:
     return _believable(at, now) if at is not None else None
 
 
+CLOCK_TOLERANCE = timedelta(minutes=5)
+"""How long after a stated clock minute began it still means "now", not tomorrow. The CLIs
+print minute precision (`try again at 7:58 PM` for 19:58:40) and agentport reads the message
+when the process has ended, seconds later; a few minutes cover both and a clock a little
+off. Reading a reset that has just passed as now costs one early try (which reads the new
+message); reading it as tomorrow would cool the backend down for a day."""
+
+
+def _minute_reset(stated: list[datetime], now: datetime) -> datetime | None:
+    """The reset a stated clock minute means: its start when ahead; the minute's end while it
+    runs (minute precision: the reset is in it somewhere); *now* up to `CLOCK_TOLERANCE`
+    after it began; else None (past). *stated*: the minute's start, each reading of an
+    ambiguous wall time (the repeated hour of a DST change), tried earliest first."""
+    for at in sorted({s.astimezone(UTC) for s in stated}):
+        if now < at:
+            return at
+        if now < at + timedelta(minutes=1):
+            return at + timedelta(minutes=1)
+        if now - at <= CLOCK_TOLERANCE:
+            return now
+    return None
+
+
+def _clock_reset(hm: tuple[int, int], tz: tzinfo, now: datetime) -> datetime | None:
+    """A clock time with no date: the first reading of it, yesterday's (just past midnight),
+    today's or tomorrow's, that `_minute_reset` does not call past. Wall time in *tz*, both
+    readings of a repeated hour; a day is a calendar day (23 or 25 hours across DST)."""
+    today = now.astimezone(tz).date()
+    stated = [
+        datetime(day.year, day.month, day.day, *hm, tzinfo=tz, fold=fold)
+        for day in (today - timedelta(days=1), today, today + timedelta(days=1))
+        for fold in (0, 1)
+    ]
+    return _minute_reset(stated, now)
+
+
 def _reset_at(
     text: str, now: datetime, local_tz: tzinfo | None
 ) -> tuple[datetime | None, str] | None:
@@ -209,10 +252,13 @@ def _reset_at(
             if month is None or hm is None or tz is None:
                 return None, found.group(0)
             try:
-                at = datetime(int(year), month, int(day), hm[0], hm[1], tzinfo=tz)
+                stated = [
+                    datetime(int(year), month, int(day), *hm, tzinfo=tz, fold=fold)
+                    for fold in (0, 1)
+                ]
             except ValueError:
                 return None, found.group(0)
-            return _believable(at, now), found.group(0).strip()
+            return _believed(_minute_reset(stated, now), now), found.group(0).strip()
     if found := _TIME.search(text):
         hour, minute, ampm, zone = found.groups()
         if minute is None and ampm is None:
@@ -221,11 +267,7 @@ def _reset_at(
         tz = _tz(zone, local_tz)
         if hm is None or tz is None:
             return None, found.group(0)
-        today = now.astimezone(tz)
-        at = today.replace(hour=hm[0], minute=hm[1], second=0, microsecond=0)
-        if at <= today:  # a clock time already past today means the next one
-            at = (at.replace(tzinfo=None) + timedelta(days=1)).replace(tzinfo=tz)
-        return _believable(at, now), found.group(0).strip()
+        return _believed(_clock_reset(hm, tz, now), now), found.group(0).strip()
     return None
 
 
