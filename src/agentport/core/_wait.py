@@ -33,7 +33,7 @@ longer one is a garbled value, not a plan to wait a month."""
 
 # RFC 9110 delay-seconds is 1*DIGIT; servers also send "1.5". No sign, no exponent: "1e400"
 # and "-5" are not a delay.
-_DECIMAL = re.compile(r"\s*(\d{1,12}(?:\.\d{1,9})?)\s*")
+_DECIMAL = re.compile(r"\s*(\d{1,12}(?:\.\d{1,9})?)\s*", re.ASCII)
 
 
 def wait_seconds(value: Any) -> float | None:
