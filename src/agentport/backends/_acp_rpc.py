@@ -69,11 +69,11 @@ def rpc_error(error: Mapping[str, Any], method: str) -> ProviderError:
         kind = ErrorKind.invalid_request
     else:
         kind = kind_from_text(text) or ErrorKind.process_failed
-    error = ProviderError(
+    failure = ProviderError(
         kind, f"{method}: {message}", status=status, details={"rpc_code": code, "data": data}
     )
     # the provider's own words often travel in `data` only (a used-up balance, a window)
-    return as_quota(error, body=data if isinstance(data, str | dict) else None)
+    return as_quota(failure, body=data if isinstance(data, str | dict) else None)
 
 
 # ---------------------------------------------------------------------- the connection

@@ -44,7 +44,8 @@ def _we() -> ModuleType:
         raise ImportError(
             "decoding web pages needs the web extra: pip install 'agentport[web]'"
         ) from exc
-    return webencodings
+    module: ModuleType = webencodings
+    return module
 
 
 @cache
