@@ -18,7 +18,6 @@ exception: the caller then falls back to its own back-off. Pure, no I/O.
 
 from __future__ import annotations
 
-import email.utils
 import math
 import re
 import time
@@ -68,6 +67,8 @@ def parse_wait(value: str | None, *, now: float | None = None) -> float | None:
     seconds = wait_seconds(value)
     if seconds is not None or _DECIMAL.fullmatch(value):
         return seconds  # a number, believed or not: never read as a date
+    import email.utils  # on first use: `import agentport` loads this module (ProviderError)
+
     try:
         when = email.utils.parsedate_to_datetime(value.strip())
         at = when.timestamp()
