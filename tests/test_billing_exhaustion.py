@@ -147,13 +147,17 @@ def test_litellm_reads_every_billing_wording_as_quota_exhausted(
     fid: str, status: int, message: str
 ) -> None:
     litellm = pytest.importorskip("litellm")
+    import httpx
+
     from agentport.backends.litellm import classify_exception
 
-    by_status = {400: litellm.BadRequestError, 403: litellm.PermissionDeniedError,
-                 429: litellm.RateLimitError}  # fmt: skip
+    by_status = {400: litellm.BadRequestError, 429: litellm.RateLimitError}
     if status == 402:
         exc: Exception = litellm.BadRequestError(message, model="m", llm_provider="openrouter")
         exc.status_code = 402  # type: ignore[attr-defined]
+    elif status == 403:
+        response = httpx.Response(403, request=httpx.Request("POST", "http://127.0.0.1/v1"))
+        exc = litellm.PermissionDeniedError(message, "xai", "m", response)
     else:
         exc = by_status[status](message, model="m", llm_provider="anthropic")
     error = classify_exception(exc)

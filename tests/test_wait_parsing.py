@@ -101,7 +101,8 @@ def test_litellm_exception_headers(retry: str) -> None:
 
     from agentport.backends.litellm import classify_exception
 
-    response = httpx.Response(429, headers={"retry-after": retry},
+    raw = [(b"retry-after", retry.encode("utf-8", "surrogatepass"))]  # bytes, as received
+    response = httpx.Response(429, headers=raw,
                               request=httpx.Request("POST", "http://127.0.0.1/v1"))  # fmt: skip
     exc = litellm.RateLimitError("slow down", llm_provider="openai", model="m", response=response)
     error = classify_exception(exc)
