@@ -112,3 +112,15 @@ def test_a_dated_reset_in_the_minute_that_began_is_believed() -> None:
     stale = parse_quota(text, now=now + timedelta(hours=1), local_tz=UTC)
     assert stale is not None
     assert stale.retry_at is None  # an hour past: not believed
+
+
+def test_a_local_clock_time_is_read_in_the_system_zone_with_its_dst(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # codex prints the machine's local time; the day before New York falls back, a reset
+    # "7:58 AM" read at noon is tomorrow 7:58 EST (a fixed -4 h offset would say 6:58 EST)
+    monkeypatch.setenv("TZ", "America/New_York")
+    now = datetime(2026, 10, 31, 12, 0, tzinfo=ZoneInfo("America/New_York"))  # noon, EDT
+    found = parse_quota("You've hit your usage limit. Try again at 7:58 AM.", now=now)
+    assert found is not None
+    assert found.retry_at == datetime(2026, 11, 1, 7, 58, tzinfo=ZoneInfo("America/New_York"))

@@ -33,6 +33,7 @@ stays `rate_limited`. No I/O (time zones come from the standard `zoneinfo` datab
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -271,6 +272,21 @@ def _reset_at(
     return None
 
 
+def _system_zone() -> tzinfo | None:
+    """The machine's own time zone with its DST rules (`TZ`, else the zone `/etc/localtime`
+    links to), or None: a clock time printed in local time ("try again at 2:57 PM") is read
+    in it, so tomorrow's 2:57 PM across a DST change is still 2:57 PM there. Read per call
+    (cheap; `ZoneInfo` caches), so a changed `TZ` is seen."""
+    name = os.environ.get("TZ", "").lstrip(":")
+    if not name:
+        target = os.path.realpath("/etc/localtime")
+        name = target.split("/zoneinfo/", 1)[1] if "/zoneinfo/" in target else ""
+    try:
+        return ZoneInfo(name) if name else None
+    except (ZoneInfoNotFoundError, ValueError):
+        return None
+
+
 def _now(now: datetime | None) -> datetime:
     if now is None:
         return datetime.now(UTC)
@@ -287,11 +303,12 @@ def parse_quota(
 
     *now* (aware; default the current time) anchors relative and clock-only resets;
     *local_tz* is the zone of a clock time printed without one (Codex prints the machine's
-    local time; default: the system's local zone). `retry_at` is None when the message states
-    no reset, or one in the past or more than `MAX_WINDOW` ahead.
+    local time; default: the system's zone with its DST rules, `TZ` or `/etc/localtime`).
+    `retry_at` is None when the message states no reset, or one in the past or more than
+    `MAX_WINDOW` ahead.
     """
     current = _now(now)
-    local = local_tz if local_tz is not None else current.astimezone().tzinfo
+    local = local_tz if local_tz is not None else _system_zone() or current.astimezone().tzinfo
     billing = billing_said(text)
     if not (billing or _EXHAUSTED.search(text)) or _SHORT.search(text):
         return None
