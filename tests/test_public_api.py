@@ -88,6 +88,7 @@ IMPORT_SET = [
     "agentport.core._protocols",
     "agentport.core._response",
     "agentport.core._usage",
+    "agentport.core._wait",  # ProviderError checks its retry_after with it
 ]
 
 

@@ -78,7 +78,7 @@ async def test_status_size_time_and_type_limits(web: LoopbackWeb) -> None:
 async def test_declared_latin1_is_decoded(web: LoopbackWeb) -> None:
     page = await fetch(web.url("/latin1"))
     assert isinstance(page, FetchedPage)
-    assert page.encoding == "iso8859-1"
+    assert page.encoding == "windows-1252"  # the WHATWG Encoding Standard's name for the label
     assert "crème brûlée" in page.text
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import anyio
 from anyio.abc import Process, TaskGroup
 
-from ..core import ErrorKind, ProviderError, TimeoutWhich
+from ..core import ErrorKind, ProviderError, TimeoutWhich, as_quota
 from ..transport import (
     LineFramer,
     LineTooLongError,
@@ -69,9 +69,11 @@ def rpc_error(error: Mapping[str, Any], method: str) -> ProviderError:
         kind = ErrorKind.invalid_request
     else:
         kind = kind_from_text(text) or ErrorKind.process_failed
-    return ProviderError(
+    failure = ProviderError(
         kind, f"{method}: {message}", status=status, details={"rpc_code": code, "data": data}
     )
+    # the provider's own words often travel in `data` only (a used-up balance, a window)
+    return as_quota(failure, body=data if isinstance(data, str | dict) else None)
 
 
 # ---------------------------------------------------------------------- the connection

@@ -9,10 +9,8 @@ docstring gives the configuration order and the classification rules.
 
 from __future__ import annotations
 
-import email.utils
 import json
 import re
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -30,6 +28,8 @@ from ..core import (
     as_quota,
 )
 from ..core import _bounded as bounded
+from ..core._billing import billing_said
+from ..core._wait import wait_from_headers
 from ._classify import kind_from_text
 
 __all__ = [
@@ -151,33 +151,20 @@ _CONTEXT = re.compile(
     r"n_ctx|reduce the length",
     re.IGNORECASE,
 )
-_QUOTA = re.compile(
-    r"insufficient_quota|exceeded your current quota|usage limit|billing|credit balance",
-    re.IGNORECASE,
-)
+_USAGE_LIMIT = re.compile(r"usage limit", re.IGNORECASE)
+
+
+def _quota_words(text: str) -> bool:
+    """The body says a usage window or a billing balance is used up (`core._billing`'s table:
+    the one list of billing words every backend reads)."""
+    return billing_said(text) is not None or _USAGE_LIMIT.search(text) is not None
 
 
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
-    """Seconds to wait from `retry-after-ms`, or `Retry-After` (seconds or an HTTP date)."""
-    lower = {k.lower(): v for k, v in headers.items()}
-    ms = lower.get("retry-after-ms")
-    if ms:
-        try:
-            return max(float(ms) / 1000.0, 0.0)
-        except ValueError:
-            pass
-    value = lower.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value).timestamp()
-    except (TypeError, ValueError, IndexError):
-        return None
-    return max(when - (time.time() if now is None else now), 0.0)
+    """Seconds to wait from `retry-after-ms`, or `Retry-After` (seconds or an HTTP date);
+    None when absent or not a finite wait of at most 31 days (`core._wait.wait_from_headers`,
+    the one parser of a wait)."""
+    return wait_from_headers(headers, now=now)
 
 
 def _error_text(body: str) -> tuple[str, str]:
@@ -204,10 +191,11 @@ def classify_http(
     common: dict[str, Any] = {"backend": backend, "status": status}
     if code:
         common["details"] = {"code": code}
-    if status in (401, 403):
-        return ProviderError(ErrorKind.auth_required, f"HTTP {status}: {message}", **common)
-    if status == 429 or (status == 400 and _QUOTA.search(text)):
-        quota = bool(_QUOTA.search(text))
+    if status in (401, 403):  # a 403 that says the balance is used up: quota_exhausted
+        denied = ProviderError(ErrorKind.auth_required, f"HTTP {status}: {message}", **common)
+        return as_quota(denied, body=body, headers=headers)
+    if status in (402, 429) or (status == 400 and _quota_words(text)):
+        quota = status == 402 or _quota_words(text)
         limited = ProviderError(
             ErrorKind.rate_limited,
             f"{'quota exhausted' if quota else 'rate limited'}: {message}",
@@ -231,7 +219,8 @@ def classify_http(
             ErrorKind.config, f"HTTP 404 (check base_url and model): {message}", **common
         )
     if status == 408:
-        return ProviderError(ErrorKind.timeout, message, timeout="total", **common)
+        # the server's own limit, not one of ours (`timeout` names agentport's limits)
+        return ProviderError(ErrorKind.timeout, f"HTTP 408: {message}", **common)
     if status >= 500:
         return ProviderError(
             ErrorKind.server_error, message, retry_after=parse_retry_after(headers), **common
@@ -250,7 +239,7 @@ def classify_stream_error(payload: Mapping[str, Any], backend: str = "") -> Prov
         return classify_http(status, body, backend=backend)
     if _CONTEXT.search(body):
         return classify_http(400, body, backend=backend)
-    if _QUOTA.search(body) or re.search(r"rate.?limit", body, re.IGNORECASE):
+    if _quota_words(body) or re.search(r"rate.?limit", body, re.IGNORECASE):
         return classify_http(429, body, backend=backend)
     return classify_http(500, body, backend=backend)
 

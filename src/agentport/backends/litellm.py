@@ -43,6 +43,7 @@ from ..core import (
     merge_config,
     prepare_messages,
 )
+from ..core._wait import wait_from_headers
 from ..structured import complete_constrained, schema_dict
 from ._openai_wire import chat_message
 
@@ -85,22 +86,16 @@ _BY_CLASS: dict[str, ErrorKind] = {
     "InternalServerError": ErrorKind.server_error,
 }
 _NOT_RETRYABLE = frozenset({"PaymentRequiredError", "BudgetExceededError"})
-# Some providers report an exhausted quota as HTTP 400 and LiteLLM passes it on as a bad request.
-_QUOTA = re.compile(r"insufficient_quota|exceeded your current quota|usage limit", re.IGNORECASE)
 
 
 def _retry_after(exc: BaseException) -> float | None:
+    """The wait the provider's response asked for (`core._wait.wait_from_headers`: the one
+    parser of a wait, `retry-after-ms` or `Retry-After`)."""
     headers: Any = getattr(exc, "litellm_response_headers", None)
     response = getattr(exc, "response", None)
     if not headers and response is not None:
         headers = getattr(response, "headers", None)
-    if not headers:
-        return None
-    try:
-        value = headers.get("retry-after") or headers.get("Retry-After")
-        return max(float(value), 0.0) if value is not None else None
-    except (TypeError, ValueError, AttributeError):
-        return None
+    return wait_from_headers(headers) if headers else None
 
 
 def classify_exception(exc: BaseException, backend: str = "litellm") -> ProviderError | None:
@@ -134,8 +129,6 @@ def classify_exception(exc: BaseException, backend: str = "litellm") -> Provider
     retryable: bool | None = None
     if name in _NOT_RETRYABLE:
         retryable = False
-    if kind is ErrorKind.invalid_request and _QUOTA.search(message):
-        kind, retryable = ErrorKind.rate_limited, False
     error = ProviderError(
         kind,
         message,

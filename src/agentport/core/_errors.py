@@ -31,6 +31,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ._usage import Usage
+from ._wait import wait_seconds
 
 __all__ = [
     "Attempt",
@@ -102,6 +103,19 @@ _SENT_BY_KIND = frozenset(
 _UNSENT_BY_KIND = frozenset(
     {ErrorKind.not_installed, ErrorKind.budget_exhausted, ErrorKind.unsupported, ErrorKind.config}
 )
+
+
+def _checked_wait(retry_after: float | None) -> float | None:
+    """The `retry_after` an error may carry: a finite wait, `0 <= s <= MAX_WAIT_S`; anything
+    else (NaN, infinity, negative, huge) is absent (`core._wait`), so no sleep on it can raise
+    and no caller waits on garbage."""
+    return None if retry_after is None else wait_seconds(retry_after)
+
+
+def _retryable_by_default(kind: ErrorKind, timeout: TimeoutWhich | None) -> bool:
+    """A `timeout` is retryable unless it is the whole call's deadline (`total`): the time is
+    spent, another attempt could only start after it."""
+    return kind in _RETRYABLE_BY_DEFAULT and not (kind is ErrorKind.timeout and timeout == "total")
 
 
 def _sent_by_default(kind: ErrorKind, status: int | None) -> bool | None:
@@ -236,8 +250,10 @@ class ProviderError(Exception):
         message: one line for humans (secrets redacted).
         backend: canonical backend name, or "" when not tied to one.
         retryable: whether the retry policy may try again (default: rate_limited,
-            server_error, network and timeout are retryable).
-        retry_after: seconds the backend asked us to wait (rate limits), or None.
+            server_error, overloaded, network and timeout are retryable; a `total` timeout,
+            the whole call's deadline, is not).
+        retry_after: seconds the backend asked us to wait (rate limits), or None; always a
+            finite `0 <= s <= MAX_WAIT_S` (31 days): any other value given is dropped (None).
         timeout: which timeout fired (`startup`, `idle`, `total`) for `ErrorKind.timeout`.
         exit_code: the process exit code (CLI backends), or None.
         status: the HTTP status, or None.
@@ -286,8 +302,10 @@ class ProviderError(Exception):
         self.kind = ErrorKind(kind)
         self.message = redact(message)
         self.backend = backend
-        self.retryable = self.kind in _RETRYABLE_BY_DEFAULT if retryable is None else retryable
-        self.retry_after = retry_after
+        self.retryable = (
+            _retryable_by_default(self.kind, timeout) if retryable is None else retryable
+        )
+        self.retry_after = _checked_wait(retry_after)
         self.timeout = timeout
         self.exit_code = exit_code
         self.status = status
@@ -339,6 +357,7 @@ class ProviderError(Exception):
             raise TypeError(f"ProviderError has no attribute(s) {sorted(unknown)}")
         clone = Exception.__new__(type(self))
         clone.__dict__.update(vars(self) | changes)
+        clone.retry_after = _checked_wait(clone.retry_after)
         if clone.mid_stream:
             clone.request_sent = True
         clone.args = self.args

@@ -19,6 +19,7 @@ given.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -29,6 +30,7 @@ from returns.result import Failure, Result, Success
 
 from ._errors import ProviderError
 from ._response import CompletionResponse
+from ._wait import wait_seconds
 
 __all__ = ["Headroom", "headroom_from_headers", "with_headroom"]
 
@@ -98,24 +100,20 @@ _UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 def _int(value: str | None) -> int | None:
     try:
         return int(float(value)) if value is not None else None
-    except ValueError:
+    except (ValueError, OverflowError):  # garbage, NaN, infinity
         return None
 
 
 def _duration_s(value: str | None) -> float | None:
     """`6m0s`, `1.5s`, `20ms`, `1h2m3s` -> seconds (OpenAI's reset form); a bare number is
-    seconds."""
+    seconds; checked by `wait_seconds` (NaN, infinity, negative or huge: None)."""
     if value is None:
         return None
     text = value.strip()
-    try:
-        return float(text)
-    except ValueError:
-        pass
     parts = _DURATION.findall(text)
     if not parts or "".join(n + u for n, u in parts) != text:
-        return None
-    return sum(float(n) * _UNIT_S[u] for n, u in parts)
+        return wait_seconds(text)
+    return wait_seconds(sum(float(n) * _UNIT_S[u] for n, u in parts))
 
 
 def _time(value: str | None) -> datetime | None:
@@ -129,6 +127,15 @@ def _time(value: str | None) -> datetime | None:
     except (ValueError, OverflowError, OSError):
         return None
     return parsed.astimezone(UTC) if parsed.tzinfo else None
+
+
+def _used_share(used: str | None) -> float | None:
+    """The share left of a window `used` percent full; None for garbage, NaN or infinity."""
+    try:
+        percent = float(used) if used is not None else math.nan
+    except ValueError:
+        return None
+    return min(max(1.0 - percent / 100.0, 0.0), 1.0) if math.isfinite(percent) else None
 
 
 def _share(remaining: int | None, limit: int | None) -> float | None:
@@ -168,10 +175,7 @@ def headroom_from_headers(
         resets = _time(lower.get(f"{prefix}-reset-at"))
         if used is None and after is None and resets is None:
             continue
-        try:
-            share = min(max(1.0 - float(used) / 100.0, 0.0), 1.0) if used is not None else None
-        except ValueError:
-            share = None
+        share = _used_share(used)
         if resets is None and after is not None:
             resets = now + timedelta(seconds=after)
         minutes = _int(lower.get(f"{prefix}-window-minutes"))

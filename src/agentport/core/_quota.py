@@ -18,6 +18,11 @@ distinct from a short burst `rate_limited`: retrying before the reset only burns
 Google `RESOURCE_EXHAUSTED` with a `google.rpc.RetryInfo` `retryDelay`. Anthropic's
 `rate_limit_error` is a plain rate limit (None here).
 
+A used-up billing balance (prepaid credits, a spending cap, billing not set up: the words of
+`core._billing.BILLING_WORDS`, or HTTP 402) is an exhausted window too, `window="billing"`,
+with no reset unless the message states one, whatever status the provider used (Anthropic
+answers it with a 400 `invalid_request_error`).
+
 Never a guess: a reset the message does not state stays None; a reset in the past or more
 than `MAX_WINDOW` ahead is not believed (None, with the raw text kept by the caller).
 `as_quota(error, now=...)` turns a `rate_limited` (or unclassified `process_failed` /
@@ -28,6 +33,7 @@ stays `rate_limited`. No I/O (time zones come from the standard `zoneinfo` datab
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,13 +41,23 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from ._billing import billing_said
 from ._errors import ErrorKind, ProviderError
 from ._headroom import headroom_from_headers
+from ._wait import MAX_WAIT_S, wait_seconds
 
-__all__ = ["MAX_WINDOW", "QuotaWindow", "as_quota", "parse_quota", "quota_from_body"]
+__all__ = [
+    "CLOCK_TOLERANCE",
+    "MAX_WINDOW",
+    "QuotaWindow",
+    "as_quota",
+    "parse_quota",
+    "quota_from_body",
+]
 
-MAX_WINDOW = timedelta(days=31)
-"""The longest window believed: a reset further ahead (or in the past) is treated as unknown."""
+MAX_WINDOW = timedelta(seconds=MAX_WAIT_S)
+"""The longest window believed (31 days, `core._wait.MAX_WAIT_S`): a reset further ahead (or
+in the past) is treated as unknown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +172,63 @@ def _relative_s(text: str) -> float | None:
         key = unit.lower()
         key = "m" if key.startswith("min") else key[0]
         total += float(amount) * _UNIT_S[key]
-    return total if total > 0 else None
+    return wait_seconds(total) if total > 0 else None
+
+
+def _after(now: datetime, seconds: float | None) -> datetime | None:
+    """*now* plus a wait checked by `wait_seconds` (finite, 0 to 31 days), else None."""
+    checked = wait_seconds(seconds)
+    return now + timedelta(seconds=checked) if checked is not None else None
+
+
+def _epoch(value: Any) -> datetime | None:
+    """An epoch-seconds value as an aware datetime; None for NaN, infinity, out of range."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        return datetime.fromtimestamp(float(value), UTC)
+    except (OverflowError, ValueError, OSError):
+        return None
+
+
+def _believed(at: datetime | None, now: datetime) -> datetime | None:
+    return _believable(at, now) if at is not None else None
+
+
+CLOCK_TOLERANCE = timedelta(minutes=5)
+"""How long after a stated clock minute began it still means "now", not tomorrow. The CLIs
+print minute precision (`try again at 7:58 PM` for 19:58:40) and agentport reads the message
+when the process has ended, seconds later; a few minutes cover both and a clock a little
+off. Reading a reset that has just passed as now costs one early try (which reads the new
+message); reading it as tomorrow would cool the backend down for a day."""
+
+
+def _minute_reset(stated: list[datetime], now: datetime) -> datetime | None:
+    """The reset a stated clock minute means: its start when ahead; the minute's end while it
+    runs (minute precision: the reset is in it somewhere); *now* up to `CLOCK_TOLERANCE`
+    after it began; else None (past). *stated*: the minute's start, each reading of an
+    ambiguous wall time (the repeated hour of a DST change), tried earliest first."""
+    for at in sorted({s.astimezone(UTC) for s in stated}):
+        if now < at:
+            return at
+        if now < at + timedelta(minutes=1):
+            return at + timedelta(minutes=1)
+        if now - at <= CLOCK_TOLERANCE:
+            return now
+    return None
+
+
+def _clock_reset(hm: tuple[int, int], tz: tzinfo, now: datetime) -> datetime | None:
+    """A clock time with no date: the first reading of it, yesterday's (just past midnight),
+    today's or tomorrow's, that `_minute_reset` does not call past. Wall time in *tz*, both
+    readings of a repeated hour; a day is a calendar day (23 or 25 hours across DST)."""
+    today = now.astimezone(tz).date()
+    stated = [
+        datetime(day.year, day.month, day.day, *hm, tzinfo=tz, fold=fold)
+        for day in (today - timedelta(days=1), today, today + timedelta(days=1))
+        for fold in (0, 1)
+    ]
+    return _minute_reset(stated, now)
 
 
 def _reset_at(
@@ -164,15 +236,13 @@ def _reset_at(
 ) -> tuple[datetime | None, str] | None:
     """(retry_at, fragment) when the text states a reset, else None."""
     if found := _EPOCH.search(text):
-        at = datetime.fromtimestamp(int(found.group(1)), UTC)
-        return _believable(at, now), found.group(0)
+        return _believed(_epoch(int(found.group(1))), now), found.group(0)
     if found := _DELAY_MS.search(text):  # Gemini CLI's error object: `retryDelayMs: 11820000`
-        at = now + timedelta(milliseconds=int(found.group(1)))
-        return _believable(at, now), found.group(0)
+        return _believed(_after(now, int(found.group(1)) / 1000), now), found.group(0)
     if found := _RELATIVE.search(text):
         seconds = _relative_s(found.group(1))
         if seconds is not None:
-            return _believable(now + timedelta(seconds=seconds), now), found.group(0).strip()
+            return _believed(_after(now, seconds), now), found.group(0).strip()
     for pattern, day_first in ((_EN_DATE, False), (_INTL_DATE, True)):
         if found := pattern.search(text):
             first, second, year, hour, minute, ampm, zone = found.groups()
@@ -183,10 +253,13 @@ def _reset_at(
             if month is None or hm is None or tz is None:
                 return None, found.group(0)
             try:
-                at = datetime(int(year), month, int(day), hm[0], hm[1], tzinfo=tz)
+                stated = [
+                    datetime(int(year), month, int(day), *hm, tzinfo=tz, fold=fold)
+                    for fold in (0, 1)
+                ]
             except ValueError:
                 return None, found.group(0)
-            return _believable(at, now), found.group(0).strip()
+            return _believed(_minute_reset(stated, now), now), found.group(0).strip()
     if found := _TIME.search(text):
         hour, minute, ampm, zone = found.groups()
         if minute is None and ampm is None:
@@ -195,12 +268,23 @@ def _reset_at(
         tz = _tz(zone, local_tz)
         if hm is None or tz is None:
             return None, found.group(0)
-        today = now.astimezone(tz)
-        at = today.replace(hour=hm[0], minute=hm[1], second=0, microsecond=0)
-        if at <= today:  # a clock time already past today means the next one
-            at = (at.replace(tzinfo=None) + timedelta(days=1)).replace(tzinfo=tz)
-        return _believable(at, now), found.group(0).strip()
+        return _believed(_clock_reset(hm, tz, now), now), found.group(0).strip()
     return None
+
+
+def _system_zone() -> tzinfo | None:
+    """The machine's own time zone with its DST rules (`TZ`, else the zone `/etc/localtime`
+    links to), or None: a clock time printed in local time ("try again at 2:57 PM") is read
+    in it, so tomorrow's 2:57 PM across a DST change is still 2:57 PM there. Read per call
+    (cheap; `ZoneInfo` caches), so a changed `TZ` is seen."""
+    name = os.environ.get("TZ", "").lstrip(":")
+    if not name:
+        target = os.path.realpath("/etc/localtime")
+        name = target.split("/zoneinfo/", 1)[1] if "/zoneinfo/" in target else ""
+    try:
+        return ZoneInfo(name) if name else None
+    except (ZoneInfoNotFoundError, ValueError):
+        return None
 
 
 def _now(now: datetime | None) -> datetime:
@@ -219,30 +303,32 @@ def parse_quota(
 
     *now* (aware; default the current time) anchors relative and clock-only resets;
     *local_tz* is the zone of a clock time printed without one (Codex prints the machine's
-    local time; default: the system's local zone). `retry_at` is None when the message states
-    no reset, or one in the past or more than `MAX_WINDOW` ahead.
+    local time; default: the system's zone with its DST rules, `TZ` or `/etc/localtime`).
+    `retry_at` is None when the message states no reset, or one in the past or more than
+    `MAX_WINDOW` ahead.
     """
     current = _now(now)
-    local = local_tz if local_tz is not None else current.astimezone().tzinfo
-    if not _EXHAUSTED.search(text) or _SHORT.search(text):
+    local = local_tz if local_tz is not None else _system_zone() or current.astimezone().tzinfo
+    billing = billing_said(text)
+    if not (billing or _EXHAUSTED.search(text)) or _SHORT.search(text):
         return None
     found = _reset_at(text, current, local)
-    retry_at, said = found if found is not None else (None, "")
-    return QuotaWindow(retry_at, _window(text), said)
+    retry_at, said = found if found is not None else (None, billing or "")
+    # a balance has no reset; a stated reset means a quota window that reuses the words
+    window = _window(text) or ("billing" if billing and retry_at is None else None)
+    return QuotaWindow(retry_at, window, said)
 
 
 def _seconds(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value)
+    """A duration of a provider's body as a checked wait (`wait_seconds`): a number, `"36s"`,
+    or a protobuf Duration object `{"seconds": 36, "nanos": 0}`."""
     if isinstance(value, str):
-        found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*s?\s*", value)
-        return float(found.group(1)) if found else None
+        return wait_seconds(value.strip().removesuffix("s"))
     if isinstance(value, Mapping):  # protobuf Duration as JSON object
         secs = _seconds(value.get("seconds", 0)) or 0.0
-        return secs + float(value.get("nanos", 0) or 0) / 1e9
-    return None
+        nanos = wait_seconds(value.get("nanos", 0) or 0)
+        return wait_seconds(secs + (nanos or 0.0) / 1e9)
+    return wait_seconds(value)
 
 
 def _walk(node: Any, depth: int = 0) -> list[Mapping[str, Any]]:
@@ -290,10 +376,7 @@ def quota_from_body(
         if kind not in ("usage_limit_reached", "insufficient_quota"):
             continue
         window = _window(str(node.get("plan_type", ""))) or "primary"
-        if isinstance(node.get("resets_at"), int | float) and not isinstance(
-            node.get("resets_at"), bool
-        ):
-            at = datetime.fromtimestamp(float(node["resets_at"]), UTC)
+        if (at := _epoch(node.get("resets_at"))) is not None:
             return QuotaWindow(_believable(at, current), window, f"resets_at={node['resets_at']}")
         seconds = _seconds(node.get("resets_in_seconds"))
         if seconds is not None:
@@ -317,7 +400,7 @@ def quota_from_body(
         if quota is None:
             return None  # a burst RESOURCE_EXHAUSTED: a plain rate limit
         if quota.retry_at is None and delay is not None:
-            believed = _believable(current + timedelta(seconds=delay), current)
+            believed = _believed(_after(current, delay), current)
             return QuotaWindow(believed, quota.window, f"retryDelay={delay:g}s")
         return quota
     plain = json.dumps(body) if isinstance(body, Mapping) else body
@@ -337,6 +420,15 @@ def _from_headers(headers: Mapping[str, str], now: datetime) -> QuotaWindow | No
 
 
 _REREAD = frozenset({ErrorKind.rate_limited, ErrorKind.process_failed, ErrorKind.bad_output})
+# a used-up balance arrives as a 400 (Anthropic's invalid_request_error, Google's
+# FAILED_PRECONDITION) or a 403 (xAI): re-read those only for the billing words
+_BILLING_REREAD = frozenset({ErrorKind.invalid_request, ErrorKind.auth_required})
+
+
+def _text_of(body: str | Mapping[str, Any] | None) -> str:
+    if body is None:
+        return ""
+    return body if isinstance(body, str) else json.dumps(body, default=str)
 
 
 def as_quota(
@@ -349,10 +441,14 @@ def as_quota(
 ) -> ProviderError:
     """*error* as `quota_exhausted` when it is a `rate_limited` failure (or a
     `process_failed` / `bad_output` one: a CLI whose own table does not know the wording) whose
-    body, headers or text report an exhausted window; otherwise *error* unchanged (unknown
-    wording stays a rate limit, its raw text kept). `retry_at` is set when the window's reset
-    is known and believable; then `retry_after` is the seconds until it."""
-    if error.kind not in _REREAD:
+    body, headers or text report an exhausted window, or any failure that reports a used-up
+    billing balance (`core._billing.BILLING_WORDS`, an HTTP 402; an `invalid_request` or
+    `auth_required` one included: providers answer it with 400 and 403; `window="billing"`);
+    otherwise *error* unchanged (unknown wording stays a rate limit, its raw text kept).
+    `retry_at` is set when the window's reset is known and believable; then `retry_after` is
+    the seconds until it."""
+    billing = error.status == 402 or bool(billing_said(f"{error.message}\n{_text_of(body)}"))
+    if error.kind not in _REREAD and not (billing and error.kind in _BILLING_REREAD):
         return error
     current = _now(now)
     quota = quota_from_body(body, headers, now=current) if (body or headers) else None
@@ -365,6 +461,8 @@ def as_quota(
         said = (error.message, error.stderr_tail)
         text = "\n".join(t for t in said[: 2 if error.kind is ErrorKind.rate_limited else 1] if t)
         quota = parse_quota(text, now=current, local_tz=local_tz)
+    if quota is None and error.status == 402:  # Payment Required: a balance, whatever it says
+        quota = QuotaWindow(None, "billing", "HTTP 402")
     if quota is None:
         return error
     after = (quota.retry_at - current).total_seconds() if quota.retry_at else None

@@ -214,14 +214,14 @@ class RetryingAdapter:
             error = result.failure()
             if self.cooldown is not None:
                 await note_exhausted(self.cooldown, error, self.backend)
-            # the backend's own "whole call" limit is the bound it was handed; a "total"
-            # timeout well before that bound (an HTTP 408) stays as the backend said
-            if (
-                error.kind is ErrorKind.timeout
-                and error.timeout == "total"
-                and time.monotonic() >= began + bound - _CLOCK_SLOP_S
-            ):
-                error = error.replace(timeout=which)
+            # the backend's own "whole call" limit is the bound it was handed: the call's
+            # deadline ("total", final) or this attempt's ("attempt", retryable); a "total"
+            # timeout well before that bound is the backend's own limit, not the deadline
+            if error.kind is ErrorKind.timeout and error.timeout == "total":
+                if time.monotonic() >= began + bound - _CLOCK_SLOP_S:
+                    error = error.replace(timeout=which, retryable=which != "total")
+                else:
+                    error = error.replace(retryable=True)
             attempts.append(
                 Attempt(
                     error.kind, elapsed, error.exit_code, error.backend or self.backend,

@@ -172,6 +172,7 @@ class LoopbackWeb:
         self._lock = threading.Lock()
         self._pages: dict[str, WebPage] = {}
         self._overrides: dict[str, tuple[int, str | None, str]] = {}
+        self._raw: dict[str, tuple[bytes, str]] = {}
         for page in (
             *(DEFAULT_PAGES if pages is None else tuple(pages)),
             INJECTED_PAGE,
@@ -244,6 +245,12 @@ class LoopbackWeb:
         *location* is given, and *body* as text/plain: redirects and errors anywhere."""
         with self._lock:
             self._overrides[path] = (status, location, body)
+
+    def serve_bytes(self, path: str, body: bytes, content_type: str) -> None:
+        """Answer GET *path* with exactly *body* and this `Content-Type` header (a page in a
+        legacy charset, a BOM, a header that lies about the charset)."""
+        with self._lock:
+            self._raw[path] = (body, content_type)
 
     @property
     def pages(self) -> tuple[WebPage, ...]:
@@ -319,7 +326,10 @@ class _Handler(BaseHTTPRequestHandler):
         m = re.fullmatch(r"/redirect/(\d+)", path)
         with web._lock:
             override = web._overrides.get(path)
-        if override is not None:
+            raw = web._raw.get(path)
+        if raw is not None:
+            self._send(200, raw[0], raw[1])
+        elif override is not None:
             status, location, text = override
             extra = {"Location": location} if location is not None else {}
             self._send(status, text.encode(), "text/plain; charset=utf-8", extra)

@@ -15,17 +15,16 @@ disallows everything (2.3.1.4); only its first 500 KiB are read (2.5). Per host 
 `per_host_concurrency` requests are in flight and two requests start at least
 `per_host_delay_s` apart. Only text/html, application/xhtml+xml and text/plain are read; a
 body larger than `max_bytes` (after content decoding) or a fetch slower than `timeout_s` is
-refused. The charset comes from the Content-Type header, else the page's `<meta charset>`,
-else UTF-8 (windows-1252 when the bytes are not UTF-8).
+refused. The charset is decided as a browser does (`_charset.decode_page`: a BOM, the
+Content-Type label, the `<meta>` prescan, else UTF-8 or windows-1252), labels resolved by the
+WHATWG Encoding Standard, not by Python's codec names.
 
 `fetch(url)` never raises for an expected failure: it returns `FetchedPage` or
 `FetchRefused(url, kind, reason)`. Cancellation propagates."""
 
 from __future__ import annotations
 
-import codecs
 import math
-import re
 import time
 import urllib.robotparser
 import zlib
@@ -42,6 +41,7 @@ import httpx
 
 from ..core import register_secret
 from ..transport import tls_context
+from ._charset import decode_page
 from ._guard import Target, resolve_url
 from ._settings import WebSettings
 from ._types import FetchedPage, FetchRefused, FetchResult
@@ -49,13 +49,9 @@ from ._types import FetchedPage, FetchRefused, FetchResult
 __all__ = ["Fetcher", "html_to_text"]
 
 _TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
-_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 _TITLE_SCAN = 256 * 1024  # the <title> is in the head: never scan a whole page for it
 _ENCODINGS = {"gzip": 47, "x-gzip": 47, "deflate": 47}  # zlib wbits: gzip or zlib header
 _MAX_ENCODINGS = 2  # `Content-Encoding: gzip, gzip` at most; a deeper stack is refused
-# Labels Python knows that are not text encodings for a web page: bytes-to-bytes or
-# text-to-text codecs (`hex`, `base64`, `rot13`, ...) and `idna` (strict-only, host names).
-_NOT_PAGE_CODECS = frozenset({"idna", "punycode", "raw_unicode_escape", "unicode_escape"})
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _DISALLOW_ALL = ["User-agent: *", "Disallow: /"]
 _ROBOTS_REDIRECTS = 5  # RFC 9309 section 2.3.1.2: follow at least five consecutive redirects
@@ -169,35 +165,6 @@ def _title(html: str) -> str:
     opened = lower.find(">", start) if start >= 0 else -1
     end = lower.find("</title", opened) if opened >= 0 else -1
     return " ".join(head[opened + 1 : end].split()) if end >= 0 else ""
-
-
-def _charset(name: str | None) -> str | None:
-    """The Python codec for a page's charset label, or None: unknown labels and codecs that
-    are not text encodings (`hex`, `base64`, `rot13`, `idna`, ...) are ignored, like a
-    browser ignores a label outside the WHATWG Encoding list."""
-    if not name:
-        return None
-    try:
-        info = codecs.lookup(name.strip().strip("\"'"))
-    except (LookupError, ValueError):
-        return None
-    if not getattr(info, "_is_text_encoding", True) or info.name in _NOT_PAGE_CODECS:
-        return None
-    return info.name
-
-
-def _decode(body: bytes, header_charset: str | None) -> tuple[str, str]:
-    meta = _META_CHARSET.search(body[:4096])
-    for name in (header_charset, meta.group(1).decode("ascii", "ignore") if meta else None):
-        if (enc := _charset(name)) is not None:
-            try:
-                return body.decode(enc, errors="replace"), enc
-            except (LookupError, UnicodeError, ValueError, TypeError):
-                continue  # a codec that still cannot decode: the next candidate
-    try:
-        return body.decode("utf-8"), "utf-8"
-    except UnicodeDecodeError:
-        return body.decode("cp1252", errors="replace"), "cp1252"
 
 
 class _TooLarge(Exception):
@@ -385,7 +352,7 @@ class Fetcher:
                 charset = response.charset_encoding
         except httpx.HTTPError as exc:
             raise _Refused(FetchRefused(url, "network", _one_line(exc))) from None
-        text, encoding = _decode(body, charset)
+        text, encoding = decode_page(body, charset, html=mime != "text/plain")
         if mime == "text/plain":
             title, main = "", text.strip()
         else:
@@ -452,7 +419,7 @@ class Fetcher:
                         location = response.headers.get("location")
                         if 200 <= status < 300:
                             body = await _head(response, _ROBOTS_MAX_BYTES)
-                            text, _ = _decode(body, response.charset_encoding)
+                            text, _ = decode_page(body, response.charset_encoding, html=False)
                             return _Robots.parse(url, text.splitlines())
                     if status in _REDIRECTS and location:
                         url = urljoin(url, location)
