@@ -177,9 +177,9 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
     for event in reversed(outcome.events):
         error = event.metadata.get("error")
         if isinstance(error, ProviderError):
-            error.exit_code = outcome.exit_code
-            error.stderr_tail = outcome.stderr_tail[-4000:]
-            return error
+            return error.replace(
+                exit_code=outcome.exit_code, stderr_tail=outcome.stderr_tail[-4000:]
+            )
     return _pi_events.classify(outcome)
 
 
