@@ -30,10 +30,10 @@ _VALUE = r"[^\s\"',;&}<>]"  # one character of an unquoted value
 _LOOKS_SECRET = rf"(?:(?={_VALUE}*\d)|(?={_VALUE}*[a-z][A-Z])|(?={_VALUE}{{24}})){_VALUE}{{8,}}"
 # names whose value after `=` is a secret, whatever it looks like (aws_secret_access_key,
 # x-api-key, GITHUB_TOKEN, ?key=, client_secret, db_password, ...)
-_ASSIGNED = r"[\w.-]*?(?:key|token|secret|password|passwd|pwd|credentials?|authorization)"
+_ASSIGNED = r"[\w.-]{0,64}?(?:key|token|secret|password|passwd|pwd|credentials?|authorization)"
 # names whose value after `:` is a secret when it looks like one ("token: expired" is prose)
 _LABELLED = (
-    r"[\w.-]*?(?:api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|token|secret"
+    r"[\w.-]{0,64}?(?:api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|token|secret"
     r"|password|passwd|credentials?)"
 )
 _SCHEMES = r"bearer|basic|token|digest|negotiate|ntlm|apikey"
@@ -41,21 +41,15 @@ _SCHEMES = r"bearer|basic|token|digest|negotiate|ntlm|apikey"
 # A leading \b keeps ordinary words ("desk-management") intact; the prefixes are those the
 # vendors document.
 _SHAPES: tuple[tuple[re.Pattern[str], Any], ...] = (
-    # PEM private keys, whole or cut by a tail (the base64 lines before an END line)
+    # PEM private keys, whole or cut before the END line (`_pem_tail`: cut before BEGIN)
     (
         re.compile(
-            r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----(?:(?!-----)[\s\S])*"
+            r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----(?:[A-Za-z0-9+/=\s*]|[A-Za-z-]+: [^\n]*\n)*"
             r"(?:-----END [A-Z0-9 ]*PRIVATE KEY-----)?"
         ),
         lambda m: (
             f"-----BEGIN {m.group(1)}PRIVATE KEY-----***-----END {m.group(1)}PRIVATE KEY-----"
         ),
-    ),
-    (
-        re.compile(
-            r"(?:[A-Za-z0-9+/=]{16,}[ \t]*\r?\n[ \t]*)+(-----END [A-Z0-9 ]*PRIVATE KEY-----)"
-        ),
-        lambda m: f"***{m.group(1)}",
     ),
     # OpenAI / Anthropic (sk-ant-) / OpenRouter (sk-or-) and Stripe-style keys
     (re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-]{8,}"), lambda m: f"{m.group(1)}-***"),
@@ -93,15 +87,44 @@ _SHAPES: tuple[tuple[re.Pattern[str], Any], ...] = (
     ),
     # name = value (an assignment, a query parameter, a credentials file)
     (
-        re.compile(rf"(?i)\b({_ASSIGNED}[\"']?[ \t]*=[ \t]*[\"']?){_VALUE}{{4,}}"),
+        re.compile(rf"(?i)(?<![\w.-])({_ASSIGNED}[\"']?[ \t]*=[ \t]*[\"']?){_VALUE}{{4,}}"),
         lambda m: f"{m.group(1)}***",
     ),
     # name: value (a header, a YAML line), when the value looks like a credential
     (
-        re.compile(rf"(?i)\b({_LABELLED}[\"']?[ \t]*:[ \t]*[\"']?)(?-i:{_LOOKS_SECRET})"),
+        re.compile(rf"(?i)(?<![\w.-])({_LABELLED}[\"']?[ \t]*:[ \t]*[\"']?)(?-i:{_LOOKS_SECRET})"),
         lambda m: f"{m.group(1)}***",
     ),
 )
+
+_PEM_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY-----")
+_BASE64_LINE = re.compile(r"[A-Za-z0-9+/=]{16,80}")
+_BASE64_END = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/=]{16,80}[ \t\r]*\Z")
+
+
+def _pem_tail(text: str) -> str:
+    """The base64 lines before a PEM `END ... PRIVATE KEY` line whose BEGIN a tail cut off,
+    masked (walked back line by line: a regex would rescan every line from every start)."""
+    if "PRIVATE KEY-----" not in text:
+        return text
+    out: list[str] = []
+    done = 0
+    for end in _PEM_END.finditer(text):
+        lines = text[done : end.start()].split("\n")
+        keep = len(lines) - 1  # lines[-1]: what precedes "-----END" on its own line
+        while keep > 0 and _BASE64_LINE.fullmatch(lines[keep - 1].strip(" \t\r")):
+            keep -= 1
+        if keep < len(lines) - 1 and not lines[-1].strip(" \t"):
+            lines[keep:] = ["***"]
+            cut = _BASE64_END.search(lines[keep - 1]) if keep else None
+            if cut is not None:  # the first line the tail kept began mid-key
+                lines[keep - 1] = lines[keep - 1][: cut.start()]
+        out.append("\n".join(lines))
+        out.append(end.group())
+        done = end.end()
+    out.append(text[done:])
+    return "".join(out)
+
 
 # Environment variable names whose values are secrets wherever they appear.
 SECRET_NAME = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE|COOKIE|_PAT\b)")
@@ -161,7 +184,7 @@ def redact(text: str) -> str:
     out = literal.sub("***", text) if literal is not None else text
     for pattern, replacement in _SHAPES:
         out = pattern.sub(replacement, out)
-    return out
+    return _pem_tail(out)
 
 
 def redact_value(value: Any, depth: int = 0) -> Any:
