@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from agentport.core import Attempt, ErrorKind, ProviderError, Usage, _errors
@@ -42,6 +42,8 @@ def planted(draw: st.DrawFn, secret: str) -> str:
     left = draw(st.text(max_size=30))
     right = draw(st.text(max_size=30))
     sep = draw(st.sampled_from(SEPARATORS))
+    around = f"{left}\0{right}"  # the random text must not repeat the key bare
+    assume(not any(secret[i : i + 24] in around for i in range(len(secret) - 23)))
     return f"{left}{sep}{secret}{sep}{right}"
 
 
@@ -159,7 +161,7 @@ def produced(draw: st.DrawFn) -> tuple[str, ProviderError, str]:
     return path, error, token
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(produced())
 def test_no_path_that_builds_an_error_keeps_a_planted_secret(
     case: tuple[str, ProviderError, str],
