@@ -35,6 +35,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .core._printable import printable
+
 __all__ = [
     "ENV_TRUSTED",
     "PROJECT_CAPS",
@@ -260,7 +262,7 @@ def one_line_warnings() -> None:
         line: str | None = None,
     ) -> None:
         if issubclass(category, UntrustedConfigWarning | UnknownConfigWarning):
-            print(f"agentport: warning: {message}", file=sys.stderr)
+            print(f"agentport: warning: {printable(str(message))}", file=sys.stderr)
         else:
             previous(message, category, filename, lineno, file, line)
 

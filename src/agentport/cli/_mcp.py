@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from ._app import app, fail
+from ._out import echo
 
 __all__ = ["mcp", "parse_http"]
 
@@ -79,7 +80,7 @@ def mcp(
         if not token:
             fail(f"--token-file {token_file}: the first line is empty", 2)
     elif token and os.environ.get("AGENTPORT_MCP_TOKEN") != token:
-        typer.echo(
+        echo(
             "agentport: warning: --token is visible to every local user in the process list; "
             "use --token-file or AGENTPORT_MCP_TOKEN",
             err=True,

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..transport._fs import atomic_write
+from ._out import echo
 
 __all__ = ["AGENTS", "add_installers"]
 
@@ -117,30 +118,30 @@ def _run(args: argparse.Namespace) -> int:
     scope = "user" if user else "project"
     verb = "installed" if args.action == "install" else "removed"
     if not paths:
-        print(f"deeprefine: no {args.agent} skill installed ({scope}); nothing to remove")
+        echo(f"deeprefine: no {args.agent} skill installed ({scope}); nothing to remove")
     for path in paths:
-        print(f"{verb} {path}")
+        echo(f"{verb} {path}")
     return 0
 
 
 def _gemini(args: argparse.Namespace) -> int:
     folder = _gemini_folder(getattr(args, "target_dir", None))
     if args.action == "path":
-        print(SKILLS / "gemini" if args.bundled else folder)
+        echo(SKILLS / "gemini" if args.bundled else folder)
         return 0
     if args.action == "link":
-        print(f"run: gemini extensions link {folder} (after `deeprefine gemini install`)")
+        echo(f"run: gemini extensions link {folder} (after `deeprefine gemini install`)")
         return 0
     if args.action == "install":
         for name, data in _gemini_files().items():
             folder.mkdir(parents=True, exist_ok=True)
             atomic_write(folder / name, data, mode=0o644)
-            print(f"installed {folder / name}")
+            echo(f"installed {folder / name}")
         return 0
     for name in _gemini_files():
         if (folder / name).is_file():
             (folder / name).unlink()
-            print(f"removed {folder / name}")
+            echo(f"removed {folder / name}")
     _prune(folder, folder.parent)
     return 0
 
