@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["printable"]
+__all__ = ["printable", "without_sequences"]
 
 # ESC-introduced or 8-bit C1 control strings, ended by BEL or ST (ESC \ or 0x9c)
 _STRING = r"(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)"
@@ -36,6 +36,12 @@ def _escape(match: re.Match[str]) -> str:
     return _NAMED.get(char) or f"\\u{ord(char):04x}"
 
 
+def without_sequences(text: str) -> str:
+    """*text* without its terminal escape sequences (the colours and cursor moves of a CLI
+    that writes for a terminal); other characters kept as they are."""
+    return _SEQUENCE.sub("", text) if "\x1b" in text or not text.isascii() else text
+
+
 def printable(text: str, *, newlines: bool = True) -> str:
     """*text* safe to write to a terminal: escape sequences removed, every other control
     character escaped as JSON does (`\\r`, `\\u001b`), TAB kept, and LF (and CR LF) kept
@@ -46,5 +52,5 @@ def printable(text: str, *, newlines: bool = True) -> str:
     """
     if text.isprintable():  # the common case: nothing to do
         return text
-    out = _SEQUENCE.sub("", text)
+    out = without_sequences(text)
     return (_LINES if newlines else _ONE_LINE).sub(_escape, out)
