@@ -20,7 +20,14 @@ from returns.result import Failure, Result
 
 from agentport import Message, create_llm_adapter
 from agentport.catalog import all_backends
-from agentport.core import CompletionResponse, ProviderError, _errors, register_secret
+from agentport.core import (
+    CompletionConfig,
+    CompletionResponse,
+    ProviderError,
+    ToolPolicy,
+    _errors,
+    register_secret,
+)
 from agentport.testing import FakeModelServer, HttpFault
 
 pytestmark = [
@@ -34,7 +41,10 @@ GITHUB = "ghp_Zq8vN3kLpW2xR7tYb4Hc9DfG1a2b3c4d5e6f"
 CONFIGURED = "Zq8vN3kLpW2xR7tY-configured"  # no shape: masked because it is registered
 ENV_VALUE = "Hc9DfGb4Zq8vN3kL-env"  # no shape: masked because its variable's name says key
 LEAKS = (OPENAI_KEY.removeprefix("sk-proj-"), AWS_SECRET, GITHUB[4:], CONFIGURED, ENV_VALUE)
+# codex's line for a missing key: plain words, which must read as written
+PLAIN = "unexpected status 401 Unauthorized: Missing bearer or basic authentication in header"
 PROVIDER_TEXT = (
+    PLAIN,
     f"Error: 401 Unauthorized: Incorrect API key provided: {OPENAI_KEY}",
     f"[default]\naws_secret_access_key = {AWS_SECRET}",
     f"git: https://x-access-token:{GITHUB}@github.com/o/r.git",
@@ -118,10 +128,13 @@ async def test_every_cli_backend_redacts_a_provider_error(
 ) -> None:
     exe = _fake_cli(tmp_path, backend, exit_code=exit_code)
     llm = create_llm_adapter(backend, retry=False, **{backend: {"executable": str(exe)}})
-    result = await llm.complete([Message.user("hi")])
+    config = CompletionConfig(tools=ToolPolicy.cli_defaults())  # every CLI runs with it
+    result = await llm.complete([Message.user("hi")], config)
     assert isinstance(result, Failure), result
     assert_no_key(result.failure())
     assert_no_key_in_history(result)
+    error = result.failure()
+    assert PLAIN in error.stderr_tail or PLAIN in error.message  # nothing else was masked
 
 
 async def test_acp_redacts_its_agent_stderr(tmp_path: Path) -> None:
