@@ -178,3 +178,31 @@ def test_the_real_cli_prints_a_hostile_answer_as_plain_text(tmp_path: Path, as_j
 
         assert json.loads(out)["content"].startswith("answer: bad key")
     assert "answer: bad key" in out
+
+
+@pytest.mark.anyio
+async def test_mcp_tool_errors_and_log_records_are_terminal_safe(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from agentport.core import ErrorKind, ProviderError
+    from agentport.mcp._errors import guarded
+
+    @guarded
+    async def crashes() -> None:
+        raise RuntimeError(f"boom {HOSTILE} sk-proj-Zq8vN3kLpW2xR7tYb4Hc9DfG")
+
+    @guarded
+    async def fails() -> None:
+        raise ProviderError(ErrorKind.network, f"down {HOSTILE}")
+
+    for tool in (crashes, fails):
+        with pytest.raises(ToolError) as raised:
+            await tool()
+        assert not [c for c in str(raised.value) if unsafe(c, newlines=False)]
+        assert "bad key" in str(raised.value)
+    logged = "\n".join(caplog.text.splitlines())
+    assert "boom bad key" in logged  # the crash was logged, with its traceback
+    assert not [c for c in logged if unsafe(c, newlines=True)], repr(logged)
+    assert "Zq8vN3kLpW2xR7tYb4Hc9DfG" not in logged
