@@ -206,3 +206,22 @@ async def test_mcp_tool_errors_and_log_records_are_terminal_safe(
     assert "boom bad key" in logged  # the crash was logged, with its traceback
     assert not [c for c in logged if unsafe(c, newlines=True)], repr(logged)
     assert "Zq8vN3kLpW2xR7tYb4Hc9DfG" not in logged
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX bytes on stdout")
+def test_the_real_deeprefine_lists_a_hostile_history_row_as_plain_text(tmp_path: Path) -> None:
+    from _deeprefine_util import write_tiny
+
+    write_tiny(tmp_path)  # a project: graphify-out/graph.json
+    script = "from agentport.cli._deeprefine import console; console()"
+
+    def deeprefine(*args: str) -> subprocess.CompletedProcess[bytes]:
+        argv = [sys.executable, "-c", script, *args]
+        return subprocess.run(argv, cwd=tmp_path, capture_output=True, timeout=60, check=False)
+
+    # a history row as a cloned repo may ship it
+    assert deeprefine("history", "add", "--query", f"why {HOSTILE}").returncode == 0
+    listed = deeprefine("history", "list")
+    assert listed.returncode == 0, listed.stderr
+    _no_control(listed.stdout)
+    assert b"why bad key\\rall good" in listed.stdout
