@@ -17,7 +17,10 @@ Every error also says whether the request reached the provider (`request_sent`: 
 True or None for "cannot tell") and whether part of the answer had streamed already
 (`mid_stream`): what a caller needs to decide whether a retry may repeat work.
 
-Adapters return `Failure(ProviderError)`; only setup code (factory, config) raises it.
+A `ProviderError` is an immutable value, redacted (`core._redact`) on every path that
+builds one: the constructor, `replace` and the helpers on it, `copy` and `pickle` all go
+through `_clean`. Adapters return `Failure(ProviderError)`; only setup code (factory,
+config) raises it.
 Cancellation is never converted into a `ProviderError`: it propagates.
 """
 
