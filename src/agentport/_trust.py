@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .core._printable import printable
+
 __all__ = [
     "ENV_TRUSTED",
     "PROJECT_CAPS",
@@ -376,7 +378,7 @@ def one_line_warnings() -> None:
         line: str | None = None,
     ) -> None:
         if issubclass(category, UntrustedConfigWarning | UnknownConfigWarning):
-            print(f"agentport: warning: {message}", file=sys.stderr)
+            print(f"agentport: warning: {printable(str(message))}", file=sys.stderr)
         else:
             previous(message, category, filename, lineno, file, line)
 

@@ -42,7 +42,6 @@ from ..core import (
     as_quota,
     merge_config,
     prepare_messages,
-    redact,
 )
 from ..core._telemetry import span, trace_env
 from ..structured import (
@@ -416,22 +415,23 @@ class CliAdapter:
         retry notice, or the end-state judgment (`settle`) of the events it printed."""
         events = turn.events
         if outcome.error is not None:
-            error = outcome.error
-            error.exit_code = outcome.exit_code
-            error.stderr_tail = redact(outcome.stderr_tail[-4000:])
-            error.details = {**error.details, "pid": outcome.pid}
+            error = outcome.error.replace(
+                exit_code=outcome.exit_code,
+                stderr_tail=outcome.stderr_tail[-4000:],
+                details={**outcome.error.details, "pid": outcome.pid},
+            )
             return self._fail(error, env, events)
         notice = next((e for e in events if e.metadata.get("retry_notice")), None)
         if notice is not None:  # the CLI began its own retry: agentport owns retries
             stopped = notice_error(notice, outcome.exit_code, outcome.stderr_tail)
-            stopped.details = {**stopped.details, "pid": outcome.pid}
+            stopped = stopped.replace(details={**stopped.details, "pid": outcome.pid})
             return self._fail(stopped, env, events)
         run = RunOutcome(outcome.exit_code, outcome.stderr_tail, events, outcome.noise)
         shape = partial(self._shape, events, config) if native_schema else None
         end = settle(self.spec, run, turn.watch.pending, shape or (lambda text: text))
         if end.error is not None:
-            end.error.details = {**end.error.details, "pid": outcome.pid}
-            return self._fail(end.error, env, events)
+            error = end.error.replace(details={**end.error.details, "pid": outcome.pid})
+            return self._fail(error, env, events)
         session = next(
             (e.metadata["session_id"] for e in events if e.metadata.get("session_id")), None
         )

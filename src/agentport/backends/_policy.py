@@ -150,8 +150,7 @@ def withheld_hint(
         return error
     names = ", ".join(withheld)
     listed = json.dumps(withheld)
-    error.message = (
-        f"{error.message} (agentport withheld {names} from {backend}'s environment; let it "
-        f"through with [llm.{backend}] inherit_env = {listed} or AGENTPORT_INHERIT_ENV)"
+    return error.replace(
+        message=f"{error.message} (agentport withheld {names} from {backend}'s environment; "
+        f"let it through with [llm.{backend}] inherit_env = {listed} or AGENTPORT_INHERIT_ENV)"
     )
-    return error

@@ -170,7 +170,7 @@ class AcpAdapter:
         if isinstance(result, Failure):
             error = result.failure()
             if session is not None and not error.stderr_tail:
-                error.stderr_tail = session.stderr_tail()
+                error = error.replace(stderr_tail=session.stderr_tail())
             error = with_progress(as_quota(error), session.events if session else [])
             return Failure(error.with_backend(self.backend))
         return result

@@ -35,6 +35,7 @@ from ..core import (
     ProviderError,
     Sandbox,
 )
+from ..core._printable import without_sequences
 from . import _lines
 from ._classify import kind_from_text
 from ._spec import BackendSpec, CliCall, Invocation, RunOutcome
@@ -52,7 +53,6 @@ _TRUST = {
     Sandbox.read_only: "read,grep",
     Sandbox.workspace_write: "read,grep,write",
 }
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*(?:\x07|\x1b\\)")
 _AUTH = re.compile(r"kiro_api_key|not logged in|log ?in|sign ?in|api key", re.I)
 
 
@@ -91,7 +91,7 @@ def build(call: CliCall) -> Invocation:
 
 def clean(line: str) -> str:
     """A transcript line without ANSI escapes and without the `> ` answer marker."""
-    text = _ANSI.sub("", line)
+    text = without_sequences(line)
     return text[2:] if text.startswith("> ") else text
 
 

@@ -20,9 +20,18 @@ import typer
 from returns.result import Failure
 
 from ..catalog import all_backends
-from ..core import ErrorKind, Message, Param, ProviderError, json_schema_problem, redact
+from ..core import (
+    ErrorKind,
+    Message,
+    Param,
+    ProviderError,
+    json_schema_problem,
+    printable,
+    redact,
+)
 from ..core import _bounded as bounded
 from ._docs import billing_label, verified_label
+from ._out import echo
 
 if TYPE_CHECKING:
     from ..config import LLMSettings
@@ -44,7 +53,7 @@ def _print_version(value: bool) -> None:
     if value:
         from .. import __version__
 
-        typer.echo(f"agentport {__version__}")
+        echo(f"agentport {__version__}")
         raise typer.Exit()
 
 
@@ -65,7 +74,8 @@ def _root(
 
 def fail(message: str, code: int = 1) -> NoReturn:
     """Print one line on stderr and exit."""
-    typer.echo(f"agentport: {redact(message)}", err=True)
+    # controls first: a secret split by an escape sequence is whole again for `redact`
+    echo(f"agentport: {redact(printable(message))}", err=True)
     raise typer.Exit(code)
 
 
@@ -159,7 +169,7 @@ def backends(
         fail_error(exc)
     rows = backend_rows(probe=True, llm=llm)
     if as_json:
-        typer.echo(json.dumps(rows, indent=2))
+        echo(json.dumps(rows, indent=2))
         return
     from rich.console import Console
     from rich.measure import Measurement
@@ -301,10 +311,10 @@ def config_cmd(
         fail_error(exc)
     if as_json:
         listed = [{"table": t, "key": k, "value": v, "from": o} for t, k, v, o in rows]
-        typer.echo(json.dumps(listed, indent=2))
+        echo(json.dumps(listed, indent=2))
         return
     for table, key, value, origin in rows:
-        typer.echo(f"{table}.{key} = {value}  ({origin}){_resolves(table, key, value)}")
+        echo(f"{table}.{key} = {value}  ({origin}){_resolves(table, key, value)}")
 
 
 def _resolves(table: str, key: str, value: Any) -> str:
@@ -392,12 +402,12 @@ def complete(
         fail_error(result.failure())
     response = result.unwrap()
     for warning in response.warnings:
-        typer.echo(f"agentport: warning: {redact(warning)}", err=True)
+        echo(f"agentport: warning: {redact(warning)}", err=True)
     # what leaves the process is redacted, the answer included (a provider may echo a key)
     if as_json:
-        typer.echo(redact(response.model_dump_json(indent=2)))
+        echo(redact(response.model_dump_json(indent=2)))
     else:
-        typer.echo(redact(response.content))
+        echo(redact(response.content))
 
 
 def main() -> None:
@@ -405,5 +415,5 @@ def main() -> None:
     try:
         app()
     except ProviderError as exc:  # setup errors raised outside a command's own handling
-        typer.echo(f"agentport: {exc}", err=True)
+        echo(f"agentport: {exc}", err=True)
         raise SystemExit(2 if exc.kind is ErrorKind.config else 1) from None

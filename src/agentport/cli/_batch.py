@@ -24,6 +24,7 @@ from ..policies import Budget
 from ..workflows.batch import BatchInputError, Progress, QuestionsFile, Summary, read_questions
 from ._app import app, fail, fail_error
 from ._budget import PARTIAL_EXIT, resolve_budget
+from ._out import echo
 
 __all__ = ["batch_app", "refine_batch_command", "refuse_with_batch", "research_batch_command"]
 
@@ -53,9 +54,7 @@ def _questions(question: str | None, batch: Path | None, out: Path | None) -> Qu
     except BatchInputError as exc:
         fail(str(exc), 2)
     for line, first in parsed.duplicates:
-        typer.echo(
-            f"agentport: warning: {batch}:{line}: duplicate of line {first}; skipped", err=True
-        )
+        echo(f"agentport: warning: {batch}:{line}: duplicate of line {first}; skipped", err=True)
     return parsed
 
 
@@ -64,7 +63,7 @@ def _progress(quiet: bool) -> Any:
         if quiet or p.item.status == "running":
             return
         what = p.item.status + (f" ({p.item.error})" if p.item.error else "")
-        typer.echo(
+        echo(
             f"agentport: [{p.done} done, {p.failed} failed, {p.running} running of {p.total}] "
             f"line {p.item.line}: {what}",
             err=True,
@@ -88,7 +87,7 @@ def _end(summary: Summary) -> None:
     budget = ""
     if summary.partial or summary.not_run:
         budget = f", {summary.partial} partial, {summary.not_run} not run (budget)"
-    typer.echo(
+    echo(
         f"agentport: batch: {summary.done} done{already}, {summary.failed} failed{budget} of "
         f"{summary.total}; summary: {summary.summary_file}",
         err=True,
@@ -96,7 +95,7 @@ def _end(summary: Summary) -> None:
     if summary.failed:
         raise typer.Exit(1)
     if summary.partial or summary.not_run:
-        typer.echo(
+        echo(
             f"agentport: budget reached ({summary.budget_reached}): the batch is partial; "
             "rerun with a bigger --budget to continue",
             err=True,
@@ -372,7 +371,7 @@ def _submit(
         elif fields.get("apply") and item.actions and item.trace and item.applied is False:
             todo.append([q.id, q.line, q.text, item.trace, item.actions])  # reviewed: apply
     if not todo:
-        typer.echo(f"agentport: batch: all {len(parsed.questions)} reports are in {out}", err=True)
+        echo(f"agentport: batch: all {len(parsed.questions)} reports are in {out}", err=True)
         return
     ident = batch_id or default_batch_id(kind, out.resolve().name)
     if budget is None and state.extra.get("budget"):
@@ -394,8 +393,8 @@ def _submit(
     async def go() -> Any:
         client = await connect(address, namespace)
         await start_batch(client, job, ident)
-        typer.echo(ident)
-        typer.echo(
+        echo(ident)
+        echo(
             f"agentport: batch {ident} submitted ({len(todo)} question(s)); follow it with "
             f"`agentport batch status {ident} --temporal {address}`",
             err=True,
@@ -411,12 +410,12 @@ def _submit(
     except KeyboardInterrupt:
         fail(f"stopped following; batch {ident} keeps running on the cluster", 130)
     if final is not None:
-        typer.echo(f"agentport: batch {ident}: {final.line()}", err=True)
+        echo(f"agentport: batch {ident}: {final.line()}", err=True)
         progress = final.progress
         if final.state != "completed" or progress is None or progress.failed:
             raise typer.Exit(1)
         if progress.partial or progress.not_run:
-            typer.echo(
+            echo(
                 "agentport: budget reached: the batch is partial; rerun with a bigger "
                 "--budget to continue",
                 err=True,
@@ -435,7 +434,7 @@ def _research_budget(budget: Budget | None, config: Any) -> tuple[Budget, int] |
 
 
 def _status_line(status: Any) -> None:
-    typer.echo(f"agentport: {status.line()}", err=True)
+    echo(f"agentport: {status.line()}", err=True)
 
 
 @batch_app.command("status")
@@ -466,6 +465,6 @@ def batch_status(
     except BatchInputError as exc:
         fail(str(exc), 2)
     if as_json and now.progress is not None:
-        typer.echo(json.dumps({"state": now.state, **dataclasses.asdict(now.progress)}, indent=2))
+        echo(json.dumps({"state": now.state, **dataclasses.asdict(now.progress)}, indent=2))
     else:
-        typer.echo(f"{batch_id}: {now.line()}")
+        echo(f"{batch_id}: {now.line()}")

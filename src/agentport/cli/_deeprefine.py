@@ -41,6 +41,7 @@ from ..workflows.deeprefine import (
 )
 from ..workflows.deeprefine._files import ensure_state, read_bytes
 from ..workflows.deeprefine._workflow import dump_trace
+from ._out import echo
 from ._skills import add_installers
 
 __all__ = ["build_parser", "command_owner", "main", "refresh_wiki"]
@@ -53,8 +54,13 @@ class _Exit(Exception):
         self.code = code
 
 
+def _index(args: argparse.Namespace) -> int:
+    echo("Nothing to index: agentport reads graph.json.")
+    return 0
+
+
 def _err(message: str) -> None:
-    print(f"deeprefine: {redact(message)}", file=sys.stderr)
+    echo(f"deeprefine: {redact(message)}", err=True)
 
 
 def _layout(args: argparse.Namespace) -> Layout:
@@ -75,7 +81,7 @@ def _check_trace(layout: Layout, trace_file: Path, refinement: Path | None, head
     if errors:
         _err(f"{trace_file}: {header}")
         for error in errors:
-            print(f"  - {trace_file}: {error}", file=sys.stderr)
+            echo(f"  - {trace_file}: {error}", err=True)
         raise _Exit(1)
     return trace
 
@@ -87,16 +93,16 @@ def _history(args: argparse.Namespace) -> int:
     layout = _layout(args)
     if args.history_cmd == "add":
         row = add_query(layout, args.query, args.source)
-        print(f"Added: {row['id']}: {row['query']}")
+        echo(f"Added: {row['id']}: {row['query']}")
         return 0
     if args.history_cmd == "sync-memory" or getattr(args, "sync_memory", False):
         added, known, problems = sync_memory(layout)
         for problem in problems:
             _err(problem)
-        print(f"Memory dir: {layout.memory}")
-        print(f"History: {layout.history}")
-        print(f"Added: {added}")
-        print(f"Known query ids: {known}")
+        echo(f"Memory dir: {layout.memory}")
+        echo(f"History: {layout.history}")
+        echo(f"Added: {added}")
+        echo(f"Known query ids: {known}")
         if args.history_cmd == "sync-memory":
             return 0
     history = read_history(layout.history)
@@ -104,10 +110,10 @@ def _history(args: argparse.Namespace) -> int:
         _err(problem)
     rows = pending(history) if args.pending else history.rows
     if args.pending and not rows:
-        print("No pending queries.")
+        echo("No pending queries.")
     for row in rows:
         state = "refined" if row.get("refined") is True else "pending"
-        print(f"[{state}] {row['id']}: {row['query']}")
+        echo(f"[{state}] {row['id']}: {row['query']}")
     return 0
 
 
@@ -130,7 +136,7 @@ def _loop(args: argparse.Namespace) -> int:
         if not args.trace_file:
             ensure_state(layout.state)  # a real, user-owned folder, never a symlink
         atomic_write(path, dump_trace(trace), mode=layout.graph_mode())
-        print(f"Loop trace template: {path}")
+        echo(f"Loop trace template: {path}")
         return 0
     trace_file = Path(args.trace_file)
     refinement = Path(args.refinement_file) if args.refinement_file else None
@@ -138,14 +144,14 @@ def _loop(args: argparse.Namespace) -> int:
         trace = load_trace(trace_file)
         errors = validate_trace(trace, trace_file, layout, refinement)
         if not errors:
-            print(_OK)
+            echo(_OK)
             return 0
-        print(f"INVALID — {trace_file}: {len(errors)} problem(s)")
+        echo(f"INVALID — {trace_file}: {len(errors)} problem(s)")
         for error in errors:
-            print(f"  - {trace_file}: {error}")
+            echo(f"  - {trace_file}: {error}")
         return 1
     for line in finish(layout, trace_file, refinement):
-        print(line)
+        echo(line)
     return 0
 
 
@@ -174,18 +180,18 @@ def _review(args: argparse.Namespace) -> int:
         if item.action is None:
             _err(_action_line(refinement, item))
     markdown = result.markdown(args.trace_file or "<trace>", str(refinement))
-    print(markdown)
+    echo(markdown)
     output = Path(args.output) if args.output else layout.state / "proposed_refinement_review.md"
     if not args.output:
         ensure_state(layout.state)  # a real, user-owned folder, never a symlink
     atomic_write(output, (markdown + "\n").encode("utf-8"), mode=layout.graph_mode())
-    print(f"Review saved: {output}")
+    echo(f"Review saved: {output}")
     if args.json_output:
         json_path = Path(args.json_output)
         payload = json.dumps(result.as_json(), indent=2, ensure_ascii=False) + "\n"
         atomic_write(json_path, payload.encode("utf-8"))
-        print(f"Review JSON saved: {json_path}")
-    print(f"No graph changes applied. Proposed actions: {len(result.items)}")
+        echo(f"Review JSON saved: {json_path}")
+    echo(f"No graph changes applied. Proposed actions: {len(result.items)}")
     return 0
 
 
@@ -246,7 +252,7 @@ def _apply(args: argparse.Namespace) -> int:
     if not report.review.items:
         _err(f"{refinement}: <refinement>: no actions (empty block or no action calls)")
         return 1
-    print(report.review.markdown(args.trace_file or "<trace>", str(refinement)))
+    echo(report.review.markdown(args.trace_file or "<trace>", str(refinement)))
     if report.refused:
         _err("Refusing to apply because LOW-confidence action(s) were detected:")
         for item in report.review.low:
@@ -255,14 +261,14 @@ def _apply(args: argparse.Namespace) -> int:
         return 1
     for item, outcome, reason in report.outcomes:
         suffix = f" ({reason})" if reason else ""
-        print(f"  - {outcome}: {item.text}{suffix}")
+        echo(f"  - {outcome}: {item.text}{suffix}")
     if report.written:
-        print(f"Applied {report.applied} action(s) to {report.graph_path}")
-        print(f"Backup (pre-image of this apply): {report.backup_path}")
+        echo(f"Applied {report.applied} action(s) to {report.graph_path}")
+        echo(f"Backup (pre-image of this apply): {report.backup_path}")
     else:
-        print(f"Applied 0 action(s); {report.graph_path} left untouched")
+        echo(f"Applied 0 action(s); {report.graph_path} left untouched")
     if args.refresh_wiki:
-        print(
+        echo(
             refresh_wiki(layout, report.graph_path or layout.graph)
             if report.written
             else "Nothing changed; wiki not refreshed"
@@ -377,7 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     idx = sub.add_parser("index", help="No-op: agentport reads graph.json directly.")
     idx.add_argument("--rebuild", action="store_true")
-    idx.set_defaults(handler=lambda a: print("Nothing to index: agentport reads graph.json.") or 0)
+    idx.set_defaults(handler=_index)
 
     add_installers(sub)
     return parser

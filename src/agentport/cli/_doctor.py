@@ -29,6 +29,7 @@ from returns.result import Failure
 from ..catalog import all_backends, get_capability
 from ..core import BackendCapability, BackendKind, CompletionConfig, Message, ProviderError
 from ._app import app, fail_error
+from ._out import echo
 
 # Where each CLI's own docs say it reads a credential: environment variables first, then the
 # login file its `login` command writes (relative to $HOME; codex honours $CODEX_HOME).
@@ -145,11 +146,11 @@ def doctor(
     rows = [_local_row(), _deeprefine_row()]
     rows += [_cli_row(c) for c in all_backends() if c.kind is BackendKind.cli and c.executable]
     if as_json:
-        typer.echo(json.dumps(rows, indent=2))
+        echo(json.dumps(rows, indent=2))
     else:
         width = max(len(r["backend"]) for r in rows)
         for r in rows:
             version = f"{r['version']}: " if r.get("version") else ""
-            typer.echo(f"{r['backend']:<{width}}  {r['status']:<8} {version}{r['detail']}")
+            echo(f"{r['backend']:<{width}}  {r['status']:<8} {version}{r['detail']}")
     if any(r["status"] == "failed" for r in rows):
         raise typer.Exit(1)

@@ -10,9 +10,10 @@ from typing import Annotated, Any
 import typer
 
 from ..catalog import all_backends, get_capability
-from ..core import ProviderError
+from ..core import ProviderError, printable
 from ..policies import QuotaStatus, quota_status
 from ._app import app, fail_error
+from ._out import echo
 
 
 def _rows(statuses: list[QuotaStatus]) -> list[dict[str, Any]]:
@@ -61,22 +62,25 @@ def quota(
         fail_error(exc)
     rows = _rows([quota_status(name) for name in names])
     if as_json:
-        typer.echo(json.dumps(rows, indent=2))
+        echo(json.dumps(rows, indent=2))
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table("backend", "window", "left", "remaining / limit", "resets", "seen")
     for row in rows:
         if row["window"] is None:
             table.add_row(row["backend"], "unknown", "-", "-", "-", "-")
             continue
+        # a window's name is the provider's text: plain text, no controls, no rich markup
+        window = Text(printable(str(row["window"]), newlines=False))
         left = "?" if row["left"] is None else f"{row['left']:.0%}"
         counts = f"{row['remaining'] if row['remaining'] is not None else '?'} / " + (
             f"{row['limit'] if row['limit'] is not None else '?'}"
         )
         table.add_row(
-            row["backend"], row["window"], left, counts, _when(row["resets_at"]),
+            row["backend"], window, left, counts, _when(row["resets_at"]),
             _when(row["seen_at"]),
         )  # fmt: skip
     Console().print(table)

@@ -39,6 +39,7 @@ from ..workflows.deeprefine import (
 )
 from ._app import app, fail, fail_error
 from ._budget import BUDGET_HELP, PARTIAL_EXIT, budget_lines, resolve_budget
+from ._out import echo
 
 __all__ = ["refine", "run_refine"]
 
@@ -262,15 +263,15 @@ def refine(
             budget, worst.upper_bound_calls, worst.typical_calls, worst.upper_bound_output_tokens
         )
         for line in worst.lines() + fit:
-            typer.echo(line)
+            echo(line)
         return
     graph_path = graph or find_layout().graph
 
     def err(message: str) -> None:
-        typer.echo(f"agentport: {redact(message)}", err=True)
+        echo(f"agentport: {redact(message)}", err=True)
 
     code = run_refine(
-        question, graph_path, backend, apply, typer.echo, err, allow_low=allow_low, budget=budget
+        question, graph_path, backend, apply, echo, err, allow_low=allow_low, budget=budget
     )
     if code:
         raise typer.Exit(code)

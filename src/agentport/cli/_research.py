@@ -22,6 +22,7 @@ from ..core import (
     BackendKind,
     LLMAdapter,
     ProviderError,
+    printable,
     redact,
 )
 from ..policies import Budget, workflow_span
@@ -44,6 +45,7 @@ from ..workflows.deep_research import (
 from ..workflows.deep_research._budget import budget_plan
 from ._app import app, fail, fail_error
 from ._budget import BUDGET_HELP, PARTIAL_EXIT, budget_lines, resolve_budget
+from ._out import echo
 from ._run_config import research_config, resolved_backend
 
 __all__ = ["cache_folder", "research"]
@@ -112,6 +114,7 @@ def _run_with_progress(
     budget: Budget | None = None,
 ) -> ResearchReport:
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     console = Console(stderr=True)
@@ -128,13 +131,14 @@ def _run_with_progress(
 
     def on_event(event: ResearchEvent) -> None:
         fields: dict[str, Any] = {"completed": event.done, "total": max(event.expected, 1)}
-        if event.kind == "phase":
-            fields |= {"phase": event.phase, "description": event.message}
+        if event.kind == "phase":  # the message may quote the question: no controls, no markup
+            shown = escape(printable(event.message, newlines=False))
+            fields |= {"phase": event.phase, "description": shown}
         elif event.kind == "call_finished" and not event.ok:
             fields["description"] = f"{event.phase} call failed"
         progress.update(task, **fields)
         if debug and (line := _debug_line(event)) is not None:
-            console.print(line, markup=False, highlight=False, soft_wrap=True)
+            console.print(printable(line), markup=False, highlight=False, soft_wrap=True)
 
     async def go() -> ResearchReport:
         with workflow_span("deep_research", mode="corpus" if corpus is not None else "web"):
@@ -164,18 +168,18 @@ def _debug_line(event: ResearchEvent) -> str | None:
 def _emit(report: ResearchReport, as_json: bool, out: Path | None) -> None:
     text = redact(to_json(report) if as_json else to_markdown(report))
     if out is None:
-        typer.echo(text, nl=False)
+        echo(text, nl=False)
         return
     try:
         atomic_write_text(out, text)
     except OSError as exc:
-        typer.echo(text, nl=False)  # the run's work is not lost: the report goes to stdout
+        echo(text, nl=False)  # the run's work is not lost: the report goes to stdout
         fail(
             f"{out}: cannot write the report ({exc.strerror or exc}); it was printed to "
             "stdout instead; rerun with --resume to replay the finished calls and write it",
             1,
         )
-    typer.echo(f"agentport: report written to {out}", err=True)
+    echo(f"agentport: report written to {out}", err=True)
 
 
 @app.command()
@@ -297,11 +301,11 @@ def research(
         the_plan = plan_research(config, corpus=loaded)
         fit = budget_lines(budget, *budget_plan(the_plan, config.max_tokens))
         for line in the_plan.lines() + fit:
-            typer.echo(line)
+            echo(line)
         if loaded is not None:
-            typer.echo(f"corpus: {loaded.documents} documents, {len(loaded.passages)} passages")
+            echo(f"corpus: {loaded.documents} documents, {len(loaded.passages)} passages")
         elif target is not None and (refusal := _web_refusal(target)) is not None:
-            typer.echo(f"note: {refusal}")
+            echo(f"note: {refusal}")
         return
     from ..factory import create_llm_adapter
 
@@ -333,11 +337,9 @@ def research(
     if report.error and not salvaged:
         fail(report.error, 1)
     for warning in report.warnings:
-        typer.echo(f"agentport: warning: {redact(warning)}", err=True)
+        echo(f"agentport: warning: {redact(warning)}", err=True)
     if cache.hits:
-        typer.echo(
-            f"agentport: resumed {cache.hits} finished call(s) from {cache.folder}", err=True
-        )
+        echo(f"agentport: resumed {cache.hits} finished call(s) from {cache.folder}", err=True)
     _emit(report, as_json, out)
     if report.budget_reached is not None:
         fail(f"budget reached ({report.budget_reached}): the report is partial", PARTIAL_EXIT)

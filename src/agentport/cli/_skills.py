@@ -35,6 +35,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from ._out import echo
+
 __all__ = ["AGENTS", "add_installers"]
 
 SKILLS = Path(__file__).with_name("skills")
@@ -276,7 +278,7 @@ def _run(args: argparse.Namespace) -> int:
                 f"deeprefine: no {args.agent} skill installed ({scope}); nothing to remove"
             )
     for line in lines:
-        print(line)
+        echo(line)
     return 0
 
 
@@ -284,17 +286,17 @@ def _gemini(args: argparse.Namespace) -> int:
     target = gemini_target(getattr(args, "target_dir", None))
     folder = target.base / next(iter(target.files)).parent
     if args.action == "path":
-        print(SKILLS / "gemini" if args.bundled else folder)
+        echo(SKILLS / "gemini" if args.bundled else folder)
         return 0
     if args.action == "link":
-        print(f"run: gemini extensions link {folder} (after `deeprefine gemini install`)")
+        echo(f"run: gemini extensions link {folder} (after `deeprefine gemini install`)")
         return 0
     if args.action == "install":
         lines = install(target)
     else:
         lines, _ = uninstall(target)
     for line in lines:
-        print(line)
+        echo(line)
     return 0
 
 

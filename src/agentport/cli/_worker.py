@@ -21,6 +21,7 @@ import typer
 
 from ..core import ProviderError
 from ._app import app, fail, fail_error
+from ._out import echo
 
 __all__ = ["parse_caps", "worker"]
 
@@ -141,8 +142,8 @@ def worker(
 
     def ready(plan: WorkerPlan) -> None:
         for line in plan.describe():
-            typer.echo(f"agentport worker: {line}", err=True)
-        typer.echo(f"agentport worker: ready ({address}, namespace {ns})", err=True)
+            echo(f"agentport worker: {line}", err=True)
+        echo(f"agentport worker: ready ({address}, namespace {ns})", err=True)
 
     ns = namespace or settings.temporal.namespace
     try:

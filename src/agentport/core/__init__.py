@@ -38,6 +38,7 @@ from ._errors import (
 from ._events import EventStream, until_consumer_leaves
 from ._messages import Message, MessageRole, Part, as_messages, inline_files, split_system
 from ._parts import FilePart, ImagePart, sniff_image
+from ._printable import printable
 from ._protocols import AgentEvent, AgentRuntime, EventType, LLMAdapter, RuntimeHandle
 from ._response import CompletionResponse, ParamReceipt, RawInfo, SkippedBackend, Usage
 
@@ -107,6 +108,7 @@ __all__ = [
     "normalize_name",
     "parse_quota",
     "prepare_messages",
+    "printable",
     "quota_from_body",
     "redact",
     "redact_value",

@@ -17,23 +17,36 @@ Every error also says whether the request reached the provider (`request_sent`: 
 True or None for "cannot tell") and whether part of the answer had streamed already
 (`mid_stream`): what a caller needs to decide whether a retry may repeat work.
 
-Adapters return `Failure(ProviderError)`; only setup code (factory, config) raises it.
+A `ProviderError` is an immutable value, redacted (`core._redact`) on every path that
+builds one: the constructor, `replace` and the helpers on it, `copy` and `pickle` all go
+through `_clean`. Adapters return `Failure(ProviderError)`; only setup code (factory,
+config) raises it.
 Cancellation is never converted into a `ProviderError`: it propagates.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
-import re
+import inspect
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn, get_args
 
+from ._redact import (
+    SECRET_NAME,
+    redact,
+    redact_value,
+    register_secret,
+    secret_values,
+)
+from ._redact import _registered as _registered  # kept for tests that unregister a value
 from ._usage import Usage
 from ._wait import wait_seconds
 
 __all__ = [
+    "SECRET_NAME",
     "Attempt",
     "ErrorKind",
     "ProviderError",
@@ -124,105 +137,6 @@ def _sent_by_default(kind: ErrorKind, status: int | None) -> bool | None:
     return False if kind in _UNSENT_BY_KIND else None
 
 
-# Token shapes. A leading \b keeps ordinary words ("desk-management") intact; the prefixes
-# are those the vendors document (OpenAI/Anthropic sk-, GitHub ghp_/gho_/ghu_/ghs_/ghr_ and
-# github_pat_, AWS access key ids AKIA/ASIA, Slack xox?-/xapp-, Hugging Face hf_, Google AIza).
-_SHAPES: tuple[tuple[re.Pattern[str], Any], ...] = (
-    (re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-]{8,}"), lambda m: f"{m.group(1)}-***"),
-    (re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"), "AIza***"),
-    (re.compile(r"\b(gh[pousr])_[A-Za-z0-9]{16,}"), lambda m: f"{m.group(1)}_***"),
-    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{16,}"), "github_pat_***"),
-    (re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"), lambda m: f"{m.group(1)}***"),
-    (re.compile(r"\b(xox[abposr]|xapp)-[A-Za-z0-9\-]{8,}"), lambda m: f"{m.group(1)}-***"),
-    (re.compile(r"\bhf_[A-Za-z0-9]{16,}"), "hf_***"),
-    (re.compile(r"\beyJ[A-Za-z0-9_\-]{6,}\.[A-Za-z0-9_\-]{6,}\.[A-Za-z0-9_\-]{6,}"), "jwt-***"),
-    (re.compile(r"(?i)(://)[^/\s:@]+:[^/\s@]+@"), lambda m: f"{m.group(1)}***:***@"),
-    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/\-]{8,}=*"), lambda m: f"{m.group(1)} ***"),
-    (
-        re.compile(
-            r"(?i)\b((?:api[_-]?key|token|secret|password|passwd|authorization)[\"']?\s*[:=]\s*"
-            r"[\"']?)[^\s\"',}]{4,}"
-        ),
-        lambda m: f"{m.group(1)}***",
-    ),
-)
-
-# Environment variable names whose values are secrets wherever they appear.
-SECRET_NAME = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE|COOKIE|_PAT\b)")
-_MIN_LITERAL = 8  # shorter values ("1", "true", a user name) would mask ordinary text
-_registered: set[str] = set()
-_literal_cache: tuple[frozenset[str], re.Pattern[str] | None] = (frozenset(), None)
-_environ_cache: tuple[dict[Any, Any], frozenset[str]] | None = None
-
-
-def register_secret(*values: str | None) -> None:
-    """Redact these literal values (configured API keys, tokens) from now on, anywhere.
-    Values shorter than 8 characters are not registered."""
-    _registered.update(v for v in values if isinstance(v, str) and len(v) >= _MIN_LITERAL)
-
-
-def secret_values(environ: Mapping[str, str]) -> set[str]:
-    """Values of *environ* whose names look secret (`*KEY*`, `*TOKEN*`, `*SECRET*`,
-    `*PASSWORD*`, ...), at least 8 characters long."""
-    return {v for k, v in environ.items() if len(v) >= _MIN_LITERAL and SECRET_NAME.search(k)}
-
-
-def _environ_secrets() -> frozenset[str]:
-    """`secret_values(os.environ)`, scanned again only when the environment changed: CPython
-    keeps it encoded in `os.environ._data`, which compares with a copy at C speed (a scan
-    decodes every name and value; redaction runs several times per response)."""
-    global _environ_cache
-    import os  # the environment is read, never written: redaction stays pure otherwise
-
-    data = getattr(os.environ, "_data", None)
-    if isinstance(data, dict):
-        if _environ_cache is not None and _environ_cache[0] == data:
-            return _environ_cache[1]
-        values = frozenset(secret_values(os.environ))
-        _environ_cache = (dict(data), values)
-        return values
-    return frozenset(secret_values(os.environ))
-
-
-def _literals() -> re.Pattern[str] | None:
-    global _literal_cache
-    current = _environ_secrets() | _registered
-    if current != _literal_cache[0]:
-        ordered = sorted(current, key=len, reverse=True)  # longest first: no partial masks
-        pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
-        _literal_cache = (current, pattern)
-    return _literal_cache[1]
-
-
-def redact(text: str) -> str:
-    """Mask secrets in *text*: registered keys and secret-named environment values
-    literally (as `***`), then known token shapes (OpenAI/Anthropic `sk-`, GitHub, AWS
-    access key ids, Slack, Hugging Face, Google, JWTs, `user:pass@` in URLs, bearer/basic
-    credentials, `key=value` secrets). Idempotent: `redact(redact(t)) == redact(t)`."""
-    literal = _literals()
-    out = literal.sub("***", text) if literal is not None else text
-    for pattern, replacement in _SHAPES:
-        out = pattern.sub(replacement, out)
-    return out
-
-
-def redact_value(value: Any, depth: int = 0) -> Any:
-    """`redact` applied to every string inside nested dicts, lists and tuples (keys too);
-    nesting past 32 levels is replaced by `"..."`."""
-    if isinstance(value, str):
-        return redact(value)
-    if depth >= 32 and isinstance(value, (Mapping, list, tuple)):
-        return "..."
-    if isinstance(value, Mapping):
-        return {
-            (redact(k) if isinstance(k, str) else k): redact_value(v, depth + 1)
-            for k, v in value.items()
-        }
-    if isinstance(value, (list, tuple)):
-        return type(value)(redact_value(v, depth + 1) for v in value)
-    return value
-
-
 @dataclass(frozen=True, slots=True)
 class Attempt:
     """One failed attempt of a call, as the policy layer saw it (`ProviderError.attempts`).
@@ -242,8 +156,137 @@ class Attempt:
     timeout: TimeoutWhich | None = None
 
 
+_TIMEOUTS: frozenset[str] = frozenset(get_args(TimeoutWhich))
+
+
+def _read_only(self: object, *args: Any, **kwargs: Any) -> NoReturn:
+    raise TypeError("a ProviderError is immutable: build a changed copy with error.replace(...)")
+
+
+class _FrozenDict(dict[Any, Any]):
+    """A dict that refuses changes: `ProviderError.details` and the mappings inside it.
+    A plain `dict` to everything that reads it (`json`, `==`, `{**d}`, `dict(d)`)."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (dict(self),))
+
+
+class _FrozenList(list[Any]):
+    """A list that refuses changes (lists inside `ProviderError.details`)."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only
+    append = extend = insert = pop = remove = clear = sort = reverse = _read_only
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (list(self),))
+
+
+def _frozen(value: Any) -> Any:
+    """*value* (already redacted) with every dict and list inside made read-only."""
+    if isinstance(value, Mapping):
+        return _FrozenDict((k, _frozen(v)) for k, v in value.items())
+    if isinstance(value, list):
+        return _FrozenList(_frozen(v) for v in value)
+    if isinstance(value, tuple):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+def _text(value: object) -> str:
+    return redact(value if isinstance(value, str) else str(value))
+
+
+def _attempt(attempt: Attempt) -> Attempt:
+    backend = _text(attempt.backend)
+    return attempt if backend == attempt.backend else dataclasses.replace(attempt, backend=backend)
+
+
+def _clean(
+    kind: ErrorKind | str,
+    message: str,
+    *,
+    backend: str = "",
+    retryable: bool | None = None,
+    retry_after: float | None = None,
+    timeout: TimeoutWhich | None = None,
+    exit_code: int | None = None,
+    status: int | None = None,
+    stderr_tail: str = "",
+    raw_text: str | None = None,
+    details: Mapping[str, Any] | None = None,
+    attempts: Sequence[Attempt] = (),
+    retry_at: datetime | None = None,
+    window: str | None = None,
+    request_sent: bool | None = None,
+    mid_stream: bool = False,
+    usage: Usage | None = None,
+    derive_sent: bool = True,
+) -> dict[str, Any]:
+    """The one gate of a `ProviderError`'s fields: the constructor, `replace`, `copy` and
+    `pickle` all build through it, so every text field is redacted on every path (redaction
+    is idempotent: a copy of a redacted error is unchanged). *derive_sent*: a None
+    `request_sent` means "derive it from the kind" (the constructor) rather than "cannot
+    tell" (a copy)."""
+    kind = ErrorKind(kind)
+    if timeout is not None and timeout not in _TIMEOUTS:
+        raise ValueError(f"timeout must be one of {sorted(_TIMEOUTS)}, got {_text(timeout)!r}")
+    if retry_at is not None and retry_at.tzinfo is None:
+        raise ValueError("retry_at must be an aware datetime")
+    return {
+        "kind": kind,
+        "message": _text(message),
+        "backend": _text(backend),
+        "retryable": (
+            _retryable_by_default(kind, timeout) if retryable is None else bool(retryable)
+        ),
+        "retry_after": _checked_wait(retry_after),
+        "timeout": timeout,
+        "exit_code": exit_code,
+        "status": status,
+        "stderr_tail": _text(stderr_tail),
+        "raw_text": _text(raw_text) if raw_text is not None else None,
+        "details": _frozen(redact_value(dict(details or {}))),
+        "attempts": tuple(_attempt(a) for a in attempts),
+        "retry_at": retry_at,
+        "window": _text(window) if window is not None else None,
+        "request_sent": (
+            True
+            if mid_stream
+            else _sent_by_default(kind, status)
+            if request_sent is None and derive_sent
+            else request_sent
+        ),
+        "mid_stream": bool(mid_stream),
+        "usage": usage if usage is not None else Usage(),
+    }
+
+
+_FIELDS: tuple[str, ...] = tuple(
+    p for p in inspect.signature(_clean).parameters if p != "derive_sent"
+)
+# what Python itself sets on a raised exception (`raise ... from`, tracebacks, `add_note`)
+_PYTHON_OWNED = frozenset(
+    {"__traceback__", "__cause__", "__context__", "__suppress_context__", "__notes__"}
+)
+
+
+def _rebuild(cls: type[ProviderError], fields: dict[str, Any]) -> ProviderError:
+    """A copy of an error from its *fields* (`replace`, `copy`, `pickle`)."""
+    error = Exception.__new__(cls)
+    error._assign(_clean(**fields, derive_sent=False))
+    return error
+
+
 class ProviderError(Exception):
-    """A classified backend failure.
+    """A classified backend failure: an immutable value (assigning an attribute raises
+    `dataclasses.FrozenInstanceError`; `details` refuses changes too). Every field is
+    redacted on every path that builds one: the constructor, `replace` and the helpers built
+    on it, `copy.copy` and `pickle`.
 
     Attributes:
         kind: the `ErrorKind`.
@@ -254,16 +297,17 @@ class ProviderError(Exception):
             the whole call's deadline, is not).
         retry_after: seconds the backend asked us to wait (rate limits), or None; always a
             finite `0 <= s <= MAX_WAIT_S` (31 days): any other value given is dropped (None).
-        timeout: which timeout fired (`startup`, `idle`, `total`) for `ErrorKind.timeout`.
+        timeout: which timeout fired (`startup`, `idle`, `attempt`, `total`) for
+            `ErrorKind.timeout`; any other value is a `ValueError`.
         exit_code: the process exit code (CLI backends), or None.
         status: the HTTP status, or None.
         stderr_tail: the last bytes of stderr, decoded and redacted.
         raw_text: the model's raw answer for `schema_mismatch` / `bad_output`.
-        details: extra redacted facts for diagnostics.
+        details: extra redacted facts for diagnostics (a read-only mapping).
         attempts: the attempts the policy layer made before giving up (oldest first; empty
             when the adapter was called without it), see `Attempt`.
-        retry_at: for `quota_exhausted`, when the usage window resets (aware datetime), or
-            None when the backend did not say; never retried before it.
+        retry_at: for `quota_exhausted`, when the usage window resets (aware datetime, else
+            `ValueError`), or None when the backend did not say; never retried before it.
         window: for `quota_exhausted`, which window ("session", "weekly", "daily", ...) when
             the message says.
         request_sent: whether the request reached the provider, so it may have been billed
@@ -277,6 +321,24 @@ class ProviderError(Exception):
             re-ask before a `schema_mismatch`, a failed attempt, a CLI's usage line before it
             failed); zero when none did. Budgets count it.
     """
+
+    kind: ErrorKind
+    message: str
+    backend: str
+    retryable: bool
+    retry_after: float | None
+    timeout: TimeoutWhich | None
+    exit_code: int | None
+    status: int | None
+    stderr_tail: str
+    raw_text: str | None
+    details: Mapping[str, Any]
+    attempts: tuple[Attempt, ...]
+    retry_at: datetime | None
+    window: str | None
+    request_sent: bool | None
+    mid_stream: bool
+    usage: Usage
 
     def __init__(
         self,
@@ -299,34 +361,50 @@ class ProviderError(Exception):
         mid_stream: bool = False,
         usage: Usage | None = None,
     ) -> None:
-        self.kind = ErrorKind(kind)
-        self.message = redact(message)
-        self.backend = backend
-        self.retryable = (
-            _retryable_by_default(self.kind, timeout) if retryable is None else retryable
+        fields = _clean(
+            kind,
+            message,
+            backend=backend,
+            retryable=retryable,
+            retry_after=retry_after,
+            timeout=timeout,
+            exit_code=exit_code,
+            status=status,
+            stderr_tail=stderr_tail,
+            raw_text=raw_text,
+            details=details,
+            attempts=attempts,
+            retry_at=retry_at,
+            window=window,
+            request_sent=request_sent,
+            mid_stream=mid_stream,
+            usage=usage,
         )
-        self.retry_after = _checked_wait(retry_after)
-        self.timeout = timeout
-        self.exit_code = exit_code
-        self.status = status
-        self.stderr_tail = redact(stderr_tail)
-        self.raw_text = redact(raw_text) if raw_text is not None else None
-        self.details = redact_value(dict(details or {}))
-        self.attempts = tuple(attempts)
-        if retry_at is not None and retry_at.tzinfo is None:
-            raise ValueError("retry_at must be an aware datetime")
-        self.retry_at = retry_at
-        self.window = window
-        self.mid_stream = mid_stream
-        self.usage = usage if usage is not None else Usage()
-        self.request_sent = (
-            True
-            if mid_stream
-            else _sent_by_default(self.kind, status)
-            if request_sent is None
-            else request_sent
+        self._assign(fields)
+
+    def _assign(self, fields: dict[str, Any]) -> None:
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+        Exception.__init__(self, fields["message"])
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _PYTHON_OWNED:
+            object.__setattr__(self, name, value)
+            return
+        raise dataclasses.FrozenInstanceError(
+            f"cannot assign to field {name!r}: a ProviderError is immutable; "
+            "build a changed copy with error.replace(...)"
         )
-        super().__init__(self.message)
+
+    def __delattr__(self, name: str) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # copy.copy, copy.deepcopy and pickle rebuild through the constructor (redacted)
+        return (_rebuild, (type(self), self._fields()))
+
+    def _fields(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in _FIELDS}
 
     def __str__(self) -> str:
         where = f"{self.backend}: " if self.backend else ""
@@ -350,18 +428,12 @@ class ProviderError(Exception):
         return f"ProviderError({self.kind.value!r}, {self.message!r}, backend={self.backend!r})"
 
     def replace(self, **changes: Any) -> ProviderError:
-        """A copy with the attributes in *changes* replaced (e.g. `attempts=...`); the values
-        are taken as given (pass already-redacted text)."""
-        unknown = set(changes) - set(vars(self))
+        """A copy with the attributes in *changes* replaced (e.g. `attempts=...`), built and
+        redacted like a new error; `TypeError` for a name that is not an attribute."""
+        unknown = set(changes) - set(_FIELDS)
         if unknown:
             raise TypeError(f"ProviderError has no attribute(s) {sorted(unknown)}")
-        clone = Exception.__new__(type(self))
-        clone.__dict__.update(vars(self) | changes)
-        clone.retry_after = _checked_wait(clone.retry_after)
-        if clone.mid_stream:
-            clone.request_sent = True
-        clone.args = self.args
-        return clone
+        return _rebuild(type(self), self._fields() | changes)
 
     def sent(self, request_sent: bool | None, *, mid_stream: bool = False) -> ProviderError:
         """This error with what the transport saw: *request_sent* where the error itself
@@ -386,7 +458,5 @@ class ProviderError(Exception):
         return self if sent == self.request_sent else self.replace(request_sent=sent)
 
     def with_backend(self, backend: str) -> ProviderError:
-        """Return this error with *backend* set when it had none."""
-        if not self.backend:
-            self.backend = backend
-        return self
+        """This error with *backend* set when it had none (a copy; else this error)."""
+        return self if self.backend else self.replace(backend=backend)

@@ -17,7 +17,7 @@ from typing import Any, ParamSpec, TypeVar
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
-from ..core import ErrorKind, ProviderError, redact
+from ..core import ErrorKind, ProviderError, printable, redact
 from ..transport._beneath import PathRefused
 from ..transport._beneath import Roots as Beneath
 
@@ -33,18 +33,33 @@ __all__ = [
 ]
 
 _log = logging.getLogger("agentport.mcp")
+
+
+def _printable_record(record: logging.LogRecord) -> bool:
+    """A log record's message and traceback terminal-safe and redacted: an unexpected
+    error's text can be a server's or a file's."""
+    record.msg, record.args = redact(printable(record.getMessage())), None
+    if record.exc_info and not record.exc_text:
+        record.exc_text = logging.Formatter().formatException(record.exc_info)
+    if record.exc_text:
+        record.exc_text = redact(printable(record.exc_text))
+    return True
+
+
+_log.addFilter(_printable_record)
 P = ParamSpec("P")
 T = TypeVar("T")
 
 
 def one_line(text: str, limit: int = 400) -> str:
-    """*text* on one line (newlines folded, pydantic's help links dropped), redacted, capped."""
+    """*text* on one line (newlines folded, pydantic's help links dropped), terminal-safe
+    (`core.printable`: a client may show it in a terminal), redacted, capped."""
     parts = [
         p.strip()
         for p in text.splitlines()
         if p.strip() and not p.strip().startswith("For further information")
     ]
-    flat = redact("; ".join(parts))
+    flat = redact(printable("; ".join(parts), newlines=False))
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 

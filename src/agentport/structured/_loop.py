@@ -180,7 +180,7 @@ async def _schema_loop(
         ]
     assert last is not None
     if warnings:  # why the answer was not enforced natively: part of the diagnosis
-        last.details = {**last.details, "warnings": list(warnings)}
+        last = last.replace(details={**last.details, "warnings": list(warnings)})
     return Failure(last)
 
 
