@@ -134,7 +134,9 @@ class AgentConnection:
         try:
             # shielded, as in the runner: a spawn cancelled half-way leaves an untracked group
             with anyio.CancelScope(shield=True):
-                self.process = await open_guarded(self.argv, cwd=self.cwd, env=self.env)
+                self.process = await open_guarded(
+                    self.argv, cwd=self.cwd, env=self.env, grace_s=self.grace_s
+                )
         except OSError as exc:
             raise cannot_start(self.argv[0], exc) from None
         self.attach(tg)

@@ -446,6 +446,7 @@ async def run_process(request: ProcessRequest, on_frame: OnFrame) -> ProcessResu
                     stdin=request.stdin is not None,
                     stdout=stdout_target,
                     guard=request.guard,
+                    grace_s=request.grace_s,
                 )
         except OSError as exc:
             result.error = cannot_start(request.argv[0], exc)
