@@ -59,12 +59,16 @@ def _subreaper() -> None:
     if not sys.platform.startswith("linux"):
         return
     try:
-        import ctypes
+        if not _PRCTL:  # loaded once: a call reaper, a fork, finds it loaded
+            import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+            _PRCTL.append(ctypes.CDLL(None, use_errno=True).prctl)
+        _PRCTL[0](_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     except (OSError, AttributeError):  # pragma: no cover - no libc / no prctl
         pass
+
+
+_PRCTL: list[Any] = []
 
 
 def _descendants(root: int) -> list[int]:
