@@ -262,6 +262,16 @@ class EndState:
     warnings: tuple[str, ...] = ()
 
 
+def cut_prompt_error(why: str, exit_code: int | None) -> ProviderError:
+    """A run whose CLI did not read its whole prompt: whatever it answered, it answered a cut
+    prompt, so never a success. `invalid_request` (not retried: the same prompt is cut the
+    same way), like a prompt refused up front for being over the CLI's stdin limit."""
+    return ProviderError(
+        ErrorKind.invalid_request, f"{why}; an answer to a cut prompt is not returned",
+        retryable=False, exit_code=exit_code,
+    )  # fmt: skip
+
+
 def settle(
     spec: BackendSpec,
     outcome: RunOutcome,
@@ -269,13 +279,16 @@ def settle(
     shape: Callable[[str], str] | None = None,
 ) -> EndState:
     """The end-state table of one run, in order: the backend's `classify`; a fatal error
-    line nothing answered (*pending*, from `RunWatch`); the answer (`final_text` metadata,
+    line nothing answered (*pending*, from `RunWatch`); a prompt the CLI did not read whole
+    (`cut_prompt_error`); the answer (`final_text` metadata,
     else `spec.final_text`, then *shape*: the natively enforced value); a refusal; an empty
     answer (stderr first); else success with finish_reason and warnings."""
     events = outcome.events
     error = spec.classify(outcome)
     if error is None and pending is not None:
         error = pending_error(pending, outcome.exit_code, outcome.stderr_tail)
+    if error is None and outcome.stdin_short is not None:
+        error = cut_prompt_error(outcome.stdin_short, outcome.exit_code)
     if error is not None:
         return EndState(error)
     answer = next((e for e in reversed(events) if "final_text" in e.metadata), None)

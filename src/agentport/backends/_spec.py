@@ -17,6 +17,7 @@ from typing import Any
 from ..core import (
     AgentEvent,
     CompletionConfig,
+    ErrorKind,
     EventType,
     ImagePart,
     OutputSchema,
@@ -35,6 +36,7 @@ __all__ = [
     "image_files",
     "json_line",
     "last_text",
+    "over_stdin_limit",
     "text_after_last_tool",
 ]
 
@@ -102,6 +104,7 @@ class RunOutcome:
     stderr_tail: str
     events: Sequence[AgentEvent]
     noise: Sequence[str] = ()
+    stdin_short: str | None = None  # `ProcessResult.stdin_short`: the prompt was not all read
 
 
 def image_files(call: CliCall) -> list[Path]:
@@ -253,6 +256,10 @@ class BackendSpec:
         error_grace_s: how long this CLI may stay silent after a fatal error line before the
             run ends (the `error_grace_s` option overrides it); None: 5 s
             (`_endstate.DEFAULT_ERROR_GRACE_S`).
+        stdin_limit_bytes: the most bytes of stdin this CLI reads before it cuts the prompt
+            and answers the rest (gemini-cli and qwen-code: 8 MiB, then "Warning: stdin input
+            truncated"); a longer prompt is refused before the spawn (`over_stdin_limit`).
+            None: no known limit (a cut the runner sees still fails the run).
     """
 
     name: str
@@ -269,3 +276,17 @@ class BackendSpec:
     terminal_event: str | None = None
     warm: WarmTurns | None = None
     error_grace_s: float | None = None
+    stdin_limit_bytes: int | None = None
+
+
+def over_stdin_limit(spec: BackendSpec, stdin: bytes | None) -> None:
+    """Raise `invalid_request` when *stdin* is longer than *spec*'s `stdin_limit_bytes`: the
+    CLI would read a prefix and answer it as if it were the whole prompt."""
+    limit = spec.stdin_limit_bytes
+    if limit is not None and stdin is not None and len(stdin) > limit:
+        raise ProviderError(
+            ErrorKind.invalid_request,
+            f"the prompt is {len(stdin)} bytes; {spec.name} reads at most {limit} bytes of "
+            "stdin and would answer the cut prompt",
+            retryable=False, request_sent=False,
+        )  # fmt: skip
