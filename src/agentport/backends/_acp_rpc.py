@@ -114,6 +114,8 @@ class AgentConnection:
         self.on_notify: OnNotify | None = None
         self.process: Process | None = None
         self.last_activity = time.monotonic()
+        self.reads = 0  # stdout chunks read, and whether one is being dispatched: the late
+        self.dispatching = False  # updates' drain (`Session._drain_late`) watches both
         self.noise = 0
         self._ids = 0
         self._pending: dict[int, _Waiter] = {}
@@ -187,8 +189,11 @@ class AgentConnection:
                 except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                     break
                 self.last_activity = time.monotonic()
+                self.reads += 1
+                self.dispatching = True
                 for line in framer.feed(chunk):
                     await self._dispatch(line)
+                self.dispatching = False
         except LineTooLongError as exc:
             self._fail_all(ProviderError(ErrorKind.bad_output, str(exc), retryable=False))
             return
