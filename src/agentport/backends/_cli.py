@@ -232,7 +232,7 @@ class CliAdapter:
         if env is not None:
             error = withheld_hint(error, self.backend, os.environ, env)
         if events is not None:  # the CLI ran: what it printed says how far the request got
-            error = with_progress(error, events)
+            error = with_progress(error, events, self.spec.usage_mode)
         return Failure(as_quota(error).with_backend(self.backend))
 
     async def _once(
@@ -444,7 +444,7 @@ class CliAdapter:
             CompletionResponse(
                 content=end.text,
                 model=(None if self._model_ignored else config.model) or model,
-                usage=reported_usage(events) or Usage(),
+                usage=reported_usage(events, self.spec.usage_mode) or Usage(),
                 finish_reason=end.finish_reason,
                 warnings=end.warnings,
                 backend=self.backend,

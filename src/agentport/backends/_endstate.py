@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from ..core import AgentEvent, ErrorKind, EventType, ProviderError, Usage
 from ._classify import kind_from_status, kind_from_text
-from ._spec import BackendSpec, RunOutcome
+from ._spec import BackendSpec, RunOutcome, UsageMode
 
 __all__ = [
     "ABANDONED_TEXT",
@@ -177,20 +177,30 @@ _ANSWER_EVENTS = frozenset(
 )
 
 
-def reported_usage(events: Sequence[AgentEvent]) -> Usage | None:
-    """The last usage a run reported (an event's `metadata["usage"]`), or None."""
-    found = (e.metadata.get("usage") for e in reversed(events))
-    return next((u for u in found if isinstance(u, Usage)), None)
+def reported_usage(events: Sequence[AgentEvent], mode: UsageMode = "cumulative") -> Usage | None:
+    """What a run spent, from its events' `metadata["usage"]`, or None when none reported
+    any. *mode* is the backend's (`BackendSpec.usage_mode`): `per_request`, each report is
+    one model request's and the run spent their sum (pi's `message_end`, opencode's
+    `step_finish`: a tool step is a second request); `cumulative`, each report is the run's
+    total so far and the last one is the run's (claude's, qwen's `result`, gemini's stats)."""
+    found = [u for e in events if isinstance(u := e.metadata.get("usage"), Usage)]
+    if not found:
+        return None
+    if mode == "per_request":
+        return sum(found[1:], found[0])
+    return found[-1]
 
 
-def with_progress(error: ProviderError, events: Sequence[AgentEvent]) -> ProviderError:
+def with_progress(
+    error: ProviderError, events: Sequence[AgentEvent], mode: UsageMode = "cumulative"
+) -> ProviderError:
     """*error* of a run that printed *events*, with how far the request got: part of the
     answer seen (text, reasoning, a tool event) is `mid_stream`; that or a usage report
     means the request reached the model (`request_sent` True), and the usage reported is
     what the failed run spent. Nothing of the model's leaves the error as its kind says (a
     CLI's own refusal to start is still not sent)."""
     answered = any(e.type in _ANSWER_EVENTS for e in events)
-    usage = reported_usage(events)
+    usage = reported_usage(events, mode)
     if usage is not None and error.usage == Usage():
         error = error.replace(usage=usage)
     if answered or usage is not None or any(e.type is EventType.usage for e in events):

@@ -12,7 +12,7 @@ import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..core import (
     AgentEvent,
@@ -29,6 +29,7 @@ __all__ = [
     "CliCall",
     "Invocation",
     "RunOutcome",
+    "UsageMode",
     "WarmTurns",
     "as_dict",
     "as_int",
@@ -39,6 +40,10 @@ __all__ = [
     "over_stdin_limit",
     "text_after_last_tool",
 ]
+
+
+UsageMode = Literal["per_request", "cumulative"]
+"""What one usage report in a CLI's stream counts (`BackendSpec.usage_mode`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +261,10 @@ class BackendSpec:
         error_grace_s: how long this CLI may stay silent after a fatal error line before the
             run ends (the `error_grace_s` option overrides it); None: 5 s
             (`_endstate.DEFAULT_ERROR_GRACE_S`).
+        usage_mode: what a usage report of this CLI's stream counts: `"cumulative"` (the
+            run's total so far: the last report is the run's) or `"per_request"` (one model
+            request's: the run spent their sum). Decided from the CLI's recorded stream of a
+            run with a tool step (two requests); `_endstate.reported_usage` applies it.
         stdin_limit_bytes: the most bytes of stdin this CLI reads before it cuts the prompt
             and answers the rest (gemini-cli and qwen-code: 8 MiB, then "Warning: stdin input
             truncated"); a longer prompt is refused before the spawn (`over_stdin_limit`).
@@ -277,6 +286,7 @@ class BackendSpec:
     warm: WarmTurns | None = None
     error_grace_s: float | None = None
     stdin_limit_bytes: int | None = None
+    usage_mode: UsageMode = "cumulative"
 
 
 def over_stdin_limit(spec: BackendSpec, stdin: bytes | None) -> None:
