@@ -10,9 +10,10 @@ failure named by `on_stderr_line`) are in `ProcessResult.error`. Cancellation pr
 after the teardown.
 
 On POSIX the CLI is started by this process's guardian (`_spawner.py`, `_guardian.py`: a
-stdlib-only Python program that is the parent of every CLI): when this process dies, even by
-SIGKILL, the guardian kills the CLI's group and every descendant it can find. docs/runner.md
-has the mechanism and its limits.
+stdlib-only Python program above every CLI): when this process dies, even by SIGKILL, the
+guardian kills the CLI's group and every descendant it can find; when the CLI exits, its call
+reaper ends whatever it left running, in its group or not, before the exit is reported.
+docs/runner.md has the mechanism and its limits.
 
 Timeouts, in seconds: `startup` (no first stdout byte), `idle` (no stdout between two chunks;
 time spent in `on_frame` is not counted), `total` (wall clock). Source: DESIGN.md (runner),

@@ -1,8 +1,10 @@
 """Starting a CLI so that it dies with this process: `open_guarded` and `guard_argv`.
 
-On POSIX every process agentport starts has a guardian (`_guardian.py`) as its parent, which
+On POSIX every process agentport starts runs below a guardian (`_guardian.py`), which
 SIGKILLs it, its group and every descendant it can find when this process dies, even by
-SIGKILL (docs/runner.md has the mechanism and its limits).
+SIGKILL; and each call's own reaper (a fork of the guardian, a child subreaper) ends every
+process the CLI started, in its group or not, when the CLI exits (docs/runner.md has the
+mechanism and its limits).
 
 - `open_guarded(argv, ...)`: the way the runner and the ACP client start a CLI. One guardian
   per host process (started on first use, again after a `fork` or if it died) starts every
