@@ -83,3 +83,12 @@ async def test_an_update_after_the_drain_is_logged_not_lost_in_silence(
     assert first.unwrap().content == half
     assert second.unwrap().content == half  # its own first half, nothing of the first call's
     assert any("after its turn ended" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("value", ["soon", float("nan"), float("inf"), True, None])
+async def test_a_late_quiet_s_that_is_no_number_of_seconds_keeps_the_default(value: Any) -> None:
+    adapter = create_llm_adapter(
+        "acp", retry=False, acp={"command": COMMAND, "late_quiet_s": value}
+    )
+    result = await adapter.complete([Message.user("hi")])
+    assert result.unwrap().content == ANSWER

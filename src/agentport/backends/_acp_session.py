@@ -6,6 +6,7 @@ Source and protocol steps: the `acp` module docstring and docs/backends/acp.md.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import shlex
 import shutil
@@ -322,7 +323,9 @@ class Session:
         True if it was still talking at the bound."""
         agent = self.agent
         assert agent is not None
-        quiet_s = float(self.options.get("late_quiet_s", LATE_QUIET_S))
+        raw = self.options.get("late_quiet_s", LATE_QUIET_S)
+        number = isinstance(raw, int | float) and not isinstance(raw, bool)
+        quiet_s = min(float(raw), LATE_MAX_S) if number and math.isfinite(raw) else LATE_QUIET_S
         if quiet_s <= 0:
             return False
         bound = time.monotonic() + LATE_MAX_S
