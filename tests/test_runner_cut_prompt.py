@@ -10,7 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from returns.result import Failure, Success
 
 from _fake_clis_util import install_fake
@@ -134,3 +137,32 @@ async def test_the_runner_counts_what_the_pipe_took() -> None:
     assert f"of {len(data)} bytes" in str(cut.stdin_short())
     whole = await run_process(ProcessRequest(["sh", "-c", "cat >/dev/null"], stdin=data), on_frame)
     assert (whole.stdin_written, whole.stdin_short()) == (len(data), None)
+
+
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    size=st.integers(256 << 10, 2 << 20),
+    read=st.floats(0.0, 1.0),
+)
+def test_a_cut_is_seen_whenever_more_than_the_pipe_buffer_was_left(size: int, read: float) -> None:
+    """Whatever the prompt's size and the prefix the CLI reads: reading all of it is never a
+    cut; leaving more than the pipe's buffer (and one write) unread always is."""
+    taken = int(size * read)
+
+    async def on_frame(frame: Frame) -> bool:
+        return False
+
+    async def run() -> Any:
+        script = f"head -c {taken} >/dev/null; exec 0<&-; echo '{{}}'"
+        return await run_process(ProcessRequest(["sh", "-c", script], stdin=b"p" * size), on_frame)
+
+    result = anyio.run(run)
+    assert result.error is None
+    if size - taken > 2 * 65536:
+        assert result.stdin_short() is not None
+        assert result.stdin_written < size
+    if taken == size:
+        assert result.stdin_short() is None
+    assert result.stdin_written >= taken - 65536  # what it read went through the pipe
