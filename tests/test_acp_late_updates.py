@@ -39,7 +39,7 @@ async def _ask(**settings: Any) -> Any:
         await adapter.aclose()  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("late_ms", ["0", "20", "50"])
+@pytest.mark.parametrize("late_ms", ["0", "20"])
 @pytest.mark.parametrize("warm", [0, 1], ids=["cold", "warm"])
 async def test_a_chunk_after_the_prompts_answer_is_part_of_the_answer(
     late_ms: str, warm: int, monkeypatch: pytest.MonkeyPatch
@@ -86,7 +86,10 @@ async def test_an_update_after_the_drain_is_logged_not_lost_in_silence(
 
 
 @pytest.mark.parametrize("value", ["soon", float("nan"), float("inf"), True, None])
-async def test_a_late_quiet_s_that_is_no_number_of_seconds_keeps_the_default(value: Any) -> None:
+async def test_a_late_quiet_s_that_is_no_number_of_seconds_keeps_the_default(
+    value: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_LATE_MS", "0")  # right behind the answer: no timing at stake
     adapter = create_llm_adapter(
         "acp", retry=False, acp={"command": COMMAND, "late_quiet_s": value}
     )
