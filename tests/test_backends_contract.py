@@ -42,6 +42,8 @@ from agentport.testing import (
     HttpFault,
     JsonReply,
     LargeReply,
+    TextReply,
+    TokenUsage,
     ToolCallReply,
 )
 from agentport.transport import group_members
@@ -205,6 +207,32 @@ async def test_tool_call_turn(cli: str, project: Path, server: FakeModelServer) 
     assert "hello-from-tool" in tool_result.content
     response = events[-1].metadata["response"]
     assert group_members(response.raw.extra["pid"]) == []
+
+
+async def test_usage_of_a_tool_run_counts_every_model_request(
+    cli: str, project: Path, server: FakeModelServer
+) -> None:
+    """1000 in / 10 out for the tool call, 2000 / 20 for the answer after it: each CLI's own
+    total (`usage_mode` cumulative) says the run spent at least the 3000 / 30 of both."""
+    name, args, allowed = _TOOL[cli]
+    then = TextReply("tool done", usage=TokenUsage(input_tokens=2000, output_tokens=20))
+    first = TokenUsage(input_tokens=1000, output_tokens=10)
+    server.reply(ToolCallReply(name, args, then=then, usage=first))
+    sandbox = Sandbox.full if cli == "gemini" else None
+    config = CompletionConfig(
+        tools=ToolPolicy(allowed_tools=allowed, sandbox=sandbox),
+        idle_timeout_s=20, total_timeout_s=90,
+    )  # fmt: skip
+    result = await _adapter(project).complete([Message.user("Run the greeting")], config)
+    assert isinstance(result, Success), result
+    usage = result.unwrap().usage
+    served = server.model_requests
+    assert len(served) >= 2
+    # every request the CLI made: the two scripted ones, and any the CLI adds on its own
+    assert usage.input_tokens >= 3000, (usage, len(served))
+    assert usage.output_tokens >= 30, (usage, len(served))
+    if len(served) == 2:
+        assert (usage.input_tokens, usage.output_tokens) == (3000, 30)
 
 
 @pytest.mark.parametrize(

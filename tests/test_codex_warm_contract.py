@@ -173,3 +173,30 @@ async def test_codex_warm_from_the_projects_agentport_toml(
     assert (one.content, two.content) == ("one", "two")
     assert _pid(one) == _pid(two)
     assert live_processes(options["env"][MARKER_ENV]) == []
+
+
+async def test_codex_warm_usage_of_a_tool_run_counts_both_requests(
+    options: dict[str, Any],
+) -> None:
+    """app-server's `thread/tokenUsage/updated` comes after each model request; its `last`
+    is that request's alone: the call spent the thread's `total`, 3000 / 30 here."""
+    from agentport.core import ToolPolicy
+    from agentport.testing import TextReply, TokenUsage, ToolCallReply
+
+    with FakeModelServer() as server:
+        then = TextReply("tool done", usage=TokenUsage(input_tokens=2000, output_tokens=20))
+        first = TokenUsage(input_tokens=1000, output_tokens=10)
+        args = {"cmd": "echo hello-from-tool"}
+        server.reply(ToolCallReply("exec_command", args, then=then, usage=first))
+        options["base_url"] = server.openai_base_url
+        adapter = create_llm_adapter("codex", retry=False, warm=1, codex=options)
+        config = CompletionConfig(tools=ToolPolicy(), idle_timeout_s=30, total_timeout_s=90)
+        try:
+            result = await adapter.complete([Message.user("Run the greeting")], config)
+        finally:
+            await adapter.aclose()
+        served = len(server.model_requests)
+    response = result.unwrap()
+    assert response.content == "tool done"
+    assert served == 2
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (3000, 30)

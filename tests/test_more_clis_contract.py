@@ -49,6 +49,8 @@ from agentport.testing import (
     HttpFault,
     LargeReply,
     RecordedRequest,
+    TextReply,
+    TokenUsage,
     ToolCallReply,
 )
 
@@ -258,6 +260,54 @@ async def test_tool_call_turn_runs_the_tool_and_answers_after_it(
         offered = _offered_tools(server.model_requests[0])
         assert backend.tool in offered
         assert offered <= set(policy.allowed_tools) | backend.always_tools, offered
+
+
+async def test_a_server_the_tool_detached_ends_with_the_call(
+    backend: Backend, server: FakeModelServer, homes: dict[str, Path], mp: pytest.MonkeyPatch
+) -> None:
+    """A tool that starts a dev server in a session of its own (`setsid ... &`): the process
+    left the CLI's group, and still ends with the call (`_run` asserts no process of the
+    run is alive)."""
+    token = f"agentport-dev-server-{new_marker()}"
+    command = f"setsid sh -c 'sleep 1000' {token} </dev/null >/dev/null 2>&1 & echo started"
+    args = {**backend.tool_args, "command": command}
+    server.reply(ToolCallReply(backend.tool, args, then="done after the tool"))
+    result, _ = await _run(backend, server, homes[backend.name], mp, 120, **backend.tool_config)
+    assert isinstance(result, Success), result
+    assert "started" in server.model_requests[-1].raw.decode("utf-8", "replace")  # it ran
+    assert _with_token(token) == []
+
+
+def _with_token(token: str) -> list[str]:
+    """Pids whose command line holds *token*."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and token.encode() in (proc / "cmdline").read_bytes():
+                found.append(proc.name)
+        except OSError:
+            continue
+    return found
+
+
+#: what each CLI's stream says a run with a tool step spent: every request's usage summed
+#: (pi, opencode: one report per request; qwen: the run's total), or nothing (copilot's
+#: `--output-format json` carries no token counts)
+TOOL_RUN_USAGE = {"pi": (3000, 30), "opencode": (3000, 30), "qwen": (3000, 30), "copilot": (0, 0)}
+
+
+async def test_usage_of_a_tool_step_counts_both_model_requests(
+    backend: Backend, server: FakeModelServer, homes: dict[str, Path], mp: pytest.MonkeyPatch
+) -> None:
+    """The tool-call request costs 1000 in / 10 out, the answer after the tool 2000 / 20: the
+    run spent 3000 / 30, not the last request's 2000 / 20."""
+    then = TextReply("done after the tool", usage=TokenUsage(input_tokens=2000, output_tokens=20))
+    first = TokenUsage(input_tokens=1000, output_tokens=10)
+    server.reply(ToolCallReply(backend.tool, backend.tool_args, then=then, usage=first))
+    result, _ = await _run(backend, server, homes[backend.name], mp, 120, **backend.tool_config)
+    assert isinstance(result, Success), result
+    usage = result.unwrap().usage
+    assert (usage.input_tokens, usage.output_tokens) == TOOL_RUN_USAGE[backend.name]
 
 
 FAULTS: dict[str, tuple[Callable[[], Any], ErrorKind]] = {

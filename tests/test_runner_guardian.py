@@ -36,18 +36,30 @@ def _cmdline(pid: int) -> str:
     return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
 
 
-async def _parent() -> int:
-    lines, code = await _lines(["sh", "-c", "echo $PPID"])
+async def _parents() -> tuple[int, int]:
+    """(the CLI's parent: its call reaper, the reaper's parent: the guardian)."""
+    probe = "echo $PPID; cut -d ' ' -f 4 /proc/$PPID/stat"
+    lines, code = await _lines(["sh", "-c", probe])
     assert code == 0
-    return int(lines[0])
+    return int(lines[0]), int(lines[1])
+
+
+async def _parent() -> int:
+    """The host's guardian."""
+    return (await _parents())[1]
 
 
 @pytest.mark.anyio
-async def test_every_cli_of_a_host_is_a_child_of_its_one_guardian() -> None:
-    parents = {await _parent() for _ in range(3)}
+async def test_every_cli_of_a_host_is_a_grandchild_of_its_one_guardian() -> None:
+    """Each call has a reaper of its own (a fork of the guardian), below the one guardian."""
+    found = [await _parents() for _ in range(3)]
+    reapers = {reaper for reaper, _ in found}
+    parents = {guardian for _, guardian in found}
     assert len(parents) == 1
+    assert len(reapers) == 3
     guardian = parents.pop()
     assert guardian != os.getpid()
+    assert guardian not in reapers
     assert "_guardian.py --serve" in _cmdline(guardian)
     assert os.getppid() != guardian
 

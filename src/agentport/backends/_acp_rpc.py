@@ -116,6 +116,8 @@ class AgentConnection:
         self.on_notify: OnNotify | None = None
         self.process: Process | None = None
         self.last_activity = time.monotonic()
+        self.reads = 0  # stdout chunks read, and whether one is being dispatched: the late
+        self.dispatching = False  # updates' drain (`Session._drain_late`) watches both
         self.noise = 0
         self._ids = 0
         self._pending: dict[int, _Waiter] = {}
@@ -136,7 +138,9 @@ class AgentConnection:
         try:
             # shielded, as in the runner: a spawn cancelled half-way leaves an untracked group
             with anyio.CancelScope(shield=True):
-                self.process = await open_guarded(self.argv, cwd=self.cwd, env=self.env)
+                self.process = await open_guarded(
+                    self.argv, cwd=self.cwd, env=self.env, grace_s=self.grace_s
+                )
         except OSError as exc:
             raise cannot_start(self.argv[0], exc) from None
         self.attach(tg)
@@ -187,8 +191,11 @@ class AgentConnection:
                 except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                     break
                 self.last_activity = time.monotonic()
+                self.reads += 1
+                self.dispatching = True
                 for line in framer.feed(chunk):
                     await self._dispatch(line)
+                self.dispatching = False
         except LineTooLongError as exc:
             self._fail_all(ProviderError(ErrorKind.bad_output, str(exc), retryable=False))
             return

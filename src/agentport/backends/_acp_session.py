@@ -5,6 +5,8 @@ Source and protocol steps: the `acp` module docstring and docs/backends/acp.md.
 
 from __future__ import annotations
 
+import logging
+import math
 import os
 import shlex
 import shutil
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 from returns.result import Failure, Result, Success
 
@@ -39,6 +42,13 @@ from ._spec import text_after_last_tool
 __all__ = ["Session", "Sink", "Turn", "agent_env"]
 
 Sink = Callable[[AgentEvent], Awaitable[None]]
+
+#: After `session/prompt` answers, the turn keeps taking updates until the agent has been
+#: quiet this long (seconds; `[llm.acp] late_quiet_s`) ...
+LATE_QUIET_S = 0.1
+#: ... for at most this long: an agent still talking then is named in the answer's warnings.
+LATE_MAX_S = 1.0
+_log = logging.getLogger("agentport.acp")
 
 
 def agent_env(options: Mapping[str, Any]) -> dict[str, str]:
@@ -80,6 +90,7 @@ class Session:
         self.uses = 0  # calls served (a warm pool recycles the agent after its max_uses)
         self.workdir: ExitStack | None = None  # a warm agent's own folder, closed with it
         self.home: Path | None = None  # that folder
+        self.late_dropped = 0  # updates that came after their turn's drain (logged)
 
     @property
     def backend(self) -> str:
@@ -261,9 +272,15 @@ class Session:
 
     async def _on_notify(self, method: str, params: Any) -> None:
         turn = self._turn
-        if method != "session/update" or turn is None or not isinstance(params, dict):
+        if method != "session/update" or not isinstance(params, dict):
             return
-        if params.get("sessionId") not in (None, self.session_id):
+        if turn is None or params.get("sessionId") not in (None, self.session_id):
+            # after its turn's drain (or for a session that is over): never lost in silence
+            self.late_dropped += 1
+            _log.warning(
+                "ACP agent %s sent a session/update after its turn ended; dropped (%d so far)",
+                self.backend, self.late_dropped,
+            )  # fmt: skip
             return
         update = params.get("update")
         event = decode_update(update) if isinstance(update, dict) else None
@@ -297,6 +314,31 @@ class Session:
             return {"outcome": {"outcome": "cancelled"}}
         return {"outcome": {"outcome": "selected", "optionId": option}}
 
+    async def _drain_late(self) -> bool:
+        """Keep the turn open after `session/prompt` answered until the agent has been quiet
+        for `late_quiet_s`, at most `LATE_MAX_S`: some agents send their last update a few
+        ms after the answer (the same stdout carries both, in the agent's order). Quiet is
+        a whole sleep in which the reader read nothing and was not busy dispatching (so a
+        stalled host, or a slow consumer of a runtime's events, is not taken for silence).
+        True if it was still talking at the bound."""
+        agent = self.agent
+        assert agent is not None
+        raw = self.options.get("late_quiet_s", LATE_QUIET_S)
+        number = isinstance(raw, int | float) and not isinstance(raw, bool)
+        quiet_s = min(float(raw), LATE_MAX_S) if number and math.isfinite(raw) else LATE_QUIET_S
+        if quiet_s <= 0:
+            return False
+        bound = time.monotonic() + LATE_MAX_S
+        while True:
+            seen = agent.reads
+            await anyio.sleep(quiet_s)
+            for _ in range(3):  # data that came during a stall: the reader's turn first
+                await anyio.lowlevel.checkpoint()
+            if agent.reads == seen and not agent.dispatching:
+                return False
+            if time.monotonic() >= bound:
+                return True
+
     async def prompt(
         self, text: str, config: CompletionConfig, sink: Sink | None
     ) -> Result[CompletionResponse, ProviderError]:
@@ -310,11 +352,13 @@ class Session:
         self.events = turn.events
         params = {"sessionId": self.session_id, "prompt": [{"type": "text", "text": text}]}
         result: Any = None
+        still_talking = False
         with turn.scope:
             try:
                 result = await self.agent.request(
                     "session/prompt", params, limit_s=config.idle_timeout_s
                 )
+                still_talking = await self._drain_late()
             except BaseException:
                 # ask the agent to stop (it may be gone already)
                 with (
@@ -351,6 +395,11 @@ class Session:
         warnings: tuple[str, ...] = ()
         if stop == "max_tokens":
             warnings = ("the answer was cut at the token limit (stopReason max_tokens)",)
+        if still_talking:
+            warnings += (
+                f"the agent was still sending updates {LATE_MAX_S:g}s after it answered "
+                "session/prompt; the answer has what came until then",
+            )
         return Success(
             CompletionResponse(
                 content=answer,

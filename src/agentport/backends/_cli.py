@@ -76,7 +76,7 @@ from ._endstate import (
 )
 from ._policy import inherit_env, withheld_hint
 from ._retry_notice import notice_error
-from ._spec import BackendSpec, CliCall, Invocation, RunOutcome
+from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, over_stdin_limit
 from ._web_events import web_activity
 
 if TYPE_CHECKING:  # settings arrive from the factory; config sits above backends
@@ -231,7 +231,7 @@ class CliAdapter:
         if env is not None:
             error = withheld_hint(error, self.backend, os.environ, env)
         if events is not None:  # the CLI ran: what it printed says how far the request got
-            error = with_progress(error, events)
+            error = with_progress(error, events, self.spec.usage_mode)
         return Failure(as_quota(error).with_backend(self.backend))
 
     async def _once(
@@ -355,11 +355,13 @@ class CliAdapter:
     ) -> tuple[Invocation, dict[str, str]] | Failure[ProviderError]:
         """The spec's invocation and the child's environment (the allow-list, the user's
         `env`, the CLI's own namespace unless `base_url` is set), then the files the argv
-        names (`BackendSpec.prepare`). Either may refuse: `unsupported`, `config`."""
+        names (`BackendSpec.prepare`). Either may refuse: `unsupported`, `config`, and
+        `invalid_request` for a prompt over the CLI's stdin limit."""
         user_env = {str(k): str(v) for k, v in dict(self.options.get("env") or {}).items()}
         try:
             build = self.spec.warm.build if warm and self.spec.warm else self.spec.build
             invocation = build(call)
+            over_stdin_limit(self.spec, invocation.stdin)
             namespace = () if self.options.get("base_url") else self.capability.env_namespace
             env = child_env(
                 os.environ,
@@ -426,7 +428,9 @@ class CliAdapter:
             stopped = notice_error(notice, outcome.exit_code, outcome.stderr_tail)
             stopped = stopped.replace(details={**stopped.details, "pid": outcome.pid})
             return self._fail(stopped, env, events)
-        run = RunOutcome(outcome.exit_code, outcome.stderr_tail, events, outcome.noise)
+        run = RunOutcome(
+            outcome.exit_code, outcome.stderr_tail, events, outcome.noise, outcome.stdin_short()
+        )
         shape = partial(self._shape, events, config) if native_schema else None
         end = settle(self.spec, run, turn.watch.pending, shape or (lambda text: text))
         if end.error is not None:
@@ -440,7 +444,7 @@ class CliAdapter:
             CompletionResponse(
                 content=end.text,
                 model=(None if self._model_ignored else config.model) or model,
-                usage=reported_usage(events) or Usage(),
+                usage=reported_usage(events, self.spec.usage_mode) or Usage(),
                 finish_reason=end.finish_reason,
                 warnings=end.warnings,
                 backend=self.backend,

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from ..core import AgentEvent, ErrorKind, EventType, ProviderError, Usage
 from ._classify import kind_from_status, kind_from_text
-from ._spec import BackendSpec, RunOutcome
+from ._spec import BackendSpec, RunOutcome, UsageMode
 
 __all__ = [
     "ABANDONED_TEXT",
@@ -177,20 +177,30 @@ _ANSWER_EVENTS = frozenset(
 )
 
 
-def reported_usage(events: Sequence[AgentEvent]) -> Usage | None:
-    """The last usage a run reported (an event's `metadata["usage"]`), or None."""
-    found = (e.metadata.get("usage") for e in reversed(events))
-    return next((u for u in found if isinstance(u, Usage)), None)
+def reported_usage(events: Sequence[AgentEvent], mode: UsageMode = "cumulative") -> Usage | None:
+    """What a run spent, from its events' `metadata["usage"]`, or None when none reported
+    any. *mode* is the backend's (`BackendSpec.usage_mode`): `per_request`, each report is
+    one model request's and the run spent their sum (pi's `message_end`, opencode's
+    `step_finish`: a tool step is a second request); `cumulative`, each report is the run's
+    total so far and the last one is the run's (claude's, qwen's `result`, gemini's stats)."""
+    found = [u for e in events if isinstance(u := e.metadata.get("usage"), Usage)]
+    if not found:
+        return None
+    if mode == "per_request":
+        return sum(found[1:], found[0])
+    return found[-1]
 
 
-def with_progress(error: ProviderError, events: Sequence[AgentEvent]) -> ProviderError:
+def with_progress(
+    error: ProviderError, events: Sequence[AgentEvent], mode: UsageMode = "cumulative"
+) -> ProviderError:
     """*error* of a run that printed *events*, with how far the request got: part of the
     answer seen (text, reasoning, a tool event) is `mid_stream`; that or a usage report
     means the request reached the model (`request_sent` True), and the usage reported is
     what the failed run spent. Nothing of the model's leaves the error as its kind says (a
     CLI's own refusal to start is still not sent)."""
     answered = any(e.type in _ANSWER_EVENTS for e in events)
-    usage = reported_usage(events)
+    usage = reported_usage(events, mode)
     if usage is not None and error.usage == Usage():
         error = error.replace(usage=usage)
     if answered or usage is not None or any(e.type is EventType.usage for e in events):
@@ -262,6 +272,16 @@ class EndState:
     warnings: tuple[str, ...] = ()
 
 
+def cut_prompt_error(why: str, exit_code: int | None) -> ProviderError:
+    """A run whose CLI did not read its whole prompt: whatever it answered, it answered a cut
+    prompt, so never a success. `invalid_request` (not retried: the same prompt is cut the
+    same way), like a prompt refused up front for being over the CLI's stdin limit."""
+    return ProviderError(
+        ErrorKind.invalid_request, f"{why}; an answer to a cut prompt is not returned",
+        retryable=False, exit_code=exit_code,
+    )  # fmt: skip
+
+
 def settle(
     spec: BackendSpec,
     outcome: RunOutcome,
@@ -269,13 +289,16 @@ def settle(
     shape: Callable[[str], str] | None = None,
 ) -> EndState:
     """The end-state table of one run, in order: the backend's `classify`; a fatal error
-    line nothing answered (*pending*, from `RunWatch`); the answer (`final_text` metadata,
+    line nothing answered (*pending*, from `RunWatch`); a prompt the CLI did not read whole
+    (`cut_prompt_error`); the answer (`final_text` metadata,
     else `spec.final_text`, then *shape*: the natively enforced value); a refusal; an empty
     answer (stderr first); else success with finish_reason and warnings."""
     events = outcome.events
     error = spec.classify(outcome)
     if error is None and pending is not None:
         error = pending_error(pending, outcome.exit_code, outcome.stderr_tail)
+    if error is None and outcome.stdin_short is not None:
+        error = cut_prompt_error(outcome.stdin_short, outcome.exit_code)
     if error is not None:
         return EndState(error)
     answer = next((e for e in reversed(events) if "final_text" in e.metadata), None)

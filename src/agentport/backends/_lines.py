@@ -10,19 +10,56 @@ exits as `{"trailer": <value>}`. With `--document`, the CLI prints one JSON docu
 `--json`, maybe across several lines): the whole of stdout is read and, when it parses, emitted
 as one line `{"document": <value>}`; otherwise each line is framed as above.
 
+Reading stops at stdout's EOF, or 0.5 s without output after the child exited: a process the
+CLI left running in a session of its own (a tool's server) may hold the pipe open for ever, and
+this wrapper must still exit when the CLI does (the runner applies the same rule).
+
 Standard library only and no agentport import: it starts in a few tens of milliseconds.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import select
 import subprocess
 import sys
+from collections.abc import Iterator
 from typing import TextIO
 
 __all__ = ["command", "main"]
 
 _MAX_DOCUMENT = 64 << 20  # the runner's longest line
+_DRAIN_S = 0.5
+
+
+def _chunks(child: subprocess.Popen[bytes]) -> Iterator[bytes]:
+    """The child's stdout, until EOF or `_DRAIN_S` of silence after the child exited."""
+    assert child.stdout is not None
+    fd = child.stdout.fileno()
+    while True:
+        wait = _DRAIN_S if child.poll() is not None else 0.25
+        ready, _, _ = select.select([fd], [], [], wait)
+        if not ready:
+            if child.poll() is not None and wait == _DRAIN_S:
+                return
+            continue
+        data = os.read(fd, 1 << 16)
+        if not data:
+            return
+        yield data
+
+
+def _lines(chunks: Iterator[bytes], head: bytes = b"") -> Iterator[bytes]:
+    """Lines (each with its newline; the last may lack one) of *head* then *chunks*."""
+    buffer = head
+    for data in chunks:
+        buffer += data
+        *whole, buffer = buffer.split(b"\n")
+        for line in whole:
+            yield line + b"\n"
+    if buffer:
+        yield buffer
 
 
 def command(
@@ -53,19 +90,23 @@ def main(argv: list[str]) -> int:
     except OSError as exc:
         print(f"cannot start {argv[0]!r}: {exc.strerror or exc}", file=sys.stderr)
         return 127
-    assert child.stdout is not None
     out = sys.stdout
+    chunks = _chunks(child)
+    head = b""
     if document:
-        data = child.stdout.read(_MAX_DOCUMENT)  # more: framed as lines, then refused
+        data = bytearray()
+        for chunk in chunks:
+            data += chunk
+            if len(data) > _MAX_DOCUMENT:  # more: framed as lines, then refused
+                break
         try:
             value = json.loads(data)
         except ValueError:
-            for raw in data.splitlines():
-                _frame(out, raw)
+            head = bytes(data)
         else:
             out.write(json.dumps({"document": value}, ensure_ascii=False) + "\n")
-        out.flush()
-    for raw in child.stdout:
+            out.flush()
+    for raw in _lines(chunks, head):
         _frame(out, raw)
         out.flush()
     code = child.wait()

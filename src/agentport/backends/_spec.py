@@ -12,11 +12,12 @@ import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..core import (
     AgentEvent,
     CompletionConfig,
+    ErrorKind,
     EventType,
     ImagePart,
     OutputSchema,
@@ -28,6 +29,7 @@ __all__ = [
     "CliCall",
     "Invocation",
     "RunOutcome",
+    "UsageMode",
     "WarmTurns",
     "as_dict",
     "as_int",
@@ -35,8 +37,13 @@ __all__ = [
     "image_files",
     "json_line",
     "last_text",
+    "over_stdin_limit",
     "text_after_last_tool",
 ]
+
+
+UsageMode = Literal["per_request", "cumulative"]
+"""What one usage report in a CLI's stream counts (`BackendSpec.usage_mode`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +109,7 @@ class RunOutcome:
     stderr_tail: str
     events: Sequence[AgentEvent]
     noise: Sequence[str] = ()
+    stdin_short: str | None = None  # `ProcessResult.stdin_short`: the prompt was not all read
 
 
 def image_files(call: CliCall) -> list[Path]:
@@ -253,6 +261,14 @@ class BackendSpec:
         error_grace_s: how long this CLI may stay silent after a fatal error line before the
             run ends (the `error_grace_s` option overrides it); None: 5 s
             (`_endstate.DEFAULT_ERROR_GRACE_S`).
+        usage_mode: what a usage report of this CLI's stream counts: `"cumulative"` (the
+            run's total so far: the last report is the run's) or `"per_request"` (one model
+            request's: the run spent their sum). Decided from the CLI's recorded stream of a
+            run with a tool step (two requests); `_endstate.reported_usage` applies it.
+        stdin_limit_bytes: the most bytes of stdin this CLI reads before it cuts the prompt
+            and answers the rest (gemini-cli and qwen-code: 8 MiB, then "Warning: stdin input
+            truncated"); a longer prompt is refused before the spawn (`over_stdin_limit`).
+            None: no known limit (a cut the runner sees still fails the run).
     """
 
     name: str
@@ -269,3 +285,18 @@ class BackendSpec:
     terminal_event: str | None = None
     warm: WarmTurns | None = None
     error_grace_s: float | None = None
+    stdin_limit_bytes: int | None = None
+    usage_mode: UsageMode = "cumulative"
+
+
+def over_stdin_limit(spec: BackendSpec, stdin: bytes | None) -> None:
+    """Raise `invalid_request` when *stdin* is longer than *spec*'s `stdin_limit_bytes`: the
+    CLI would read a prefix and answer it as if it were the whole prompt."""
+    limit = spec.stdin_limit_bytes
+    if limit is not None and stdin is not None and len(stdin) > limit:
+        raise ProviderError(
+            ErrorKind.invalid_request,
+            f"the prompt is {len(stdin)} bytes; {spec.name} reads at most {limit} bytes of "
+            "stdin and would answer the cut prompt",
+            retryable=False, request_sent=False,
+        )  # fmt: skip

@@ -188,7 +188,11 @@ class AcpAdapter:
         session = Session(self.capability, self.options)
         if pool is None:
             assert cwd is not None
-            await session.open(tg, config, cwd)
+            try:
+                await session.open(tg, config, cwd)
+            except BaseException:  # cancelled or failed half-way: the caller never sees it
+                await session.aclose()
+                raise
             return session
         session.workdir = ExitStack()
         session.home = absolute_cwd(

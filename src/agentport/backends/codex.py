@@ -423,8 +423,8 @@ def app_decode(obj: Any) -> AgentEvent | None:
     stands for: `thread/started`, `item/started` / `item/completed`, the `error`
     notification (`willRetry` -> a warning), `turn/completed` (status `completed` -> the
     terminal event; `failed` / `interrupted` -> `turn.failed`). Usage comes in
-    `thread/tokenUsage/updated` (`last`: this turn's); an error answer to one of our
-    requests ends the run with its message."""
+    `thread/tokenUsage/updated` (`total`: the thread's, so the call's); an error answer to
+    one of our requests ends the run with its message."""
     method = obj.get("method")
     params = as_dict(obj.get("params"))
     if method is None:
@@ -437,11 +437,14 @@ def app_decode(obj: Any) -> AgentEvent | None:
     if method == "thread/started":
         line = {"type": "thread.started", "thread_id": as_dict(params.get("thread")).get("id")}
     elif method == "thread/tokenUsage/updated":
-        last = as_dict(as_dict(params.get("tokenUsage")).get("last"))
+        # `total` is the thread's (a thread per call: the call's so far); `last` is only the
+        # last model request's, one of several when the turn ran a tool
+        counts = as_dict(params.get("tokenUsage"))
+        total = as_dict(counts.get("total") or counts.get("last"))
         usage = Usage(
-            input_tokens=as_int(last.get("inputTokens")),
-            output_tokens=as_int(last.get("outputTokens")),
-            cached_tokens=as_int(last.get("cachedInputTokens")),
+            input_tokens=as_int(total.get("inputTokens")),
+            output_tokens=as_int(total.get("outputTokens")),
+            cached_tokens=as_int(total.get("cachedInputTokens")),
         )
         return AgentEvent(type=EventType.usage, raw=obj, metadata={"usage": usage})
     elif method == "turn/completed":

@@ -269,6 +269,8 @@ SPEC = BackendSpec(
     final_text=text_after_last_tool,
     extra_env=_HEADLESS_ENV,
     stdout_to_file=True,  # on a pipe it cuts an 8 MiB answer short and exits 0
+    # readStdin (0.61.0): 8 MiB of UTF-8, then "Warning: stdin input truncated", stdin closed
+    stdin_limit_bytes=8 << 20,
     # retries are only `general.maxAttempts` in the user's settings.json: end the run at
     # the first "Attempt 1 failed with status 500. Retrying with backoff..." on stderr
     retry_notice=stderr_notice(_RETRY_NOTICE),

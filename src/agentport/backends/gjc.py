@@ -71,6 +71,8 @@ def build(call: CliCall) -> Invocation:
 
 SPEC = BackendSpec(
     name="gjc",
+    # pi's events: each assistant `message_end` is one model request's usage
+    usage_mode="per_request",
     terminal_event="agent_end",
     build=build,
     decode=decode,

@@ -223,7 +223,7 @@ _FINISH = {"stop": "stop", "length": "length", "content-filter": "refusal"}
 
 def decode(obj: Any) -> AgentEvent | None:
     """One `--format json` line -> an event. `step_start` carries the session id; each
-    `step_finish` carries that model call's usage (the last one's is reported)."""
+    `step_finish` carries that model call's usage (the run's is their sum: `usage_mode`)."""
     kind = obj.get("type")
     part = as_dict(obj.get("part"))
     if kind == "step_start":
@@ -313,6 +313,8 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
 
 SPEC = BackendSpec(
     name="opencode",
+    # each `step_finish` carries that step's model request's tokens
+    usage_mode="per_request",
     terminal_event="step_finish",
     build=build,
     decode=decode,

@@ -152,6 +152,8 @@ WARM = WarmTurns(
 
 SPEC = BackendSpec(
     name="pi",
+    # each assistant `message_end` carries that model request's usage (a tool step: two)
+    usage_mode="per_request",
     terminal_event="agent_end",
     build=build,
     decode=decode,

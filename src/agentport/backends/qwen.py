@@ -292,4 +292,6 @@ SPEC = BackendSpec(
     native_schema=schema_dict,
     extra_env=_HEADLESS_ENV,
     retry_notice=stderr_notice(_RETRY_NOTICE, block=True),
+    # readStdin (0.24.4, gemini-cli's): 8 MiB of UTF-8, then a warning and stdin closed
+    stdin_limit_bytes=8 << 20,
 )

@@ -6,9 +6,17 @@ Never import it; the host runs it in one of two modes.
 starts every CLI the host asks for, each in a session of its own (pid = pgid), and reports
 its pid and exit status. A request on the stream socket SOCK is an 8-byte big-endian length
 carrying the descriptors (SCM_RIGHTS: a status pipe's write end, then stdin (optional),
-stdout, stderr), followed by that many bytes of JSON `{"argv", "env", "cwd", "stdin"}`. On
-the status pipe it writes `pid N` (or `err ERRNO` when the exec failed), later `exit STATUS`
-(a raw wait status), and closes it.
+stdout, stderr), followed by that many bytes of JSON `{"argv", "env", "cwd", "stdin",
+"grace"}`. On the status pipe it writes `pid N` (or `err ERRNO` when the exec failed), later
+`exit STATUS` (a raw wait status), and closes it.
+
+Each call gets a *call reaper* of its own: a `fork` of the guardian that is a child subreaper
+(Linux), spawns the CLI and waits for it. Every process the CLI starts, including those that
+leave its group (`setsid`, a daemon's double fork, a detached Node child), stays below the
+reaper: an orphan is re-parented to it, not to init. When the CLI exits, the reaper SIGTERMs
+every process still below it, SIGKILLs what is left after `grace` seconds, and only then
+writes `exit STATUS`: a call that has ended has left nothing running, on every path (the
+runner's timeout and cancel end the CLI's group, and so the CLI).
 
 `python -I -S _guardian.py FD HOST_PID -- ARGV...` (one per long-lived process started
 outside the runner, `guard_argv`): it leads the new process group (`start_new_session`),
@@ -17,9 +25,11 @@ signal), so the parent sees the CLI's own exit status.
 
 Either way it watches the host: FD (the read end of a pipe whose write end only the host
 holds) or SOCK reaching EOF, or its parent pid changing (a 1 s backstop, for a descriptor
-leaked by a `fork`), means the host is gone: it SIGKILLs every process it started, then every
-descendant it can still find (Linux: it is a child subreaper, so grandchildren that left their
-group and lost their parent are re-parented to it and found through /proc), and exits.
+leaked by a `fork`), means the host is gone: it SIGKILLs every descendant it can find (Linux:
+/proc; the call reapers and the guardian are child subreapers, so grandchildren that left
+their group and lost their parent stay below it), and exits. In the one-process mode the
+guardian, a subreaper too, ends every descendant the same way when ARGV exits, before it
+relays the exit.
 
 SIGTERM / SIGINT / SIGHUP do not stop the guardian: the runner signals the CLI's group, the CLI
 gets the signal itself, and the guardian relays its exit. Sources: prctl(2)
@@ -39,16 +49,26 @@ _POLL_S = 1.0
 _PR_SET_CHILD_SUBREAPER = 36
 
 
+_GRACE_S = 3.0
+_KILL_WAIT_S = 2.0  # after SIGKILL: a process in uninterruptible sleep is left, not waited on
+
+
 def _subreaper() -> None:
+    """Become a child subreaper: an orphan below this process is re-parented to it (prctl(2);
+    not inherited across fork, so each call reaper sets it again)."""
     if not sys.platform.startswith("linux"):
         return
     try:
-        import ctypes
+        if not _PRCTL:  # loaded once: a call reaper, a fork, finds it loaded
+            import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+            _PRCTL.append(ctypes.CDLL(None, use_errno=True).prctl)
+        _PRCTL[0](_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     except (OSError, AttributeError):  # pragma: no cover - no libc / no prctl
         pass
+
+
+_PRCTL: list[Any] = []
 
 
 def _descendants(root: int) -> list[int]:
@@ -78,14 +98,9 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
-def _kill_everything(groups: Any = ()) -> None:
-    """SIGKILL the process *groups* started, every descendant (repeatedly: one may fork while
-    we look), then the guardian's own group, this process included. Never returns."""
-    for pgid in groups:
-        try:  # noqa: SIM105 - no contextlib: the guardian imports as little as it can
-            os.killpg(pgid, signal.SIGKILL)
-        except OSError:
-            pass
+def _kill_everything() -> None:
+    """SIGKILL every descendant (repeatedly: one may fork while we look), then the guardian's
+    own group (its call reapers), this process included. Never returns."""
     me = os.getpid()
     for _ in range(5):
         rest = _descendants(me)
@@ -107,6 +122,48 @@ def _kill_everything(groups: Any = ()) -> None:
     os._exit(137)  # pragma: no cover - killpg(0) killed us
 
 
+def _end_descendants(wake_r: int, grace: float) -> None:
+    """SIGTERM every process below this one, SIGKILL what is left after *grace* seconds, and
+    return once none is left (all reaped), or `_KILL_WAIT_S` after the SIGKILL.
+
+    Once a subreaper has no child it has no descendant: a living descendant's chain of
+    parents ends at a child of ours, since every orphan below us is re-parented to us."""
+    import time  # built in: costs nothing
+
+    me = os.getpid()
+    late = time.monotonic() + grace
+    termed: set[int] = set()
+    while True:
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            return
+        now = time.monotonic()
+        if now > late + _KILL_WAIT_S:
+            return  # pragma: no cover - unkillable (D state); the host's own kill remains
+        for pid in _descendants(me):
+            if now >= late or pid not in termed:
+                try:  # noqa: SIM105
+                    os.kill(pid, signal.SIGKILL if now >= late else signal.SIGTERM)
+                except OSError:
+                    pass
+                termed.add(pid)
+        try:
+            ready, _, _ = select.select([wake_r], [], [], 0.02)
+        except InterruptedError:  # pragma: no cover - PEP 475 retries
+            ready = []
+        if ready:
+            os.read(wake_r, 512)
+
+
+def _grace(req: Any) -> float:
+    value = req.get("grace", _GRACE_S)
+    if not isinstance(value, int | float) or not 0 <= value <= 60:
+        return _GRACE_S
+    return float(value)
+
+
 def _relay(status: int) -> None:
     """Exit exactly as the CLI did."""
     if os.WIFSIGNALED(status):
@@ -123,18 +180,24 @@ def _relay(status: int) -> None:
 _RESTORE = ("SIGPIPE", "SIGXFSZ", "SIGTERM", "SIGINT", "SIGHUP", "SIGCHLD")
 
 
-def _prepare(watched: int, host_pid: int) -> int:
-    """Ignore the polite signals, route SIGCHLD to a pipe; return that pipe's read end."""
+def _prepare(watched: int, host_pid: int) -> tuple[int, int]:
+    """Ignore the polite signals, route SIGCHLD to a pipe; return that pipe's two ends."""
     os.set_inheritable(watched, False)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: None)
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_w, False)
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    signal.set_wakeup_fd(wake_w)
+    wake = _wake_pipe()
     if os.getppid() != host_pid:  # the host died before we got here
         _kill_everything()
-    return wake_r
+    return wake
+
+
+def _wake_pipe() -> tuple[int, int]:
+    """A pipe SIGCHLD writes to (`set_wakeup_fd`): (read end, write end)."""
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    return wake_r, wake_w
 
 
 def _reaped() -> Any:
@@ -195,7 +258,7 @@ def _start(req: Any, status: int, stdio: list[int], children: dict[int, int]) ->
 
     `posix_spawnp` runs no Python code in the child (glibc: a vfork-like clone), which makes a
     start ~0.2 ms against ~2.7 ms for `fork` + `_exec_child`. It has no cwd action before
-    Python 3.13 and looks PATH up in the caller's environment, so the guardian (one thread,
+    Python 3.13 and looks PATH up in the caller's environment, so the call reaper (one thread,
     no use for either) takes the request's cwd and PATH for the spawn, then leaves the cwd for
     `/` (never pinning a user's folder). `fork` remains for platforms without
     `POSIX_SPAWN_SETSID`."""
@@ -259,6 +322,48 @@ def _fork_start(req: Any, status: int, stdio: list[int], children: dict[int, int
         children[pid] = status
 
 
+def _start_call(req: Any, status: int, stdio: list[int], closing: list[int]) -> None:
+    """Fork the request's call reaper (`_call`); the guardian keeps none of its descriptors.
+    *closing*: the guardian's own descriptors, which the reaper closes."""
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        _tell(status, b"err %d\n" % (exc.errno or 0))
+    else:
+        if pid == 0:  # pragma: no cover - runs in the reaper, which exits
+            _call(req, status, stdio, closing)
+    _close([status, *stdio])
+
+
+def _call(req: Any, status: int, stdio: list[int], closing: list[int]) -> None:
+    """One call's reaper (in a child of the serving guardian): a subreaper that starts the CLI
+    (`_start`), waits for it, ends every process still below itself, then reports the exit.
+    Never returns.
+
+    It ignores SIGTERM / SIGINT / SIGHUP (inherited) and stays in the guardian's group: the
+    runner's signals reach the CLI's group only. If the guardian dies first, the call still
+    runs to its end and reports it."""
+    try:
+        wake_r, _ = _wake_pipe()
+        _close(closing)
+        _subreaper()
+        children: dict[int, int] = {}
+        _start(req, status, stdio, children)
+        while children:
+            try:
+                ready, _, _ = select.select([wake_r], [], [], _POLL_S)
+            except InterruptedError:  # pragma: no cover - PEP 475 retries
+                ready = []
+            if ready:
+                os.read(wake_r, 512)
+            for pid, code in _reaped():  # the CLI, or an orphan adopted and ended
+                if children.pop(pid, None) is not None:
+                    _end_descendants(wake_r, _grace(req))
+                    _tell(status, b"exit %d\n" % code)
+    finally:
+        os._exit(0)
+
+
 def _receive(sock: Any) -> Any:
     """The next request: (its JSON bytes, its descriptors), or None at EOF (the host is gone)."""
     import _socket  # C module: `socket` costs enum's import
@@ -290,11 +395,10 @@ def serve(sock_fd: int, host_pid: int) -> None:
     import _socket
     import json
 
-    wake_r = _prepare(sock_fd, host_pid)
+    wake_r, wake_w = _prepare(sock_fd, host_pid)
     sock = _socket.socket(fileno=sock_fd)
     _subreaper()
     _null_stdio()
-    children: dict[int, int] = {}  # pid -> its status pipe
     while True:
         try:
             ready, _, _ = select.select([sock_fd, wake_r], [], [], _POLL_S)
@@ -303,7 +407,7 @@ def serve(sock_fd: int, host_pid: int) -> None:
         if sock_fd in ready:
             got = _receive(sock)
             if got is None:
-                _kill_everything(children)
+                _kill_everything()
             body, fds = got
             stdio: list[int] = []
             try:
@@ -313,18 +417,15 @@ def serve(sock_fd: int, host_pid: int) -> None:
             except (OSError, ValueError, KeyError, TypeError):
                 ok = False
             if ok:
-                _start(req, fds[0], stdio, children)
+                _start_call(req, fds[0], stdio, [sock_fd, wake_r, wake_w])
             else:  # not a request the host sends: drop it, keep serving the others
                 _close(set(fds) | set(stdio))
         if wake_r in ready:
             os.read(wake_r, 512)
         if os.getppid() != host_pid:
-            _kill_everything(children)
-        for pid, status in _reaped():
-            fd = children.pop(pid, None)
-            if fd is not None:
-                _tell(fd, b"exit %d\n" % status)
-                _close([fd])
+            _kill_everything()
+        for _ in _reaped():  # call reapers, and the orphans of one that was killed
+            pass
 
 
 def main(argv: list[str]) -> None:
@@ -332,7 +433,7 @@ def main(argv: list[str]) -> None:
         serve(int(argv[2]), int(argv[3]))
         return
     death_fd, host_pid, cmd = int(argv[1]), int(argv[2]), argv[4:]
-    wake_r = _prepare(death_fd, host_pid)
+    wake_r, _ = _prepare(death_fd, host_pid)
     restore = [getattr(signal, name) for name in _RESTORE]
     try:
         child = os.posix_spawnp(cmd[0], cmd, os.environ, setsigdef=restore, setsigmask=())
@@ -359,6 +460,7 @@ def main(argv: list[str]) -> None:
             _kill_everything()
         for pid, status in _reaped():
             if pid == child:
+                _end_descendants(wake_r, _GRACE_S)
                 _relay(status)
 
 

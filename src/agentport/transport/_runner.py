@@ -10,9 +10,10 @@ failure named by `on_stderr_line`) are in `ProcessResult.error`. Cancellation pr
 after the teardown.
 
 On POSIX the CLI is started by this process's guardian (`_spawner.py`, `_guardian.py`: a
-stdlib-only Python program that is the parent of every CLI): when this process dies, even by
-SIGKILL, the guardian kills the CLI's group and every descendant it can find. docs/runner.md
-has the mechanism and its limits.
+stdlib-only Python program above every CLI): when this process dies, even by SIGKILL, the
+guardian kills the CLI's group and every descendant it can find; when the CLI exits, its call
+reaper ends whatever it left running, in its group or not, before the exit is reported.
+docs/runner.md has the mechanism and its limits.
 
 Timeouts, in seconds: `startup` (no first stdout byte), `idle` (no stdout between two chunks;
 time spent in `on_frame` is not counted), `total` (wall clock). Source: DESIGN.md (runner),
@@ -68,6 +69,7 @@ __all__ = [
 ]
 
 _CHUNK = 256 * 1024
+_STDIN_CHUNK = 64 * 1024  # a pipe's buffer (Linux): `stdin_written` is this precise
 _NOISE_CHARS = 2000
 _DRAIN_S = 0.5
 _POLL_S = 0.02
@@ -163,6 +165,12 @@ class ProcessResult:
         stopped: `on_frame` asked to stop at a terminal event.
         pid: the leader's pid (= its process group id).
         duration_s: wall-clock seconds.
+        stdin_size: bytes of `ProcessRequest.stdin` (0 without stdin).
+        stdin_written: how many of them the CLI's stdin pipe took: fewer than `stdin_size`
+            means the CLI closed its stdin, or exited, before reading the whole prompt
+            (`stdin_short`). The pipe buffers up to 64 KiB (Linux), so this is an upper bound
+            of what the CLI read, and a CLI that stops early within the last 64 KiB is not
+            seen here.
     """
 
     exit_code: int | None = None
@@ -174,7 +182,19 @@ class ProcessResult:
     stopped: bool = False
     pid: int | None = None
     duration_s: float = 0.0
+    stdin_size: int = 0
+    stdin_written: int = 0
     _noise: deque[str] = field(default_factory=deque, repr=False)
+
+    def stdin_short(self) -> str | None:
+        """A sentence naming the bytes read of the total when the CLI did not take its whole
+        stdin, else None."""
+        if self.stdin_written >= self.stdin_size:
+            return None
+        return (
+            f"the CLI's stdin took only {self.stdin_written} of {self.stdin_size} bytes of "
+            "the prompt (it closed its stdin or exited before reading the rest)"
+        )
 
 
 def group_members(pgid: int) -> list[int]:
@@ -255,11 +275,16 @@ def total_timeout(seconds: float) -> ProviderError:
 async def _feed(
     stream: ByteSendStream,
     data: bytes,
+    result: ProcessResult,
     more: MemoryObjectReceiveStream[bytes] | None = None,
     until: anyio.CancelScope | None = None,
 ) -> None:
+    """Write *data* (counted in `result.stdin_written`, chunk by chunk), then *more*."""
     try:
-        await stream.send(data)
+        for start in range(0, len(data), _STDIN_CHUNK):
+            chunk = data[start : start + _STDIN_CHUNK]
+            await stream.send(chunk)
+            result.stdin_written += len(chunk)
         if more is not None and until is not None:
             with until:  # cancelled when stdout ends or the run is decided
                 async for chunk in more:
@@ -446,6 +471,7 @@ async def run_process(request: ProcessRequest, on_frame: OnFrame) -> ProcessResu
                     stdin=request.stdin is not None,
                     stdout=stdout_target,
                     guard=request.guard,
+                    grace_s=request.grace_s,
                 )
         except OSError as exc:
             result.error = cannot_start(request.argv[0], exc)
@@ -471,7 +497,8 @@ async def run_process(request: ProcessRequest, on_frame: OnFrame) -> ProcessResu
                 feeding = anyio.CancelScope()
                 if request.stdin is not None and process.stdin is not None:
                     more = request.stdin_more
-                    tg.start_soon(_feed, process.stdin, request.stdin, more, feeding)
+                    result.stdin_size = len(request.stdin)
+                    tg.start_soon(_feed, process.stdin, request.stdin, result, more, feeding)
                 tg.start_soon(watch.watch, process)
                 if request.log_dir is not None and stop.hook is not None:
                     tg.start_soon(follow_logs, request.log_dir, stop)

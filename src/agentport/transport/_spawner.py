@@ -1,8 +1,10 @@
 """Starting a CLI so that it dies with this process: `open_guarded` and `guard_argv`.
 
-On POSIX every process agentport starts has a guardian (`_guardian.py`) as its parent, which
+On POSIX every process agentport starts runs below a guardian (`_guardian.py`), which
 SIGKILLs it, its group and every descendant it can find when this process dies, even by
-SIGKILL (docs/runner.md has the mechanism and its limits).
+SIGKILL; and each call's own reaper (a fork of the guardian, a child subreaper) ends every
+process the CLI started, in its group or not, when the CLI exits (docs/runner.md has the
+mechanism and its limits).
 
 - `open_guarded(argv, ...)`: the way the runner and the ACP client start a CLI. One guardian
   per host process (started on first use, again after a `fork` or if it died) starts every
@@ -334,11 +336,14 @@ async def open_guarded(
     stdin: bool = True,
     stdout: Any = None,
     guard: bool = True,
+    grace_s: float = 3.0,
 ) -> Process:
     """Start *argv* (a list, never a shell) in a session of its own (pid = pgid), its stderr a
     pipe; *stdin* a pipe (True) or /dev/null; *stdout* a pipe (None) or the file (an object
     with `fileno()`) it writes to. On POSIX under the host's guardian, so it dies with this
     process even on SIGKILL (`guard=False`: started directly, in a session of its own).
+    When it exits, every process it started that is still running (in its group or not) gets
+    SIGTERM, and SIGKILL after *grace_s* seconds, before `wait()` returns (Linux).
     Raises OSError (FileNotFoundError for a missing program) like `anyio.open_process`; call
     it shielded (a start cancelled half-way is a process no one tracks)."""
     if not guard or not _guardable():
@@ -364,7 +369,9 @@ async def open_guarded(
                 theirs.append(given)
         # absolute: a relative cwd means this process's cwd now, not the guardian's
         where = os.path.abspath(cwd)  # noqa: ASYNC240 - a getcwd, no file I/O
-        body = json.dumps({"argv": list(argv), "env": dict(env), "cwd": where, "stdin": stdin})
+        body = json.dumps(
+            {"argv": list(argv), "env": dict(env), "cwd": where, "stdin": stdin, "grace": grace_s}
+        )
         _HostGuardian.send(body.encode(), theirs)
     except BaseException:
         for fd in mine:
