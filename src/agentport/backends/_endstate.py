@@ -272,13 +272,17 @@ class EndState:
     warnings: tuple[str, ...] = ()
 
 
-def cut_prompt_error(why: str, exit_code: int | None) -> ProviderError:
+def cut_prompt_error(why: str, exit_code: int | None, stderr_tail: str = "") -> ProviderError:
     """A run whose CLI did not read its whole prompt: whatever it answered, it answered a cut
     prompt, so never a success. `invalid_request` (not retried: the same prompt is cut the
-    same way), like a prompt refused up front for being over the CLI's stdin limit."""
+    same way), like a prompt refused up front for being over the CLI's stdin limit; but a
+    failure the CLI reported on stderr (it stopped reading because it failed) is that
+    failure, as for an empty answer."""
+    if stderr_failure(stderr_tail) is not None:
+        return empty_answer_error(stderr_tail, exit_code)
     return ProviderError(
         ErrorKind.invalid_request, f"{why}; an answer to a cut prompt is not returned",
-        retryable=False, exit_code=exit_code,
+        retryable=False, exit_code=exit_code, stderr_tail=stderr_tail[-4000:],
     )  # fmt: skip
 
 
@@ -298,7 +302,7 @@ def settle(
     if error is None and pending is not None:
         error = pending_error(pending, outcome.exit_code, outcome.stderr_tail)
     if error is None and outcome.stdin_short is not None:
-        error = cut_prompt_error(outcome.stdin_short, outcome.exit_code)
+        error = cut_prompt_error(outcome.stdin_short, outcome.exit_code, outcome.stderr_tail)
     if error is not None:
         return EndState(error)
     answer = next((e for e in reversed(events) if "final_text" in e.metadata), None)
