@@ -72,7 +72,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'agentport' has no attribute {name!r}")
 
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "AgentEvent",
