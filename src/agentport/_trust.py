@@ -33,13 +33,14 @@ so what was judged is what is applied.
 
 from __future__ import annotations
 
+import difflib
 import errno
 import os
 import stat
 import sys
 import tomllib
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,7 @@ __all__ = [
     "UnknownConfigWarning",
     "UntrustedConfigWarning",
     "canonical_tables",
+    "did_you_mean",
     "filter_untrusted",
     "is_trusted",
     "narrow_budget",
@@ -62,6 +64,7 @@ __all__ = [
     "read_project_file",
     "strip_strangers_credentials",
     "trusted_entries",
+    "unknown_setting",
     "warn_dropped",
 ]
 
@@ -293,8 +296,19 @@ def _over_cap(key: str, value: Any) -> str | None:
     return None
 
 
+def did_you_mean(key: str, known: Iterable[str]) -> str:
+    """`; did you mean 'x'?` naming the closest of *known* to a mistyped *key*, else ``."""
+    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.75)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def unknown_setting(key: str, known: Iterable[str]) -> str:
+    """The one-line error for a setting no model field has, with the closest name."""
+    return f"unknown setting {key!r}{did_you_mean(key, known)}"
+
+
 def filter_untrusted(
-    llm: Mapping[str, Any], root: Path | None = None
+    llm: Mapping[str, Any], root: Path | None = None, known: Iterable[str] = ()
 ) -> tuple[dict[str, Any], list[str]]:
     """The `[llm]` table of an untrusted project file (in folder *root*) without its unsafe
     keys, and the dotted names of the keys dropped (`llm.backend`, `llm.openai_compat.base_url`,
@@ -324,6 +338,8 @@ def filter_untrusted(
             kept[key] = table
         elif key in PROJECT_SAFE_KEYS:
             keep(f"llm.{key}", str(key), value, kept)
+        elif known and key not in known:  # a typo, not a trust question
+            dropped.append(f"llm.{key} (unknown setting{did_you_mean(str(key), known)})")
         else:
             dropped.append(f"llm.{key}")
     return kept, dropped
@@ -354,6 +370,9 @@ def warn_dropped(label: str, dropped: list[str], why: str = FOLDER_UNTRUSTED) ->
     """One warning line per ignored key, naming the file, the key and *why* the file is not
     trusted."""
     for key in dropped:
+        if " (unknown setting" in key:  # a typo: the file's trust has nothing to do with it
+            warnings.warn(f"{label}: {key} ignored", UntrustedConfigWarning, stacklevel=2)
+            continue
         instead = (
             "; the backend comes from your own configuration (or `auto`) instead"
             if key == "llm.backend"

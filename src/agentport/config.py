@@ -15,9 +15,8 @@ Resolved in this order (first wins, tables merged key by key):
 6. defaults (`backend = "auto"`).
 
 Per-backend options live in a sub-table named after the backend, e.g. `[llm.openai_compat]`
-`base_url = "http://127.0.0.1:8080/v1"`; each backend validates its own table.
-
-Bad input raises `ProviderError(ErrorKind.config)` with one line naming the source and field.
+`base_url = "http://127.0.0.1:8080/v1"`; each backend validates its own table. Bad input
+raises `ProviderError(ErrorKind.config)` with one line naming the source and field.
 """
 
 from __future__ import annotations
@@ -56,6 +55,7 @@ from ._trust import (
     read_project_file,
     strip_strangers_credentials,
     trusted_entries,
+    unknown_setting,
     warn_dropped,
 )
 from .core import (
@@ -162,7 +162,7 @@ class LLMSettings(BaseModel):
 
         for key, value in (self.model_extra or {}).items():
             if not isinstance(value, Mapping):
-                raise ValueError(f"unknown setting {key!r}")
+                raise ValueError(unknown_setting(key, type(self).model_fields))
             try:
                 resolve_backend(key)  # a table must be named after a backend
             except ProviderError as exc:
@@ -318,7 +318,9 @@ class _ProjectToml(_NamedToml):
             return data
         node = self._node(data)
         if isinstance(node, dict) and isinstance(node.get("llm"), Mapping):
-            node["llm"], self.dropped = filter_untrusted(node["llm"], self.path.parent)
+            node["llm"], self.dropped = filter_untrusted(
+                node["llm"], self.path.parent, known=LLMSettings.model_fields
+            )
         if isinstance(node, dict) and isinstance(node.get("budget"), Mapping):
             node["budget"], dropped = narrow_budget(node["budget"], _user_budget(), _measure)
             self.dropped += dropped
