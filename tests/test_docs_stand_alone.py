@@ -9,15 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from _private_citations import PRIVATE_CITATION
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted([*(ROOT / "docs").rglob("*.md"), ROOT / "README.md"])
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
-_OUTSIDE = re.compile(
-    r"DESIGN\.md|shared/reference|shared/fixtures|\.\./shared|deep-research-port-plan\.md|"
-    r"deeprefine-skill\.md|ouroboros-provider-adapter\.md|cli-contracts\.md|"
-    r"library-anchors\.md|workflow-anchors\.md|undriveable-clis\.md|quota-messages\.md|"
-    r"deeprefine-cli\.md"
-)
+_OUTSIDE = PRIVATE_CITATION
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))

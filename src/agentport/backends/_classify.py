@@ -44,7 +44,8 @@ _TEXT_RULES = tuple((re.compile(pattern, re.I), kind) for pattern, kind in _RULE
 
 
 def kind_from_status(status: int | None) -> ErrorKind | None:
-    """HTTP status first (DESIGN.md: classify by status, message text second)."""
+    """The error kind a status alone says, or None; callers try the status before the
+    message text."""
     if status is None:
         return None
     if status in (401, 403):

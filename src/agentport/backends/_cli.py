@@ -6,7 +6,7 @@ one prompt (the system prompt NATIVE or folded in, per the catalog), shape the s
 `spec.native_schema`; TRANSLATED: instruction + validate-and-retry from `agentport.structured`),
 `spec.build` the invocation, run it with `agentport.transport.run_process` (or, warm, as a turn
 of a kept process: `_cli_warm`), `spec.decode` each line, then `spec.classify` the outcome.
-Source: DESIGN.md ("A backend is a spec", "AgentRuntime").
+Every `BackendSpec` runs through this one adapter, so no backend subclasses another.
 """
 
 from __future__ import annotations

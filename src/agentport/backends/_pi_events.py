@@ -1,7 +1,7 @@
 """The event stream of pi's agent core, shared by the backends built on it: pi's `--mode
 json` and `--mode rpc` (the same events, one JSON object a line) and gjc's `--mode rpc`.
 
-Facts from cli-contracts.md §6 (pi-coding-agent 0.73.1, both modes run here): `session`,
+Measured on pi-coding-agent 0.73.1, both modes: `session`,
 `agent_*`, `turn_*`, `message_*` (each `message_update` carries an `assistantMessageEvent`
 delta), `tool_execution_*` and `auto_retry_*`; an API error is the assistant message's
 `stopReason: "error"` + `errorMessage` (`"500 …"`, `"401 …"`, `"Connection error."`), not an

@@ -2,7 +2,7 @@
 
 A CLI backend module is one `BackendSpec` named `SPEC`; the factory hands it to the generic
 adapter (`agentport.backends.CliAdapter` / `CliRuntime`), which does the rest. Composition, never
-inheritance between backends (DESIGN.md, "A backend is a spec").
+inheritance between backends, so each CLI's argv and parsing exist exactly once.
 """
 
 from __future__ import annotations

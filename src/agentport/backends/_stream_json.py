@@ -1,7 +1,8 @@
 """Message lines of Claude Code's `--output-format stream-json`, which Qwen Code copies.
 
 `assistant` lines carry content blocks (`text`, `thinking`, `tool_use`); `user` lines carry the
-`tool_result` blocks the CLI fed back (cli-contracts.md §2 and §5). Each backend keeps its own
+`tool_result` blocks the CLI fed back (Claude Code 2.1.197, qwen-code 0.15.10). Each backend
+keeps its own
 `system` / `result` handling; this module only decodes the shared message shapes.
 """
 

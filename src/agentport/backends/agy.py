@@ -1,7 +1,7 @@
 """Google Antigravity CLI (`agy -p … --output-format stream-json`), as one `BackendSpec`.
 
-Not run here: built from the Antigravity CLI docs, release notes and integrators' reports as
-summarised in reference/undriveable-clis.md §1 (1.1.8 notes for the output formats; hermes-agent
+Not run here: built from the Antigravity CLI docs, release notes and integrators' reports
+(1.1.8 release notes for the output formats; hermes-agent
 PR#101086 for argv order; antigravity-cli #76, #702, #794 for the failure shapes) and tested
 against a fake CLI (`verified_against = None`).
 

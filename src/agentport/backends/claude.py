@@ -1,6 +1,6 @@
 """Claude Code (`claude -p --output-format stream-json --verbose`), as one `BackendSpec`.
 
-Facts from cli-contracts.md §2 (Claude Code 2.1.197): the prompt goes through stdin (variadic
+Measured on Claude Code 2.1.197: the prompt goes through stdin (variadic
 flags such as `--allowedTools` swallow a trailing prompt, so list flags use `--flag=value`);
 the endpoint is `ANTHROPIC_BASE_URL` + `ANTHROPIC_API_KEY`; `CLAUDE_CODE_MAX_RETRIES` caps
 retries; errors end in a `result` with `is_error: true` even when `subtype` is "success";

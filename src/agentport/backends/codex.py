@@ -1,6 +1,6 @@
 """OpenAI Codex CLI (`codex exec --json`), as one `BackendSpec`.
 
-Facts from cli-contracts.md §1 (codex-cli 0.171.0): stdin must be closed or fed (we feed the
+Measured on codex-cli 0.171.0: stdin must be closed or fed (we feed the
 prompt with `-`); the endpoint is a custom provider (`-c model_providers.<id>={...}`,
 `wire_api = "responses"`; `OPENAI_BASE_URL` is NOT honoured); `--output-schema FILE` is sent as a
 strict json_schema; the final answer is the last `agent_message`; `item.type == "error"` items

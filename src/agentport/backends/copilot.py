@@ -1,6 +1,6 @@
 """GitHub Copilot CLI (`copilot --output-format json`), as one `BackendSpec`.
 
-Facts from cli-contracts.md §7 (GitHub Copilot CLI 1.0.102): piped stdin without `-p` runs
+Measured on GitHub Copilot CLI 1.0.102: piped stdin without `-p` runs
 one-shot (we feed the prompt there); tools are limited with `--available-tools` and
 `--deny-tool`; a
 custom endpoint is BYOK through environment variables (`COPILOT_PROVIDER_BASE_URL`,

@@ -1,6 +1,6 @@
 """Gemini CLI (`gemini --output-format stream-json`), as one `BackendSpec`.
 
-Facts from cli-contracts.md §3 (gemini-cli 0.61.0): a non-TTY stdin alone runs headless (we
+Measured on gemini-cli 0.61.0: a non-TTY stdin alone runs headless (we
 feed the prompt there); an untrusted folder exits 55 before any request (we pass
 `--skip-trust`); the endpoint is `GOOGLE_GEMINI_BASE_URL` + `GEMINI_API_KEY` with
 `security.auth.selectedType = "gemini-api-key"` in `~/.gemini/settings.json`; retries are
@@ -71,7 +71,7 @@ _EXIT_KIND = {
     53: ErrorKind.process_failed,
     55: ErrorKind.config,
 }
-# HTTP status mod 256 as exit code (cli-contracts.md §3)
+# gemini exits with the HTTP status mod 256 (500 -> 244, 429 -> 173; gemini-cli 0.61.0)
 _STATUS_BY_EXIT = {(s & 0xFF): s for s in (400, 401, 403, 404, 413, 429, 500, 502, 503, 504)}
 
 

@@ -1,8 +1,9 @@
 """Goose (`goose run --output-format stream-json`), as one `BackendSpec`.
 
-Not run here: built from goose's documentation and source as summarised in
-reference/undriveable-clis.md §2 (goose-cli-commands.md, environment-variables.md,
-providers.md; crates/goose-cli/src/session/mod.rs for the stream-json shapes), and tested
+Not run here: built from goose's documentation and source (block/goose:
+documentation/docs/guides/goose-cli-commands.md and environment-variables.md,
+documentation/docs/getting-started/providers.md; crates/goose-cli/src/session/mod.rs for the
+stream-json shapes), and tested
 against a fake CLI that replays those shapes (`verified_against = None`).
 
 Facts used: the prompt is read from stdin with `-i -`; `--system TEXT` adds system

@@ -4,8 +4,8 @@ Checked here on hermes-agent 0.19.0 (its `--help`, then runs against FakeModelSe
 127.0.0.1): `-z/--oneshot PROMPT` prints only the final reply on stdout; `--usage-file PATH`
 writes a JSON report (tokens, `model`, `session_id`, `completed`, `failed`) even when the run
 fails; on failure 0.19.0 still exits 0 and prints the error as the reply ("API call failed
-after 3 retries: …"), so the usage file decides, never the exit code (newer builds exit 2,
-reference/undriveable-clis.md §4). An OpenAI-compatible endpoint is set in
+after 3 retries: …"), so the usage file decides, never the exit code (builds after
+hermes-agent PR#113234, 2026-09-16, exit 2). An OpenAI-compatible endpoint is set in
 `$HERMES_HOME/config.yaml` (`model.provider: custom`, `model.base_url`, `model.default`) with
 the key in `OPENAI_API_KEY`; `agent.api_max_retries` and `agent.max_turns` live there too.
 `-z` auto-approves every tool (its `--help`), so no sandbox can be enforced; `-t TOOLSETS`

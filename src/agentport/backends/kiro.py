@@ -1,7 +1,7 @@
 """Kiro CLI (`kiro-cli chat --no-interactive`), as one `BackendSpec`.
 
-Not run here: built from kiro.dev's documentation as summarised in
-reference/undriveable-clis.md §3 (docs/cli/headless, reference/exit-codes, changelogs) and
+Not run here: built from kiro.dev's documentation (kiro.dev/docs/cli/headless,
+kiro.dev/docs/cli/reference/exit-codes, the CLI changelogs) and
 tested against a fake CLI (`verified_against = None`).
 
 Facts used: headless is `kiro-cli chat --no-interactive [flags] PROMPT` with `KIRO_API_KEY` in
@@ -48,7 +48,8 @@ __all__ = [
     "final_text",
 ]
 
-# 2.x tool names (kiro-ci-recipes; ouroboros.md §4.9): what each sandbox may run unasked.
+# 2.x tool names (as kiro-ci-recipes and Q00/ouroboros's Kiro adapter pass them): what each
+# sandbox may run unasked.
 _TRUST = {
     Sandbox.read_only: "read,grep",
     Sandbox.workspace_write: "read,grep,write",

@@ -1,6 +1,6 @@
 """OpenCode (`opencode run --format json`), as one `BackendSpec`.
 
-Facts from cli-contracts.md §4 (opencode 1.18.33, a Bun binary): the message comes on stdin
+Measured on opencode 1.18.33 (a Bun binary): the message comes on stdin
 (or as words); the endpoint is a provider in the opencode config (`npm:
 @ai-sdk/openai-compatible`, `options.baseURL`), which `OPENCODE_CONFIG_CONTENT` can carry
 inline with no file written; the JSONL events are `step_start` / `text` (whole text parts, no

@@ -1,6 +1,6 @@
 """pi coding agent (`pi -p --mode json`; warm: `pi --mode rpc`), as one `BackendSpec`.
 
-Facts from cli-contracts.md §6 (pi-coding-agent 0.73.1): the prompt comes on stdin; custom
+Measured on pi-coding-agent 0.73.1: the prompt comes on stdin; custom
 endpoints are providers in `models.json` of the agent folder (`PI_CODING_AGENT_DIR`, default
 `~/.pi/agent`) with `api` = `openai-completions` | `openai-responses` | `anthropic-messages` |
 `google-generative-ai`; the JSONL stream has `session`, `agent_*`, `turn_*`, `message_*`

@@ -1,6 +1,6 @@
 """Qwen Code (`qwen --output-format stream-json`), as one `BackendSpec`.
 
-Facts from cli-contracts.md §5 (qwen-code 0.15.10, a gemini-cli fork): the prompt goes through
+Measured on qwen-code 0.15.10 (a gemini-cli fork): the prompt goes through
 stdin (no positional prompt needed); the output is claude-style JSONL (`system`/`assistant`/
 `user`/`result`); the endpoint is `OPENAI_BASE_URL` + `OPENAI_API_KEY` with auth type `openai`;
 `--json-schema` registers a `structured_output` tool and the value comes back in
@@ -165,7 +165,7 @@ def build(call: CliCall) -> Invocation:
         flag = "--system-prompt" if replace else "--append-system-prompt"
         argv.append(f"{flag}={call.system_prompt}")
     if call.schema is not None:
-        # `@file` keeps a large schema off the command line (cli-contracts.md §5).
+        # `@file` (qwen reads the flag's value from that file) keeps a large schema off argv
         path = call.run_dir / "qwen-schema.json"
         path.write_text(json.dumps(call.schema), encoding="utf-8")
         argv.append(f"--json-schema=@{path}")

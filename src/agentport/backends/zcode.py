@@ -2,8 +2,8 @@
 
 Not run here: zcode ships as a desktop app whose CLI is a Node script inside it; no registry
 carries it (npm `zcode` 0.0.1 is an unrelated placeholder), so `verified_against = None`.
-Built from the adapter ouroboros 0.59.9 drives (reference/ouroboros.md §4.13, its
-`ZcodeCliLLMAdapter` / `ZcodeCLIRuntime`) and tested against a fake CLI that replays those
+Built from the adapter Q00/ouroboros 0.59.9 drives (its `ZcodeCliLLMAdapter` /
+`ZcodeCLIRuntime`) and tested against a fake CLI that replays those
 shapes (tests/test_zcode_fake_cli.py).
 
 Facts used: headless is `<prefix> --json --prompt PROMPT --mode edit|yolo [--cwd DIR]

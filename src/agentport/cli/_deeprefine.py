@@ -1,6 +1,6 @@
 """The `deeprefine` console script: deeprefine-cli 0.2.0's commands and flags on agentport.
 
-Commands (reference/deeprefine-cli.md section 2.2): `history add|list|sync-memory`,
+Commands (as `deeprefine --help` of 0.2.0 lists them): `history add|list|sync-memory`,
 `loop init|validate|finish`, `review`, `apply` (plus `--refresh-wiki` from the reference's
 GitHub main), `refine` (agentport's own loop and LLM backend instead of FAISS) and `index`
 (a no-op: nothing to index), and the reference's skill installers (`cursor`, `copilot`,

@@ -1,9 +1,9 @@
 """`agentport refine "QUESTION"`: the whole DeepRefine loop with agentport's own LLM calls.
 
-Dry run by default (seed "Default safety policy"): runs the hops, abduction and refinement,
-writes the trace and actions under `.deeprefine/`, validates, reviews and prints the review,
-and stops. `--apply --yes` is the only way to write graph.json (LOW actions still need
-`--allow-low-confidence`). Early-exit questions are finished (marked refined) at once.
+Dry run by default (the DeepRefine skill's "Default safety policy"): runs the hops, abduction
+and refinement, writes the trace and actions under `.deeprefine/`, validates, reviews and
+prints the review, and stops. `--apply --yes` is the only way to write graph.json (LOW actions
+still need `--allow-low-confidence`). Early-exit questions are finished (marked refined) at once.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`deeprefine <agent> install|uninstall`: agentport's DeepRefine skill, written where each
-agent reads its skills (the folders deeprefine-cli 0.2.0 installs to, reference/deeprefine-
-cli.md section 2.2), so the drop-in covers the reference's installer commands too.
+agent reads its skills (the folders deeprefine-cli 0.2.0's `<agent> install` commands write
+to), so the drop-in covers the reference's installer commands too.
 
 - cursor (`install` = `cursor install`): `.cursor/skills/deeprefine/` (`--project`, the
   default) or `~/.cursor/skills/deeprefine/` (`--user`);

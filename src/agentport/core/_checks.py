@@ -47,7 +47,8 @@ def check_params(
     """Apply the caller's `on_ignored` policy to the parameters this call sets.
 
     Returns `Success(warnings)` (one line per IGNORED parameter under `warn`), or
-    `Failure(ErrorKind.unsupported)` naming them under `fail`. Source: DESIGN.md, capabilities.
+    `Failure(ErrorKind.unsupported)` naming them under `fail`. IGNORED is the backend's
+    catalog status for the parameter (`BackendCapability`).
     Safety parameters (`SAFETY_PARAMS`: tool_restriction, sandbox) fail closed: one the
     backend cannot enforce is `Failure(ErrorKind.unsupported)` whatever `on_ignored` says
     (`unenforced_safety`). A call with no user or assistant message with text, a file, or

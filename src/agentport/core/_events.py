@@ -29,7 +29,8 @@ def until_consumer_leaves() -> Iterator[None]:
 class EventStream:
     """Async iterator over one turn's events, read from a bounded in-memory stream that the
     runtime's task fills. Not an async generator, so nothing straddles the runtime's task
-    group (DESIGN.md). `aclose()` drops the stream; the producing turn then stops."""
+    group (anyio forbids yielding from an async generator inside a task group or cancel
+    scope). `aclose()` drops the stream; the producing turn then stops."""
 
     def __init__(self, receive: MemoryObjectReceiveStream[AgentEvent]) -> None:
         self._receive = receive

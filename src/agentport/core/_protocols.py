@@ -32,7 +32,8 @@ class EventType(enum.StrEnum):
 
 
 class AgentEvent(BaseModel):
-    """One normalised event of an agent run; always the five keys of DESIGN.md.
+    """One normalised event of an agent run; always the same five keys: `type`, `content`,
+    `raw`, `is_error`, `metadata`.
 
     `raw` is the decoded source line (dict) or the raw text; `metadata` carries typed extras:
     `session_id` on init, `usage` (a `Usage`) on usage/final, `error` (a `ProviderError`) on

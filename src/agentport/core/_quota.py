@@ -2,8 +2,9 @@
 
 An exhausted window (a 5-hour session, a weekly or daily quota) is `ErrorKind.quota_exhausted`,
 distinct from a short burst `rate_limited`: retrying before the reset only burns attempts.
-`parse_quota(text, now=...)` reads the forms collected in
-`shared/reference/quota-messages.md` (sources there):
+`parse_quota(text, now=...)` reads the forms users reported in 2025-2026 (e.g.
+anthropics/claude-code#15064, #52575; openai/codex#3124, #16847, #28089;
+google-gemini/gemini-cli#10925):
 
 - Claude Code: `You've hit your session limit · resets 4:20am (Europe/Warsaw)`, `Your limit
   will reset at 9am (America/Chicago).`, `Claude AI usage limit reached|1766502000` (epoch);

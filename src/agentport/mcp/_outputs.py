@@ -3,8 +3,8 @@ tool's `outputSchema` (MCP 2025-06-18 "Structured content": a client may validat
 `structuredContent` against it) and validates the returned value against it.
 
 Field names are the ones the tools have always returned (docs/mcp.md "Tools"). The research
-report and the DeepRefine trace are schemas of their own (the seed's camelCase report,
-workflow-anchors.md section 4.2; the trace of seeds' DeepRefine section), carried as objects.
+report and the DeepRefine trace are schemas of their own (the research report's camelCase
+JSON, docs/deep-research.md; the loop trace of docs/deeprefine.md), carried as objects.
 """
 
 from typing import Annotated, Any, Literal, NotRequired

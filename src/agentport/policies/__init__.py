@@ -11,8 +11,8 @@ spec, `BudgetSettings` the `[budget]` table); `quota_status` = the usage windows
 last reported (remaining share, reset); `receipt` = how the backend treated each parameter
 of a call. With the `otel` extra every call through
 `RetryingAdapter` / `FailoverAdapter` is an OpenTelemetry span; `workflow_span` = a workflow
-run's span. Source: DESIGN.md ("Policies above the
-adapters").
+run's span. These policies wrap any `LLMAdapter` and return the same Result; no backend
+retries or fails over on its own.
 """
 
 from ._budget import Budget, BudgetAdapter

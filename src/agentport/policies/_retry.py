@@ -12,7 +12,8 @@ The deadline: `CompletionConfig.total_timeout_s` bounds the whole call. Each att
 runner's, the HTTP read loop's) fires first and classifies the failure; a backend that does
 not stop in time is cancelled `DEADLINE_SLACK_S` later. A back-off that would end past the
 deadline is not slept: the call ends at once in `Failure(timeout, timeout="total")`.
-Source: DESIGN.md ("Policies above the adapters").
+Retrying lives here, above the backends, never inside one: a backend only says what its
+output means (its error kind), this layer decides what to do about it.
 """
 
 from __future__ import annotations

@@ -150,7 +150,9 @@ def strict_schema(output_schema: OutputSchema) -> dict[str, Any]:
     "strict"}` is unwrapped. Undo it on the answer with `restore_strict`.
 
     Raises ValueError naming the nodes when `native_schema_gaps` finds any: such a schema
-    is never sent natively. Source: ouroboros.md §4.2 and §9 #14.
+    is never sent natively: a strict-mode API answers an unsupported schema with a 400
+    `invalid_json_schema`, and a normaliser that skips `anyOf`/`$ref` or makes optional
+    fields required (Q00/ouroboros's codex adapter) changes what the answer may be.
     """
     gaps = native_schema_gaps(output_schema)
     if gaps:

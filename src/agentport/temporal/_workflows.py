@@ -14,7 +14,7 @@ How the pipelines stay inside Temporal's rules (deterministic workflow code):
 - Concurrency: the pipeline's task groups, its single `PriorityLimiter` and its events are
   anyio on asyncio, and a Temporal workflow runs on Temporal's own deterministic asyncio
   event loop: tasks start in program order, and activity results are delivered in history
-  order, so a replay schedules the same calls in the same order. The seed's phases (scope,
+  order, so a replay schedules the same calls in the same order. The research phases (scope,
   search -> fetch+extract with no barrier, verify waves, synthesis) are unchanged.
 - Deterministic ids: a call's activity id is `<workflow id>.<n>` where n counts the calls
   in the order the workflow code makes them; a question's child workflow id is

@@ -5,7 +5,7 @@ around the article text) plus built-in awkward pages every fetcher must survive:
 chain, a redirect loop, a 404, a slow page, a huge page, a binary file, a page in ISO-8859-1,
 a page carrying a prompt injection, robots.txt and a SearxNG-compatible JSON search API.
 Runs stdlib `ThreadingHTTPServer` in a daemon thread, so it works from sync and async tests.
-See /tmp/team/WEB-SITE-API.md and docs/web.md."""
+See docs/web.md."""
 
 from __future__ import annotations
 

@@ -10,9 +10,11 @@ explicit `overrides` (the backend's own settings and the user's `[llm.<backend>]
 the names listed in `AGENTPORT_INHERIT_ENV`.
 Everything else (cloud credentials, tokens, other providers' keys) stays behind.
 
-Source: library-anchors.md §2 #5 (argv limits) and #6 (`CLAUDECODE` makes a nested claude
-refuse to start); ouroboros.md §10 #1 (recursive startup, fixed with a depth counter);
-children get an allow-listed environment (docs/security.md).
+Why: a long argv fails to spawn and is misreported as a missing CLI
+(anthropics/claude-agent-sdk-python#238); an inherited `CLAUDECODE=1` makes a nested claude
+refuse to start (anthropics/claude-agent-sdk-python#573); a child that inherits its parent's
+runtime settings can start the parent again, endlessly (Q00/ouroboros#185, fixed there with
+a depth counter). Children get an allow-listed environment (docs/security.md).
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 No I/O. `LineFramer.feed` never strips at chunk seams; a line is complete only at `\\n`
 (a trailing `\\r` is dropped). `parse_line` turns one line into a `Frame`: a JSON value, or the
-text of a non-JSON line (kept for diagnostics, never parsed as protocol). Source: DESIGN.md
-(runner), library-anchors.md §3c (claude-agent-sdk's framer) and §2 #1/#2 (small line caps).
+text of a non-JSON line (kept for diagnostics, never parsed as protocol). The line cap is the
+caller's: a fixed small one (1 MiB in anthropics/claude-agent-sdk-python#98, asyncio's 64 KiB
+in agentclientprotocol/python-sdk#62) kills the reader on one big tool result.
 """
 
 from __future__ import annotations

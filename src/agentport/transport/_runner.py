@@ -16,9 +16,14 @@ reaper ends whatever it left running, in its group or not, before the exit is re
 docs/runner.md has the mechanism and its limits.
 
 Timeouts, in seconds: `startup` (no first stdout byte), `idle` (no stdout between two chunks;
-time spent in `on_frame` is not counted), `total` (wall clock). Source: DESIGN.md (runner),
-library-anchors.md §4b (anyio practice) and §2 #8-#12; cli-contracts.md "What every adapter
-must do" (close stdin, enforce your own timeout).
+time spent in `on_frame` is not counted), `total` (wall clock). Why each exists: a CLI that
+cannot start must fail in milliseconds, not hang (anthropics/claude-agent-sdk-typescript#255);
+a failed start must leave no process behind (anthropics/claude-code#18666); `codex exec` waits
+for stdin EOF from a non-TTY parent (openai/codex#20919), so stdin is always closed or fed; a
+run can stall silently after its first event (openai/codex#28476), hence `idle` apart from
+`total`; and an error event may never be followed by an exit (openai/codex#41984), so every
+CLI gets agentport's own deadline. Teardown follows anyio's practice: shielded, every await
+in it bounded.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """agentport.workflows.deeprefine: the DeepRefine loop over graphify's graph.json.
 
-Seed: ../shared/seeds/deeprefine-skill.md (constants, control flow, verbatim prompts, dry-run
-safety policy). Files and commands are compatible with deeprefine-cli 0.2.0; the reference's
-defects (reference/deeprefine-cli.md section 5) are fixed, see docs/deeprefine.md.
+Constants, control flow, verbatim prompts and the dry-run safety policy follow the DeepRefine
+skill (the SKILL.md of deeprefine-cli 0.2.0). Files and commands are compatible with
+deeprefine-cli 0.2.0; that reference's defects are fixed (docs/deeprefine.md lists them).
 
 - `load_graph` / `dump_graph` / `Graph`: graph.json with graphify fidelity.
 - `match_question` / `expand` / `Triple`: hop 1 and k-hop retrieval.

@@ -1,6 +1,7 @@
 """Apply reviewed actions to graph.json: resolve once, by node id, atomically, under a lock.
 
-Sequence (reference 2.9 with F-01, F-02, F-04, F-05, F-07 fixed): take the lock; read
+Sequence (deeprefine-cli 0.2.0's `apply`, with F-01, F-02, F-04, F-05, F-07 fixed): take the
+lock; read
 graph.json (the pre-image); review against exactly these bytes; refuse when a LOW action is
 left and `allow_low` is off; apply each `change` item by the node ids the review resolved;
 if nothing changed, leave every file untouched; else write the pre-image to

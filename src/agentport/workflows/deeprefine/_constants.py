@@ -1,9 +1,10 @@
 """Constants and verbatim prompts of the DeepRefine agent loop.
 
-Source: ../shared/seeds/deeprefine-skill.md ("Constants", "LLM prompts (verbatim)"). The seed
-is cut off inside the refinement *user* template ("Original Te..."); its four labelled lines
-(`Original Text`, `KG`, `Question`, `Error reasons`) follow the reference CLI (deeprefine-cli
-0.2.0, `REAFINER_*` prompts) as documented in reference/deeprefine-cli.md section 3.
+Source: the DeepRefine skill (the SKILL.md of deeprefine-cli 0.2.0), sections "Constants" and
+"LLM prompts (verbatim)". The skill text is cut off inside the refinement *user* template
+("Original Te..."); its four labelled lines (`Original Text`, `KG`, `Question`, `Error
+reasons`) follow the reference CLI's own prompts (deeprefine-cli 0.2.0, `agent_prompts.py`,
+the `REAFINER_*` strings).
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ INCREMENT_HOP: Final = 1
 BASE_TOP_K: Final = 10
 MAX_TRIPLE_NUM_BY_STEP: Final = (5, 10, 15, 20)
 HISTORY_HORIZON: Final = 4
-#: "within 10 actions" (seed refinement prompt); the reference applied any number (F-15).
+#: "within 10 actions" (the skill's refinement prompt); the reference applied any number (F-15).
 MAX_ACTIONS: Final = 10
-#: Bare names the seed calls ambiguous even with a single match ("Evidence-aware review rules").
+#: Bare names the skill calls ambiguous even with a single match ("Evidence-aware review rules").
 BARE_AMBIGUOUS_NAMES: Final = frozenset({"main", "run", "train", "test", "setup"})
 
 SCHEMA_VERSION: Final = 1

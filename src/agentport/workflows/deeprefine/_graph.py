@@ -55,7 +55,7 @@ def _bare(name: str) -> str:
 @dataclass(frozen=True, slots=True)
 class Resolution:
     """How a name resolved: `ids` are the matching node ids (sorted by closeness later);
-    `how` is `id`, `label`, `qualified` or `none`; `bare` marks a seed-listed bare name."""
+    `how` is `id`, `label`, `qualified` or `none`; `bare` marks a bare name the skill lists."""
 
     name: str
     ids: tuple[str, ...]

@@ -1,10 +1,10 @@
-"""The DeepRefine loop on any `LLMAdapter` (seed "Control flow", Reafiner / Skill flow A).
+"""The DeepRefine loop on any `LLMAdapter` (DeepRefine skill "Control flow", flow A).
 
 For step 1..MAX_HOPS: retrieve (hop 1 match, then k-hop expansion), judge, append the step,
 stop on Yes. One step -> early exit, no refinement. More than one step -> ALWAYS error
 abduction over the last HISTORY_HORIZON steps, then refinement actions on the last hop's
-triples, even when the last hop said Yes (seed "Critical refinement rule"). Every call is a
-fresh single-shot system+user pair with the seed's verbatim prompts and a `label`
+triples, even when the last hop said Yes (the skill's "Critical refinement rule"). Every call is a
+fresh single-shot system+user pair with the skill's verbatim prompts and a `label`
 (`judge`, `abduction`, `refinement`). Answers that do not parse get a bounded number of
 re-prompts (the original reply plus a one-line format reminder).
 """
@@ -78,7 +78,7 @@ __all__ = [
     "run_loop",
 ]
 
-#: the only two answers the seed's judge prompt allows
+#: the only two answers the skill's judge prompt allows
 JUDGE_CHOICES = ("<judge>Yes</judge>", "<judge>No</judge>")
 
 _JUDGE_LOOSE = re.compile(r"<judge>\s*(yes|no)\b", re.IGNORECASE)
@@ -109,7 +109,7 @@ def _parse_abduction(text: str) -> str | None:
 
 
 def format_history(steps: list[dict[str, Any]]) -> str:
-    """The seed's `{interaction_history}`: `Step<i>:` then the bracketed record, the triple
+    """The skill's `{interaction_history}`: `Step<i>:` then the bracketed record, the triple
     dicts as Python reprs (DeepRefine's format), steps separated by a blank line."""
     blocks = []
     for i, step in enumerate(steps, start=1):
@@ -424,7 +424,7 @@ async def _small_tail(
     steps: list[list[Triple]],
     settings: LoopSettings,
 ) -> Result[LoopResult, ProviderError]:
-    """Abduction and refinement by choice (`_small`): the seed's prompts plus a one-line
+    """Abduction and refinement by choice (`_small`): the skill's prompts plus a one-line
     hint, answered as JSON whose strings are enums of what was retrieved; the code writes
     the `<abduction>` sentence and the action file. The model's JSON is kept in the trace
     (`error_abduction_model_output`, `refinement_model_output`)."""

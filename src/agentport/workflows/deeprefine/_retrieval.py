@@ -70,7 +70,7 @@ def step_cap(step: int) -> int:
 
 
 def render_triples(triples: Iterable[Triple]) -> str:
-    """The seed's `{triples_string}`: one `subject | relation | object` per line."""
+    """The skill's `{triples_string}`: one `subject | relation | object` per line."""
     return "\n".join(t.line() for t in triples)
 
 
@@ -230,7 +230,7 @@ def expand(
 
 
 def source_hints(graph: Graph, triples: list[Triple]) -> str:
-    """Source-file hints for the refinement prompt (seed: "source file hints from triples"):
+    """Source-file hints for the refinement prompt (the skill: "source file hints from triples"):
     `file: label, label` per file, so the model can write file-qualified names; `[]` when
     none. A node the graph no longer holds (changed since the hop) gives no hint."""
     files: dict[str, list[str]] = {}

@@ -7,7 +7,7 @@ R1 grammar   — unparsable, unknown action, wrong arity, duplicate, over the 10
 R2 grounding — every endpoint (insert/delete: subject and object; replace: old) must resolve
                to exactly one node with the shared resolver (`Graph.resolve`); no match: LOW,
                `reject` (agentport never creates a node implicitly, F-05).
-R3 ambiguity — a bare seed name (main, run, train, test, setup; with or without `()`): LOW;
+R3 ambiguity — a bare skill-listed name (main, run, train, test, setup; with or without `()`): LOW;
                several matches: LOW and `reject` (never bound to "the first", F-07). Both
                list file-qualified suggestions ranked by hop distance to the question's
                subgraph, then same community, then file and label.
@@ -232,7 +232,7 @@ def _review_edge(
         elif graph.links_between(s, o):
             # graphify's graphs are undirected and simple: a second link on the pair would
             # hide or overwrite the first (an AST link included), and `graphify update`
-            # keeps only one of them (reference 1.8, F-06); no storage keeps both, so refuse
+            # keeps only one of them (graphify 0.9.96, F-06); no storage keeps both, so refuse
             existing = graph.links_between(s, o)
             rels = sorted({str(link["relation"]) for link in existing})
             extracted = any(link.get("confidence") == "EXTRACTED" for link in existing)

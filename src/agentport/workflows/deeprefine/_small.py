@@ -1,11 +1,10 @@
-"""Small-model mode of the loop: the model chooses, the code checks (../shared/DESIGN.md,
-"Small models").
+"""Small-model mode of the loop: the model chooses, the code checks.
 
 A 270M model cannot be trusted to write `<abduction>` prose or the action grammar, but it can
 pick from lists. In this mode abduction and refinement are asked as JSON whose every string
 is an enum the code built from what was actually retrieved:
 
-- abduction: one of the seed's three perspectives (incompleteness, incorrectness,
+- abduction: one of the skill's three perspectives (incompleteness, incorrectness,
   redundancy) and one retrieved node; the code writes the `<abduction>` sentence;
 - refinement: up to `SMALL_MAX_ACTIONS` actions, each an `insert_edge` on a candidate pair
   with a relation from the graph, or a `delete_edge` of a retrieved link that graphify did
@@ -47,7 +46,7 @@ __all__ = [
 PERSPECTIVES: Final = ("incompleteness", "incorrectness", "redundancy")
 #: relations review can find code evidence for (R9); offered besides the retrieved ones
 CODE_RELATIONS: Final = ("calls", "uses", "imports", "contains", "method", "inherits")
-#: a small model's list is short; the seed's cap (10) still bounds the file
+#: a small model's list is short; the skill's cap (10) still bounds the file
 SMALL_MAX_ACTIONS: Final = 3
 _MAX_RELATIONS: Final = 12
 _MAX_PAIRS: Final = 20
