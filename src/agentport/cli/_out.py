@@ -5,7 +5,7 @@ writes), a CR that overwrites the line, or bidi overrides."""
 
 from __future__ import annotations
 
-import click
+import typer
 
 from ..core import printable
 
@@ -15,4 +15,4 @@ __all__ = ["echo"]
 def echo(text: object = "", *, err: bool = False, nl: bool = True) -> None:
     """Print *text* (`str()` of it) on stdout, or stderr with *err*, terminal-safe; LF kept
     (multi-line output), every other control escaped or removed (`core.printable`)."""
-    click.echo(printable(str(text)), err=err, nl=nl)
+    typer.echo(printable(str(text)), err=err, nl=nl)
