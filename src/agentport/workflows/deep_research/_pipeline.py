@@ -517,7 +517,7 @@ async def _pipeline(
             return ResearchReport(
                 **common,
                 error=own.engine_failed() if own is not None else None,
-                summary=_nothing_extracted(cfg, all_sources, len(ungrounded)),
+                summary=_nothing_extracted(q, run, all_sources, len(ungrounded)),
                 stats=stats([], {}),
                 warnings=warnings_of(run),
             )
@@ -571,15 +571,15 @@ def _source_entry(s: Record, mirrors: dict[str, list[str]]) -> SourceEntry:
     )
 
 
-def _nothing_extracted(cfg: ResearchConfig, sources: list[Record], ungrounded: int) -> str:
+def _nothing_extracted(q: str, run: Run, sources: list[Record], ungrounded: int) -> str:
     """The summary of a run without a claim to verify (the seed's "No claims extracted"
-    line; small-model mode says the documents do not answer when every passage was read)."""
+    line; small-model mode abstains: `_small.abstention`)."""
     if ungrounded:
         return (
             f"No usable claims: all {ungrounded} extracted quotes were not found in their source."
         )
-    if cfg.small_model and sources and not any(s.get("error") for s in sources):
-        return small.no_answer(len(sources))
+    if run.config.small_model and sources and not any(s.get("error") for s in sources):
+        return small.abstention(q, run, len(sources))
     return f"No claims extracted. {len(sources)} sources fetched, all empty/failed."
 
 
