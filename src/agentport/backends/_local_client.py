@@ -18,15 +18,17 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import math
 import os
 import queue
+import random
 import signal
 import subprocess
 import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -34,7 +36,7 @@ from ..core import ErrorKind, ProviderError
 from ..transport import guard_argv
 from ._spec import json_line
 
-__all__ = ["REBUILD_HINT", "ModelWorker", "crash_error", "worker_for"]
+__all__ = ["REBUILD_HINT", "ModelWorker", "crash_error", "pick_choice", "worker_for"]
 
 _WORKER = Path(__file__).with_name("_local_worker.py")
 _TAIL_BYTES = 16 * 1024
@@ -89,6 +91,20 @@ def crash_error(returncode: int | None, tail: str, doing: str) -> ProviderError:
         exit_code=returncode,
         stderr_tail=tail[-4000:],
     )
+
+
+def pick_choice(
+    choices: Sequence[str], logprobs: Sequence[float], temperature: float | None
+) -> str:
+    """The choice a scored answer gives: the likeliest (ties: the first listed) when
+    *temperature* is None or 0, else one drawn with probability softmax(logprob / T)."""
+    if len(logprobs) != len(choices) or not choices:
+        raise ValueError("one log-likelihood per choice is needed")
+    if not temperature:
+        return choices[max(range(len(choices)), key=lambda i: (logprobs[i], -i))]
+    peak = max(logprobs)
+    weights = [math.exp((lp - peak) / temperature) for lp in logprobs]
+    return random.choices(list(choices), weights=weights, k=1)[0]
 
 
 def _read_replies(stream: IO[bytes], replies: queue.Queue[dict[str, Any] | None]) -> None:

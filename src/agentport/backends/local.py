@@ -19,8 +19,12 @@ cache_dir`, else `$AGENTPORT_CACHE_DIR/models`, else `$XDG_CACHE_HOME/agentport/
   worker, and the caller's process never dies with llama.cpp.
 - `output_schema` is NATIVE: llama.cpp turns the JSON schema into a grammar and decoding can
   only produce matching JSON; the answer is then validated like any other backend's.
-- `CompletionConfig.choices` is NATIVE too: a grammar that admits exactly those strings
-  (e.g. `<judge>Yes</judge>` / `<judge>No</judge>`).
+- `CompletionConfig.choices` is NATIVE too. On a base model (plain prompts) each allowed
+  answer is scored: its log-likelihood after the prompt, from the model's token
+  log-probabilities; the answer is the likeliest (drawn from them with a temperature > 0)
+  and `raw.extra["choice_logprobs"]` maps every choice to its log-likelihood, so a caller
+  can read how sure the model was and no answer depends on the order the choices are
+  listed in. With a chat template, a grammar admits exactly those strings.
 - A prompt longer than the context window is `ErrorKind.context_length`.
 - `total_timeout_s` and cancellation are checked between generated tokens (the worker stops
   at the next token and the model is free for the next call; a worker that does not stop
@@ -66,7 +70,7 @@ if (
 ):  # pragma: no cover
     raise ImportError("the local backend needs llama-cpp-python: pip install 'agentport[local]'")
 
-from ._local_client import ModelWorker, worker_for
+from ._local_client import ModelWorker, pick_choice, worker_for
 
 __all__ = [
     "LocalAdapter",
@@ -441,7 +445,16 @@ class LocalAdapter:
             if not info.get("ok"):
                 return Failure(self._error(info, config))
             plain = bool(info.get("plain"))
-            request = self._request(messages, config, plain, info, schema, choices)
+            if choices is not None and plain:
+                # a choice is scored, not sampled token by token: the model's likelihood of
+                # every allowed answer (`score_choices`), reported with the answer
+                request: dict[str, Any] = {
+                    "op": "score",
+                    "prompt": plain_prompt(messages),
+                    "choices": list(choices),
+                }
+            else:
+                request = self._request(messages, config, plain, info, schema, choices)
             request["deadline_s"] = max(deadline - time.monotonic(), 0.0)
             answer = worker.request(request, deadline, stop, "generating")
         except ProviderError as exc:
@@ -450,6 +463,8 @@ class LocalAdapter:
             worker.lock.release()
         if not answer.get("ok"):
             return Failure(self._error(answer, config))
+        if request["op"] == "score" and choices is not None:
+            return Success(self._scored(choices, answer, config, worker, info))
         text = str(answer.get("text") or "")
         content = text.strip() if plain else text
         finish = answer.get("finish")
@@ -482,6 +497,37 @@ class LocalAdapter:
                     }
                 ),
             )
+        )
+
+    def _scored(
+        self,
+        choices: Sequence[str],
+        answer: Mapping[str, Any],
+        config: CompletionConfig,
+        worker: ModelWorker,
+        info: Mapping[str, Any],
+    ) -> CompletionResponse:
+        """The answer of a scored choice: the likeliest (or, with a temperature, one drawn
+        from the likelihoods), with every choice's log-likelihood in
+        `raw.extra["choice_logprobs"]`."""
+        logprobs = [float(x) for x in answer.get("logprobs") or []]
+        content = pick_choice(choices, logprobs, config.temperature)
+        path = Path(worker.spec["model_path"])
+        return CompletionResponse(
+            content=content,
+            model=path.name,
+            usage=Usage(input_tokens=int(answer.get("n_tokens") or 0), output_tokens=1),
+            finish_reason="stop",
+            backend=self.backend,
+            raw=RawInfo(
+                extra={
+                    "model_path": str(path),
+                    "load_s": info.get("load_s"),
+                    "worker_pid": worker.pid,
+                    "model_loads": answer.get("loads"),
+                    "choice_logprobs": dict(zip(choices, logprobs, strict=True)),
+                }
+            ),
         )
 
     def _request(

@@ -95,7 +95,9 @@ def plan_research(
 
 def _small_plan(cfg: ResearchConfig, corpus: Corpus | None) -> ResearchPlan:
     # Small-model mode: scope is one choice (at most 2 section angles besides the code's
-    # 2), search makes no call, the fetch cap is hard, synthesis is a choice retried once.
+    # 2), search makes no call, the fetch cap is hard, synthesis is a choice retried once;
+    # scored votes add one content-free vote per answer order (their calibration).
+    priors = min(2, cfg.VOTES_PER_CLAIM)
     fetches = cfg.MAX_FETCH if corpus is None else min(cfg.MAX_FETCH, len(corpus.passages))
     claims = min(cfg.MAX_VERIFY_CLAIMS, fetches * 3)
     return ResearchPlan(
@@ -105,8 +107,8 @@ def _small_plan(cfg: ResearchConfig, corpus: Corpus | None) -> ResearchPlan:
         max_fetches=fetches,
         max_claims_verified=claims,
         votes_per_claim=cfg.VOTES_PER_CLAIM,
-        upper_bound_calls=1 + fetches + claims * cfg.VOTES_PER_CLAIM + 2,
-        typical_calls=1 + fetches + claims * min(2, cfg.VOTES_PER_CLAIM) + 1,
+        upper_bound_calls=1 + fetches + claims * cfg.VOTES_PER_CLAIM + priors + 2,
+        typical_calls=1 + fetches + claims * min(2, cfg.VOTES_PER_CLAIM) + priors + 1,
         requests_per_call=cfg.schema_retries + 1,
         concurrency=cfg.CONCURRENCY,
         early_quorum=cfg.early_quorum,

@@ -46,6 +46,7 @@ from ._small_report import (
     small_report,
     synth_prompt,
 )
+from ._small_votes import SMALL_VOTES, run_vote, verdict_of, verify_prompt
 from ._units import Unit, sentences, units_of
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "finding_confidence",
     "ids_schema",
     "pick_sentences",
+    "run_vote",
     "scope_prompt",
     "sections_for",
     "sentences",
@@ -66,7 +68,6 @@ __all__ = [
 
 Record = dict[str, Any]
 
-SMALL_VOTES = ("supported", "refuted")
 _WORD = re.compile(r"\w+", re.UNICODE)
 _OPENING = 1.25
 _COMMON = 0.75  # a question word in more than this share of the documents says little
@@ -172,35 +173,6 @@ def extract_prompt(question: str, title: str, path: str, units: Sequence[str]) -
         "Sentences from " + title + " (" + path + "):\n" + listing + "\n\n"
         "Which sentences help answer the question? Give 1 to 3 ids, best first."
     )
-
-
-# ── verify ──
-
-
-def verify_prompt(
-    question: str, claim: str, source: str, counter: Sequence[tuple[str, str]], v: int, n: int
-) -> str:
-    """The vote prompt; the voter number comes last so consecutive votes share the longest
-    prompt prefix (llama.cpp reuses it)."""
-    other = "\n".join(f"- ({url}) {text}" for url, text in counter) or "- (none)"
-    return (
-        "Question: " + question + "\n\n"
-        "Statement from the documents (" + source + '):\n"' + claim + '"\n\n'
-        "Other passages:\n" + other + "\n\n"
-        "Is the statement supported by the documents and does it help answer the question? "
-        "Answer supported or refuted. If unsure, answer refuted.\n"
-        "Voter " + str(v + 1) + " of " + str(n) + "."
-    )
-
-
-def verdict_of(choice: str) -> Record:
-    """A seed `Verdict` record for a constrained vote."""
-    return {
-        "refuted": choice == "refuted",
-        "evidence": f"voter chose '{choice}' (small-model mode: a constrained choice)",
-        "confidence": "medium",
-        "counterSource": None,
-    }
 
 
 # ── the phases (async; every model call goes through `Run.call`) ──
@@ -393,25 +365,3 @@ async def run_extract(question: str, run: Run, url: str, priority: float) -> Rec
             for u in picks
         ],
     }
-
-
-async def run_vote(question: str, run: Run, claim: Record, v: int) -> Record | None:
-    """One constrained vote (`SMALL_VOTES`) as a seed `Verdict` record, None on failure."""
-    cfg = run.config
-    counter: list[tuple[str, str]] = []
-    if run.corpus is not None and cfg.counter_passages:
-        hits = run.corpus.search(claim["claim"], cfg.counter_passages, exclude=[claim["sourceUrl"]])
-        counter = [
-            (p.url.removeprefix("corpus://"), cap(" ".join(p.text.split()), cfg.counter_chars))
-            for p in hits
-        ]
-    prompt = verify_prompt(
-        question,
-        cap(claim["claim"], cfg.max_field_chars),
-        claim["sourceUrl"].removeprefix("corpus://"),
-        counter,
-        v,
-        cfg.VOTES_PER_CLAIM,
-    )
-    answer = await run.call("verify", prompt, choices=SMALL_VOTES, max_tokens=8)
-    return verdict_of(answer) if isinstance(answer, str) else None
