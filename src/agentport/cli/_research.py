@@ -202,7 +202,10 @@ def research(
         typer.Option("--early-quorum", help="Stop voting once a claim's outcome is settled."),
     ] = False,
     concurrency: Annotated[
-        int | None, typer.Option("--concurrency", min=1, help="Agent calls in flight (10).")
+        int | None,
+        typer.Option(
+            "--concurrency", min=1, help="Agent calls in flight (10; 1 on the embedded model)."
+        ),
     ] = None,
     plan: Annotated[
         bool, typer.Option("--plan", help="Print the call budget and limits, then exit.")

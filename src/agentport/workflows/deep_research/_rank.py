@@ -215,7 +215,9 @@ def index_of(corpus: Corpus) -> UnitIndex:
 def weighted_terms(question: str, ignore: frozenset[str] = frozenset()) -> list[str]:
     """The stems to search for *question*: its own content words (minus *ignore*), then
     `expand`'s."""
-    own = [w for w in term_stems(question) if w not in ignore]
+    # `shell=True` asks about the `shell` parameter: its literal value is no search word
+    values = {m.group(0).rsplit("=", 1)[1].strip("` ").lower() for m in _IDENT.finditer(question)}
+    own = [w for w in term_stems(question) if w not in ignore and w not in values]
     extra = [stem(w) for w in expand(question) if stem(w) not in own]
     return [*own, *extra]
 

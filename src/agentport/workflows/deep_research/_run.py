@@ -71,13 +71,19 @@ def research_config_for(
     """The research settings for *backend* (canonical name; None or an unknown name: not
     local), the rule `agentport research` and the MCP server's `research_start` share: an
     embedded model (catalog kind `local`) always gets the small-context caps, and
-    small-model mode unless *small_model* is False; another backend gets small-model mode
-    only when *small_model* is True. *overrides* are `ResearchConfig` fields."""
+    small-model mode unless *small_model* is False, and one call in flight unless
+    *overrides* say otherwise (its one model worker serves one call at a time); another
+    backend gets small-model mode only when *small_model* is True. *overrides* are
+    `ResearchConfig` fields."""
     try:
         local = backend is not None and get_capability(backend).kind is BackendKind.local
     except ProviderError:
         local = False
     small = local if small_model is None else small_model
+    if local:
+        # one model worker serves one call at a time: more calls in flight only queue on
+        # it (and a queued call's deadline runs while it waits)
+        overrides.setdefault("CONCURRENCY", 1)
     if small:
         return ResearchConfig.for_small_model(**overrides)
     if local:
