@@ -564,6 +564,7 @@ def _source_entry(s: Record, mirrors: dict[str, list[str]]) -> SourceEntry:
             "quality": s["sourceQuality"],
             "angle": s["angle"],
             "claimCount": len(s["claims"]),
+            "section": s.get("section", ""),
             "publishDate": s.get("publishDate"),
             "error": s.get("error"),
             "mirrors": mirrors.get(norm_url(s["url"]), []),

@@ -43,6 +43,7 @@ from ._small_report import (
     finding_confidence,
     ids_schema,
     no_answer,
+    place,
     small_report,
     synth_prompt,
 )
@@ -339,7 +340,7 @@ async def run_extract(question: str, run: Run, url: str, priority: float) -> Rec
     scores = candidates(question, run, passage, common)
     units = list(scores)
     if passage is None or not units:
-        return {"sourceQuality": "primary", "claims": []}
+        return {"sourceQuality": "primary", "claims": [], "section": place(run.corpus, url)}
     ids = [f"S{i}" for i in range(1, len(units) + 1)]
     title = f"{passage.title} › {passage.heading}" if passage.heading else passage.title
     parsed = await run.call(
@@ -349,11 +350,14 @@ async def run_extract(question: str, run: Run, url: str, priority: float) -> Rec
         priority=priority,
         max_tokens=48,
     )
+    section = place(run.corpus, url)
     if parsed is None:
-        return {"sourceQuality": "primary", "claims": [], "error": run.last_error("extract")}
+        error = run.last_error("extract")
+        return {"sourceQuality": "primary", "claims": [], "error": error, "section": section}
     picks = [units[ids.index(i)] for i in chosen(parsed, ids)]
     return {
         "sourceQuality": "primary",
+        "section": section,
         "claims": [
             {
                 "claim": u.text,

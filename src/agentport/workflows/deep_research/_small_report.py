@@ -11,6 +11,7 @@ from ._corpus import Corpus
 from ._run import Run, cap
 from ._schemas import Finding, Report
 from ._small_qa import conflicts
+from ._small_votes import SURE
 
 __all__ = [
     "chosen",
@@ -62,12 +63,36 @@ def synth_prompt(question: str, claims: Sequence[str]) -> str:
     )
 
 
-def finding_confidence(sources: int, unanimous: bool) -> str:
+def finding_confidence(sources: int, unanimous: bool, probability: float | None = None) -> str:
     """The seed's rubric on what the code knows: high = several sources and unanimous votes,
-    medium = one source and unanimous votes, low = split votes."""
+    medium = one source and unanimous votes, low = split votes. With the votes' mean
+    *probability* of support (scored votes), the model's certainty caps it: below 0.8 no
+    finding is high, below `_small_votes.SURE` none is above low."""
     if not unanimous:
         return "low"
-    return "high" if sources > 1 else "medium"
+    word = "high" if sources > 1 else "medium"
+    if probability is not None:
+        if probability < SURE:
+            return "low"
+        if probability < 0.8:
+            return "medium"
+    return word
+
+
+def mean_probability(valid: Sequence[Record]) -> float | None:
+    """The mean P(supported) of scored votes, None when no vote carries one."""
+    found = [v["probability"] for v in valid if isinstance(v.get("probability"), float)]
+    return sum(found) / len(found) if found else None
+
+
+def _with_subject(claim: Record, label: str) -> str:
+    """The claim as the summary states it: prefixed with its subject when neither the
+    sentence nor its place (*label*: document › heading) names it."""
+    subject = str(claim.get("subject") or "")
+    text = str(claim["claim"])
+    if not subject or subject.casefold() in (text + " " + label).casefold():
+        return text
+    return f"{subject}: {text}"
 
 
 def _short(url: str) -> str:
@@ -112,11 +137,14 @@ def small_report(
     confirmed: Sequence[Record],
     best: Sequence[int],
     label: Callable[[str], str] = _short,
+    scored: bool = False,
 ) -> Report:
     """The report assembled by code from *confirmed* claims (records with claim, sourceUrl,
     valid, refutedVotes): identical claims merged with their sources, the *best* indexes
     first, the summary made of the best claims' own words with their sources (named by
-    *label*: `place` names the document and section). Claims that
+    *label*: `place` names the document and section; a claim's subject leads it when
+    neither names it). *scored* says the votes were probabilities (`_small_votes`). Claims
+    that
     contradict a claim of another document (`_small_qa.conflicts`: the same sentence with
     one value changed) are no finding: the caveats name both sides."""
     disputed = conflicts([(c["claim"], _document(c["sourceUrl"])) for c in confirmed])
@@ -127,14 +155,24 @@ def small_report(
             continue
         c = confirmed[i]
         key = " ".join(_WORD.findall(c["claim"].casefold()))
-        entry = merged.setdefault(key, {"claim": c["claim"], "sources": [], "unanimous": True})
+        entry = merged.setdefault(
+            key,
+            {"claim": c["claim"], "sources": [], "unanimous": True, "p": [], "record": c},
+        )
         entry["sources"].append(c["sourceUrl"])
         entry["unanimous"] &= c["refutedVotes"] == 0
-        entry.setdefault("vote", f"{len(c['valid']) - c['refutedVotes']}-{c['refutedVotes']}")
+        if (p := mean_probability(c["valid"])) is not None:
+            entry["p"].append(p)
+        vote = f"{len(c['valid']) - c['refutedVotes']}-{c['refutedVotes']}"
+        entry.setdefault("vote", vote + (f", P(supported) {p:.2f}" if p is not None else ""))
     findings = [
         Finding(
             claim=m["claim"],
-            confidence=finding_confidence(len(m["sources"]), m["unanimous"]),
+            confidence=finding_confidence(
+                len(m["sources"]),
+                m["unanimous"],
+                sum(m["p"]) / len(m["p"]) if m["p"] else None,
+            ),
             sources=list(dict.fromkeys(m["sources"])),
             evidence="Quoted verbatim from " + ", ".join(label(s) for s in m["sources"]),
             vote=m["vote"],
@@ -142,12 +180,23 @@ def small_report(
         for m in merged.values()
     ]
     ranked = [i for i in best if i not in disputed]
-    top = findings[: max(1, min(3, len(ranked) or 1))]
-    summary = " ".join(f"{f.claim} [{label(f.sources[0])}]" for f in top)
+    top = list(merged.values())[: max(1, min(3, len(ranked) or 1))]
+    summary = " ".join(
+        f"{_with_subject(m['record'], label(m['sources'][0]))} [{label(m['sources'][0])}]"
+        for m in top
+    )
     caveats = (
         "Small-model mode: every finding is a sentence quoted verbatim from the "
-        "documents, chosen by the model and kept by constrained votes; the summary "
-        "is assembled from those sentences, not written by the model."
+        "documents, found and ranked by the code and picked by the model; the summary "
+        "is assembled from those sentences, not written by the model. "
+    ) + (
+        "Each vote is the model's probability that the statement is supported, from its "
+        "likelihoods and calibrated against a content-free statement; a voter less than "
+        f"{SURE:.0%} sure either way abstains. The votes are a small model's judgement, "
+        "not a check of the facts."
+        if scored
+        else "The votes are constrained choices the backend sampled without likelihoods: "
+        "they are not a verification of the claims."
     )
     if disputed:
         sides = "; ".join(
@@ -178,6 +227,7 @@ async def run_synthesis(question: str, run: Run, confirmed: Sequence[Record]) ->
 
     ids = [f"C{i}" for i in range(1, len(texts) + 1)]
     prompt = synth_prompt(question, texts)
+    scored = run.scored_votes > 0
     for attempt in range(2):
         parsed = await run.call(
             "synthesis",
@@ -189,9 +239,9 @@ async def run_synthesis(question: str, run: Run, confirmed: Sequence[Record]) ->
         best = [ids.index(i) for i in chosen(parsed, ids)]
         if best:
             status = "model choice" + (" (retried)" if attempt else "")
-            return small_report(question, confirmed, best, label), status
+            return small_report(question, confirmed, best, label, scored), status
     run.warn(
         "synthesis: the model's choice failed twice; the report lists the confirmed claims "
         "in rank order"
     )
-    return small_report(question, confirmed, [], label), "fallback (rank order)"
+    return small_report(question, confirmed, [], label, scored), "fallback (rank order)"
