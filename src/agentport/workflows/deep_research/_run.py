@@ -322,9 +322,9 @@ class Run:
                 raw=response.content,
             )
             return None
-        found = _scores_of(response.raw.extra.get("choice_logprobs"), choices)
+        likelihoods = _scores_of(response.raw.extra.get("choice_logprobs"), choices)
         if scores is not None:
-            scores.update(found)
+            scores.update(likelihoods)
         if self.cache is not None:
             dumped = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
             self.cache.put(
@@ -334,7 +334,7 @@ class Run:
                     "schema": name,
                     "parsed": dumped,
                     "usage": response.usage.model_dump(mode="json"),
-                    "scores": found,
+                    "scores": likelihoods,
                 },
             )
         self.emit("call_finished", phase, raw=response.content)
