@@ -420,7 +420,7 @@ def load_corpus(
         else:
             text = raw
             title = _title_of(text, file.stem)
-        chunks = _chunks(text, max_passage_chars, plain=file.suffix.lower() == ".txt")
+        chunks = _chunks(text, max_passage_chars)
         if not chunks:
             skipped.append(f"{rel}: empty")
             continue
