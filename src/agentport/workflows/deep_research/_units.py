@@ -44,8 +44,13 @@ _ITEM_NAME = re.compile(
     r"^(?:`{1,2}([^`\s][^`]{0,60})`{1,2}|\*\*([^*]{1,60})\*\*)\s*(?:[:{(—–-]|$)"
 )
 # A man page's or reST option list's term line: "-n, --number", "--shell=NAME".
-_OPTION_TERM = re.compile(r"^-{1,2}[A-Za-z][\w-]*(?:[ ,=][^.]{0,50})?$")
-_DEFAULT = re.compile(r"\*{0,2}Default:?\*{0,2}:?\s*\S", re.IGNORECASE)
+_OPT = r"(?:-{1,2}[A-Za-z0-9][\w-]*(?:\[?=[\w\[\]|,-]+\]?)?|[A-Z][A-Z_]*|\[[^\]\s]+\])"
+_OPTION_TERM = re.compile(rf"^-{{1,2}}[A-Za-z0-9][\w-]*(?:\[?=[\w\[\]|,-]+\]?)?(?:,? {_OPT})*$")
+# a man page's option with its description on the same line: "-i     prompt before every removal"
+_OPTION_INLINE = re.compile(rf"^(-{{1,2}}[A-Za-z0-9][\w-]*(?:,? {_OPT})*)\s{{2,}}\S")
+_DEFAULT = re.compile(
+    r"(?:\*{0,2}Default:?\*{0,2}:?|Defaults? (?:to|is)|The default is)\s*\S", re.IGNORECASE
+)
 _COMMENT_OPEN = "<!--"
 _COMMENT_CLOSE = "-->"
 
@@ -93,7 +98,8 @@ def units_of(text: str, heading: str = "") -> list[Unit]:
     grounding check treats `…` as a gap)."""
     units: list[tuple[str, str, bool]] = []  # (text, subject, is_item)
     prose: list[str] = []
-    subject = _clean_heading(heading)
+    subject = section = _clean_heading(heading)
+    term = described = False  # under an option term (man page), and its description seen
     item_subject = ""
     fence = False
     comment = False
@@ -128,23 +134,39 @@ def units_of(text: str, heading: str = "") -> list[Unit]:
             continue
         if fence or not line:
             flush()
-            item_subject = "" if not line and not raw.startswith(" ") else item_subject
+            item_subject = ""
+            if term and described:  # an option term's description ended
+                subject, term, described = section, False, False
             continue
         if (m := _HEADING.match(line)) is not None:
             flush()
-            subject = _clean_heading(m.group(2))
-            item_subject = ""
+            subject = section = _clean_heading(m.group(2))
+            item_subject, term = "", False
             continue
         if is_markup(line):
             flush()
             continue
-        if not prose and (
-            (_SIGNATURE.match(line) and not line.endswith((".", ";"))) or _OPTION_TERM.match(line)
-        ):
+        if not prose and _OPTION_TERM.match(line):
             flush()
-            subject = line.strip("`*").strip()
+            subject, term, described = line, True, False
             item_subject = ""
             continue
+        if (
+            not prose
+            and _SIGNATURE.match(line)
+            and not line.endswith((".", ";"))
+            and "  " not in line
+        ):
+            flush()
+            subject, term = line.strip("`*").strip(), False
+            item_subject = ""
+            continue
+        if (m := _OPTION_INLINE.match(line)) is not None:
+            flush()
+            item_subject = m.group(1)
+            prose.append(line)
+            continue
+        described = True
         if line.startswith("|"):
             flush()
             units.append((line.strip("|").strip(), subject, True))
