@@ -108,7 +108,8 @@ def test_every_unit_is_a_verbatim_span_and_never_markup(lines: list[str]) -> Non
         body = unit.text.removesuffix(" …")
         assert " ".join(body.split()) in flat, unit
         assert not unit.text.endswith(":")
-        assert "#anchor" not in unit.text and "comment" not in unit.text
+        assert "#anchor" not in unit.text
+        assert "comment" not in unit.text
         assert not re.fullmatch(r"[|\s:\-]+", unit.text)
 
 
@@ -133,7 +134,8 @@ def test_expansion_of_platforms_identifiers_and_flags() -> None:
     assert {"posix", "windows"} <= set(expand("Which signal stops it on Linux?"))
     assert {"total", "timeout"} <= set(expand("What bounds total_timeout_s?"))
     terms = weighted_terms("What happens with shell=True?")
-    assert "shell" in terms and "true" not in terms
+    assert "shell" in terms
+    assert "true" not in terms
     assert "retry_after" in expand("Is the retry after header honoured?")
 
 
