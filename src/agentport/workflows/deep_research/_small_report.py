@@ -63,6 +63,18 @@ def synth_prompt(question: str, claims: Sequence[str]) -> str:
     )
 
 
+def relevance_cap(score: float, best: float) -> str:
+    """The highest confidence a finding may have for its code relevance *score* against
+    the *best* confirmed claim's: low under 40 % of it, medium under 70 %, else high."""
+    if best <= 0:
+        return "high"
+    share = score / best
+    return "low" if share < 0.4 else "medium" if share < 0.7 else "high"
+
+
+_LEVELS = ("low", "medium", "high")
+
+
 def finding_confidence(sources: int, unanimous: bool, probability: float | None = None) -> str:
     """The seed's rubric on what the code knows: high = several sources and unanimous votes,
     medium = one source and unanimous votes, low = split votes. With the votes' mean
@@ -143,10 +155,12 @@ def small_report(
     valid, refutedVotes): identical claims merged with their sources, the *best* indexes
     first, the summary made of the best claims' own words with their sources (named by
     *label*: `place` names the document and section; a claim's subject leads it when
-    neither names it). *scored* says the votes were probabilities (`_small_votes`). Claims
-    that
-    contradict a claim of another document (`_small_qa.conflicts`: the same sentence with
-    one value changed) are no finding: the caveats name both sides."""
+    neither names it). A finding's confidence is the seed's rubric capped by the votes'
+    probability and by its relevance against the best claim's (`relevance_cap`), so the
+    answer and the noise beside it do not share one mark. *scored* says the votes were
+    probabilities (`_small_votes`). Claims that contradict a claim of another document
+    (`_small_qa.conflicts`: the same sentence with one value changed) are no finding: the
+    caveats name both sides."""
     disputed = conflicts([(c["claim"], _document(c["sourceUrl"])) for c in confirmed])
     merged: dict[str, Record] = {}
     order = [*best, *(i for i in range(len(confirmed)) if i not in best)]
@@ -165,14 +179,19 @@ def small_report(
             entry["p"].append(p)
         vote = f"{len(c['valid']) - c['refutedVotes']}-{c['refutedVotes']}"
         entry.setdefault("vote", vote + (f", P(supported) {p:.2f}" if p is not None else ""))
+    best_score = max((float(c.get("_score") or 0) for c in confirmed), default=0.0)
+
+    def confidence(m: Record) -> str:
+        word = finding_confidence(
+            len(m["sources"]), m["unanimous"], sum(m["p"]) / len(m["p"]) if m["p"] else None
+        )
+        cap_word = relevance_cap(float(m["record"].get("_score") or 0), best_score)
+        return _LEVELS[min(_LEVELS.index(word), _LEVELS.index(cap_word))]
+
     findings = [
         Finding(
             claim=m["claim"],
-            confidence=finding_confidence(
-                len(m["sources"]),
-                m["unanimous"],
-                sum(m["p"]) / len(m["p"]) if m["p"] else None,
-            ),
+            confidence=confidence(m),
             sources=list(dict.fromkeys(m["sources"])),
             evidence="Quoted verbatim from " + ", ".join(label(s) for s in m["sources"]),
             vote=m["vote"],
