@@ -147,3 +147,21 @@ def test_abstention_claims_the_documents_only_when_all_were_searched(read: int, 
     whole = no_answer(read, total, anywhere=False)
     assert whole.startswith("The documents do not answer the question")
     assert str(total) in whole
+
+
+def test_rest_literal_blocks_are_code_and_a_sentence_about_defaults_is_prose(tmp_path) -> None:
+    from agentport.workflows.deep_research import load_corpus
+
+    (tmp_path / "utils.rst").write_text(
+        "Editors\n=======\n\nIt will fall back to a sensible\ndefault.  If the user closes "
+        "the editor without saving, the return value\nwill be ``None``.\n\nExample usage::\n\n"
+        "    def get_message():\n        return click.edit('x')\n\n"
+        ".. click:example::\n\n    @click.command()\n    def hello():\n        pass\n\n"
+        "After the example the prose goes on with more words.\n",
+        encoding="utf-8",
+    )
+    corpus = load_corpus(tmp_path).unwrap()
+    texts = [u.text for p in corpus.passages for u in units_of(p.text, p.heading)]
+    assert any(t.startswith("If the user closes the editor") and "None" in t for t in texts)
+    assert not any("def " in t or "@click" in t for t in texts), texts
+    assert "After the example the prose goes on with more words." in texts

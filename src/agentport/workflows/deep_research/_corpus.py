@@ -150,6 +150,9 @@ _RST_DIRECTIVE = re.compile(
     r"^\.\.\s+(?:py:|c:|cpp:|js:|std:)?(?:function|method|class|attribute|data|option|"
     r"envvar|module|exception|decorator|classmethod|staticmethod|describe|object)::\s*(.+)$"
 )
+_RST_LITERAL = re.compile(
+    r"^\.\.\s+[\w:-]*(?:code|example|doctest|literal|testcode|run|ipython|highlight)[\w:-]*::"
+)
 _RST_RULE = re.compile(r"^([=\-~^*+#\"'`])\1{2,}$")
 _MAN_HEADING = re.compile(r"^[A-Z][A-Z0-9 ,/&()\-]{2,40}$")
 
@@ -187,8 +190,28 @@ def _blocks(text: str, plain: bool = False) -> list[tuple[str, str]]:
 
     rows = text.splitlines()
     skip_rule = False
+    literal: int | None = None  # the indent of a reST line that opens a literal block
+    in_literal = False
     for i, line in enumerate(rows):
         stripped = line.strip()
+        if literal is not None and not fence:
+            # reST: the indented block after "Example::" or `.. code-block::` is code
+            indent = len(line) - len(line.lstrip())
+            if not stripped:
+                if in_literal:
+                    lines.append("")
+                continue
+            if indent > literal:
+                if not in_literal:
+                    flush()
+                    lines.append("```")
+                    in_literal = True
+                lines.append(line)
+                continue
+            if in_literal:
+                lines.append("```")
+                flush()
+            literal, in_literal = None, False
         if skip_rule:
             skip_rule = False
             if _RST_RULE.match(stripped):
@@ -209,6 +232,13 @@ def _blocks(text: str, plain: bool = False) -> list[tuple[str, str]]:
             flush()
             continue
         lines.append(line)
+        if not fence and (
+            _RST_LITERAL.match(stripped)
+            or (stripped.endswith("::") and not stripped.startswith(".."))
+        ):
+            literal = len(line) - len(line.lstrip())
+    if in_literal:
+        lines.append("```")
     flush()
     return out
 

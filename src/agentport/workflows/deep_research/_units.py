@@ -49,7 +49,9 @@ _OPTION_TERM = re.compile(rf"^-{{1,2}}[A-Za-z0-9][\w-]*(?:\[?=[\w\[\]|,-]+\]?)?(
 # a man page's option with its description on the same line: "-i     prompt before every removal"
 _OPTION_INLINE = re.compile(rf"^(-{{1,2}}[A-Za-z0-9][\w-]*(?:,? {_OPT})*)\s{{2,}}\S")
 _DEFAULT = re.compile(
-    r"(?:\*{0,2}Default:?\*{0,2}:?|Defaults? (?:to|is)|The default is)\s*\S", re.IGNORECASE
+    r"(?:\*{0,2}Default:\*{0,2}|\*\*Default\*\*:?|Defaults? (?:to|is)\b"
+    r"|The default (?:value )?is\b)\s*\S",
+    re.IGNORECASE,
 )
 _COMMENT_OPEN = "<!--"
 _COMMENT_CLOSE = "-->"
