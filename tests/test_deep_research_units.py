@@ -165,3 +165,14 @@ def test_rest_literal_blocks_are_code_and_a_sentence_about_defaults_is_prose(tmp
     assert any(t.startswith("If the user closes the editor") and "None" in t for t in texts)
     assert not any("def " in t or "@click" in t for t in texts), texts
     assert "After the example the prose goes on with more words." in texts
+
+
+@given(st.sampled_from(["fail", "retry", "govern", "config"]), st.sampled_from(["x", "en", "al_"]))
+def test_a_word_meets_its_derivations_not_any_longer_word(stem_word: str, junk: str) -> None:
+    from agentport.workflows.deep_research._small_qa import extends, overlap
+
+    assert extends("fail", "failure")
+    assert extends("retry", "retryable")
+    assert not extends("list", "listen")
+    assert not extends(stem_word, stem_word + junk + "zz")
+    assert overlap({"list"}, {"listen"}) == 0

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from ._corpus import Corpus, Passage, query_terms
-from ._small_qa import stem
+from ._small_qa import DERIVATIONS, stem
 from ._units import Unit, units_of
 
 __all__ = ["UnitIndex", "expand", "index_of", "rrf", "search", "term_stems"]
@@ -77,7 +77,8 @@ def expand(question: str) -> list[str]:
 
 
 def _prefixes(word: str) -> set[str]:
-    return {word[:n] for n in range(_MIN_PREFIX, len(word))}
+    """The stems *word* derives from (`_small_qa.extends`)."""
+    return {word[:n] for n in range(_MIN_PREFIX, len(word)) if word[n:] in DERIVATIONS}
 
 
 def _no_prefix(word: str) -> frozenset[str]:
@@ -114,14 +115,14 @@ class _Entry:
 
 
 def _meets(term: str, words: frozenset[str], prefixes: frozenset[str]) -> bool:
-    """Equal stems, or one a prefix of the other of 4+ letters ("fail" / "failure"); a
-    joined identifier ("retry_after") only matches itself."""
+    """Equal stems, or one derived from the other ("fail" / "failure"); a joined
+    identifier ("retry_after") only matches itself."""
     if "_" in term:
         return term in words
     return (
         term in words
         or term in prefixes
-        or any(term[:n] in words for n in range(_MIN_PREFIX, len(term)))
+        or any(term[:n] in words for n in range(_MIN_PREFIX, len(term)) if term[n:] in DERIVATIONS)
     )
 
 
