@@ -199,7 +199,9 @@ class _Worker:
         out: list[float] = []
         try:
             for choice in choices:
-                if self.state.gone.is_set() or time.monotonic() > deadline:
+                if self.state.gone.is_set() or request.get("id") in self.state.cancelled:
+                    return _fail("cancelled", "cancelled")
+                if time.monotonic() > deadline:
                     return _fail("timeout", "the deadline ran out while scoring")
                 full = model.tokenize(
                     (prompt + " " + choice).encode("utf-8"), add_bos=True, special=True
