@@ -32,11 +32,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from ..core import ErrorKind, ProviderError
+from ..core import CompletionConfig, CompletionResponse, ErrorKind, ProviderError, RawInfo, Usage
 from ..transport import guard_argv
 from ._spec import json_line
 
-__all__ = ["REBUILD_HINT", "ModelWorker", "crash_error", "pick_choice", "worker_for"]
+__all__ = [
+    "REBUILD_HINT",
+    "ModelWorker",
+    "crash_error",
+    "pick_choice",
+    "scored_response",
+    "worker_for",
+]
 
 _WORKER = Path(__file__).with_name("_local_worker.py")
 _TAIL_BYTES = 16 * 1024
@@ -289,6 +296,38 @@ class ModelWorker:
         except subprocess.TimeoutExpired:
             self.kill()
         self._proc, self.info = None, None
+
+
+def scored_response(
+    backend: str,
+    choices: Sequence[str],
+    answer: Mapping[str, Any],
+    config: CompletionConfig,
+    worker: ModelWorker,
+    info: Mapping[str, Any],
+) -> CompletionResponse:
+    """The answer of a scored choice (the worker's `score` reply *answer*): the likeliest
+    (or, with a temperature, one drawn from the likelihoods), with every choice's
+    log-likelihood in `raw.extra["choice_logprobs"]`."""
+    logprobs = [float(x) for x in answer.get("logprobs") or []]
+    content = pick_choice(choices, logprobs, config.temperature)
+    path = Path(worker.spec["model_path"])
+    return CompletionResponse(
+        content=content,
+        model=path.name,
+        usage=Usage(input_tokens=int(answer.get("n_tokens") or 0), output_tokens=1),
+        finish_reason="stop",
+        backend=backend,
+        raw=RawInfo(
+            extra={
+                "model_path": str(path),
+                "load_s": info.get("load_s"),
+                "worker_pid": worker.pid,
+                "model_loads": answer.get("loads"),
+                "choice_logprobs": dict(zip(choices, logprobs, strict=True)),
+            }
+        ),
+    )
 
 
 _WORKERS: dict[str, ModelWorker] = {}

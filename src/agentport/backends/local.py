@@ -70,7 +70,7 @@ if (
 ):  # pragma: no cover
     raise ImportError("the local backend needs llama-cpp-python: pip install 'agentport[local]'")
 
-from ._local_client import ModelWorker, pick_choice, worker_for
+from ._local_client import ModelWorker, scored_response, worker_for
 
 __all__ = [
     "LocalAdapter",
@@ -388,6 +388,9 @@ class LocalAdapter:
                 "local: output_schema has enum/const values with a backslash, which "
                 "llama-cpp-python cannot turn into a grammar; validated locally instead",
             )
+        # a scored choice needs no list of the choices in the prompt (where their order
+        # would sway a small model): the answer is one of them by construction
+        scored = config.choices is not None and await self._scores_choices(config, deadline)
         # the grammar is the native schema; structured drops it when the schema does not fit
         result = await complete_constrained(
             lambda convo: self._run(convo, config, deadline, choices=config.choices),
@@ -395,6 +398,7 @@ class LocalAdapter:
             config,
             native_schema=native,
             describe_native=self._options.schema_in_prompt,
+            choices_native=scored,
             backend=self.backend,
         )
         return result.map(
@@ -405,6 +409,20 @@ class LocalAdapter:
                 }
             )
         )
+
+    async def _scores_choices(self, config: CompletionConfig, deadline: float) -> bool:
+        """True when the model takes plain prompts, so `choices` are scored (loads it)."""
+
+        def plain() -> bool:
+            try:
+                worker = self._worker(config)
+                with worker.lock:
+                    info = worker.ensure_loaded(deadline, None)
+            except ProviderError:
+                return False  # the call itself reports the failure
+            return bool(info.get("ok") and info.get("plain"))
+
+        return await anyio.to_thread.run_sync(plain, abandon_on_cancel=True)
 
     async def _run(
         self,
@@ -464,7 +482,7 @@ class LocalAdapter:
         if not answer.get("ok"):
             return Failure(self._error(answer, config))
         if request["op"] == "score" and choices is not None:
-            return Success(self._scored(choices, answer, config, worker, info))
+            return Success(scored_response(self.backend, choices, answer, config, worker, info))
         text = str(answer.get("text") or "")
         content = text.strip() if plain else text
         finish = answer.get("finish")
@@ -497,37 +515,6 @@ class LocalAdapter:
                     }
                 ),
             )
-        )
-
-    def _scored(
-        self,
-        choices: Sequence[str],
-        answer: Mapping[str, Any],
-        config: CompletionConfig,
-        worker: ModelWorker,
-        info: Mapping[str, Any],
-    ) -> CompletionResponse:
-        """The answer of a scored choice: the likeliest (or, with a temperature, one drawn
-        from the likelihoods), with every choice's log-likelihood in
-        `raw.extra["choice_logprobs"]`."""
-        logprobs = [float(x) for x in answer.get("logprobs") or []]
-        content = pick_choice(choices, logprobs, config.temperature)
-        path = Path(worker.spec["model_path"])
-        return CompletionResponse(
-            content=content,
-            model=path.name,
-            usage=Usage(input_tokens=int(answer.get("n_tokens") or 0), output_tokens=1),
-            finish_reason="stop",
-            backend=self.backend,
-            raw=RawInfo(
-                extra={
-                    "model_path": str(path),
-                    "load_s": info.get("load_s"),
-                    "worker_pid": worker.pid,
-                    "model_loads": answer.get("loads"),
-                    "choice_logprobs": dict(zip(choices, logprobs, strict=True)),
-                }
-            ),
         )
 
     def _request(
