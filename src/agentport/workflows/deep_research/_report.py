@@ -229,7 +229,8 @@ def to_markdown(report: ResearchReport) -> str:
             lines += [
                 f"### {i}. {_md(f.claim)} _({f.confidence}{vote} · {grounding})_",
                 _md(f.evidence),
-                "Sources: " + ", ".join(_md(named.get(u, u)) for u in f.sources),
+                "Sources: "
+                + ", ".join(f"{_md(named[u])} ({u})" if u in named else u for u in f.sources),
                 "",
             ]
     if report.confirmed:
@@ -249,18 +250,21 @@ def to_markdown(report: ResearchReport) -> str:
         found = {f.claim: i for i, f in enumerate(report.findings, 1)}
         for c in report.claims:
             flag = " · quote NOT found in source" if c.grounded is False else ""
-            where = _md(named[c.source]) + f" ({c.source})" if c.source in named else c.source
+            where = (
+                f"{c.source} ({_md(named[c.source])}, " if c.source in named else c.source + " ("
+            )
             # a claim the findings already state is named, not repeated word for word
             if c.claim in found:
                 quoted = f'\n  > "{_md(c.quote)}"' if c.quote != c.claim else ""
                 text = f"Finding {found[c.claim]}{quoted}"
             elif c.claim == c.quote:
-                text = f'"{_md(c.quote)}"'
+                text = f'\n  > "{_md(c.quote)}"'
             else:
                 text = f'{_md(c.claim)}\n  > "{_md(c.quote)}"'
+            sep = "" if text.startswith("\n") else " "
             lines.append(
-                f"- **{c.outcome}** (vote {c.vote}, {c.abstained} abstained{flag}): "
-                f"{text}\n  — {where} ({c.source_quality})"
+                f"- **{c.outcome}** (vote {c.vote}, {c.abstained} abstained{flag}):"
+                f"{sep}{text}\n  — {where}{c.source_quality})"
             )
         lines.append("")
     if report.refuted:
