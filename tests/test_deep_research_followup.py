@@ -65,3 +65,5 @@ def test_the_plan_counts_the_follow_up_round() -> None:
     single = plan_research(ResearchConfig.for_small_model(rounds=1))
     assert small.max_fetches == single.max_fetches + 3
     assert small.upper_bound_calls > single.upper_bound_calls
+    assert any(line.startswith("follow-up: 1 round") for line in small.lines())
+    assert not any(line.startswith("follow-up") for line in single.lines())

@@ -38,6 +38,7 @@ class ResearchPlan:
     concurrency: int
     early_quorum: bool
     strict_fetch_cap: bool
+    followup: str = ""  # the follow-up round's bound, "" for the seed's single round
 
     def lines(self) -> list[str]:
         """Human-readable lines (the CLI's `--plan`)."""
@@ -59,6 +60,8 @@ class ResearchPlan:
             out[2] = f"scope: 1 choice of sections -> 1..{self.max_angles} angles"
             out[3] = "search: BM25 per angle, no model call"
             out[6] = "synthesis: 1 choice of the best confirmed claims (retried once)"
+        if self.followup:
+            out.insert(5, self.followup)
         return out
 
 
@@ -98,6 +101,7 @@ def plan_research(
         concurrency=cfg.CONCURRENCY,
         early_quorum=cfg.early_quorum,
         strict_fetch_cap=cfg.strict_fetch_cap,
+        followup=_followup_line(cfg),
     )
 
 
@@ -122,4 +126,15 @@ def _small_plan(cfg: ResearchConfig, corpus: Corpus | None) -> ResearchPlan:
         concurrency=cfg.CONCURRENCY,
         early_quorum=cfg.early_quorum,
         strict_fetch_cap=True,
+        followup=_followup_line(cfg),
+    )
+
+
+def _followup_line(cfg: ResearchConfig) -> str:
+    if cfg.rounds <= 1:
+        return ""
+    return (
+        f"follow-up: {cfg.rounds - 1} round(s) of <= {cfg.followup_angles} angles and "
+        f"{cfg.followup_fetches} more fetches, for what the findings name but do not answer "
+        "(counted above; --rounds 1 is the seed's single round)"
     )
