@@ -12,6 +12,12 @@ from pathlib import Path
 _QUOTE = re.compile(r'^  > "(?P<quote>.*)"\n  — (?P<url>corpus://\S+)', re.MULTILINE)
 _CONFIRMED = re.compile(r"^\*\*Status:\*\* (\d+) confirmed", re.MULTILINE)
 _CITED = re.compile(r"corpus://([^\s,)\]]+?)/\d+")
+# a finding quoted verbatim (small-model mode): its claim is the quote; the appendix names it
+_FINDING = re.compile(
+    r"^### \d+\. (?P<quote>.*) _\([^\n]*\)_\nQuoted verbatim from [^\n]*\n"
+    r"Sources: [^\n]*?\((?P<url>corpus://[^\s)]+)\)",
+    re.MULTILINE,
+)
 
 
 @dataclass
@@ -36,7 +42,7 @@ def check_report(markdown: str, corpus_root: Path) -> ReportCheck:
     out.answer_pages = sorted(set(_CITED.findall(answer)))
     if (m := _CONFIRMED.search(markdown)) is not None:
         out.confirmed = int(m.group(1))
-    for m in _QUOTE.finditer(markdown):
+    for m in [*_QUOTE.finditer(markdown), *_FINDING.finditer(markdown)]:
         quote = html.unescape(m.group("quote"))
         url = m.group("url")
         path = _CITED.match(url)

@@ -138,3 +138,22 @@ async def test_total_timeout_stops_generation_as_a_value(
     config = CompletionConfig(max_tokens=400, total_timeout_s=0.05)
     error = (await adapter.complete([Message.user("Tell a long story.")], config)).failure()
     assert (error.kind, error.timeout) == (ErrorKind.timeout, "total")
+
+
+@pytest.mark.anyio
+async def test_choices_are_scored_from_the_models_likelihoods_in_any_order(
+    model_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    adapter = _adapter(model_cache, tmp_path, monkeypatch)
+    ask = [Message.user("What is the capital of France?")]
+    answers = []
+    for choices in (("Paris", "London", "Berlin"), ("Berlin", "London", "Paris")):
+        config = CompletionConfig(choices=choices, temperature=0)
+        response = (await adapter.complete(ask, config)).unwrap()
+        scores = response.raw.extra["choice_logprobs"]
+        assert set(scores) == set(choices)
+        assert all(s < 0 for s in scores.values())
+        assert response.content == max(scores, key=scores.__getitem__)
+        answers.append((response.content, scores))
+    assert answers[0][0] == answers[1][0] == "Paris"  # the order they are listed in is moot
+    assert answers[0][1]["Paris"] == pytest.approx(answers[1][1]["Paris"], abs=1e-3)

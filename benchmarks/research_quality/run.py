@@ -149,6 +149,8 @@ async def _reports(
 
     small = args.small or args.backend == "local"
     config = ResearchConfig.for_small_model(small_model=small) if small else ResearchConfig()
+    if getattr(args, "rounds", 0):  # 1 = the seed's single round; 2 adds the follow-up round
+        config = config.model_copy(update={"rounds": args.rounds})
     shared = load_corpus(corpus_dir, max_passage_chars=config.max_passage_chars).unwrap()
     docs = _read_docs(corpus_dir)
     out: list[tuple[Report, float]] = []
@@ -257,6 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--small", action="store_true", help="small-model mode on any backend")
     parser.add_argument("--oracle-retrieval", action="store_true")
     parser.add_argument("--slice", type=int, default=0, help="first N questions of each type")
+    parser.add_argument("--rounds", type=int, default=0, help="search rounds (default: mode's)")
     parser.add_argument("--seed", type=int, default=world.SEED)
     parser.add_argument("--json", default="research_quality.json")
     args = parser.parse_args(argv)

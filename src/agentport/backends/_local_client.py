@@ -18,23 +18,32 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import math
 import os
 import queue
+import random
 import signal
 import subprocess
 import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from ..core import ErrorKind, ProviderError
+from ..core import CompletionConfig, CompletionResponse, ErrorKind, ProviderError, RawInfo, Usage
 from ..transport import guard_argv
 from ._spec import json_line
 
-__all__ = ["REBUILD_HINT", "ModelWorker", "crash_error", "worker_for"]
+__all__ = [
+    "REBUILD_HINT",
+    "ModelWorker",
+    "crash_error",
+    "pick_choice",
+    "scored_response",
+    "worker_for",
+]
 
 _WORKER = Path(__file__).with_name("_local_worker.py")
 _TAIL_BYTES = 16 * 1024
@@ -89,6 +98,20 @@ def crash_error(returncode: int | None, tail: str, doing: str) -> ProviderError:
         exit_code=returncode,
         stderr_tail=tail[-4000:],
     )
+
+
+def pick_choice(
+    choices: Sequence[str], logprobs: Sequence[float], temperature: float | None
+) -> str:
+    """The choice a scored answer gives: the likeliest (ties: the first listed) when
+    *temperature* is None or 0, else one drawn with probability softmax(logprob / T)."""
+    if len(logprobs) != len(choices) or not choices:
+        raise ValueError("one log-likelihood per choice is needed")
+    if not temperature:
+        return choices[max(range(len(choices)), key=lambda i: (logprobs[i], -i))]
+    peak = max(logprobs)
+    weights = [math.exp((lp - peak) / temperature) for lp in logprobs]
+    return random.choices(list(choices), weights=weights, k=1)[0]
 
 
 def _read_replies(stream: IO[bytes], replies: queue.Queue[dict[str, Any] | None]) -> None:
@@ -273,6 +296,38 @@ class ModelWorker:
         except subprocess.TimeoutExpired:
             self.kill()
         self._proc, self.info = None, None
+
+
+def scored_response(
+    backend: str,
+    choices: Sequence[str],
+    answer: Mapping[str, Any],
+    config: CompletionConfig,
+    worker: ModelWorker,
+    info: Mapping[str, Any],
+) -> CompletionResponse:
+    """The answer of a scored choice (the worker's `score` reply *answer*): the likeliest
+    (or, with a temperature, one drawn from the likelihoods), with every choice's
+    log-likelihood in `raw.extra["choice_logprobs"]`."""
+    logprobs = [float(x) for x in answer.get("logprobs") or []]
+    content = pick_choice(choices, logprobs, config.temperature)
+    path = Path(worker.spec["model_path"])
+    return CompletionResponse(
+        content=content,
+        model=path.name,
+        usage=Usage(input_tokens=int(answer.get("n_tokens") or 0), output_tokens=1),
+        finish_reason="stop",
+        backend=backend,
+        raw=RawInfo(
+            extra={
+                "model_path": str(path),
+                "load_s": info.get("load_s"),
+                "worker_pid": worker.pid,
+                "model_loads": answer.get("loads"),
+                "choice_logprobs": dict(zip(choices, logprobs, strict=True)),
+            }
+        ),
+    )
 
 
 _WORKERS: dict[str, ModelWorker] = {}

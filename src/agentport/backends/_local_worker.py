@@ -13,6 +13,11 @@ Protocol: one JSON object per line on stdin, one answer per request on stdout.
   "json_schema": JSON text | null, "deadline_s": float}` -> `{"id": N, "ok": true, "text": str,
   "finish": str | null, "tokens": int, "n_tokens": int, "loads": int}`. `kwargs` go to
   `create_completion` (plain) or `create_chat_completion`; the grammar is built here.
+- `{"op": "score", "id": N, "prompt": str, "choices": [str, ...], "deadline_s": float}` ->
+  `{"id": N, "ok": true, "logprobs": [float, ...], "n_tokens": int, "loads": int}`: the
+  log-likelihood of each choice (its tokens after `prompt` and one space, summed) under the
+  model, from its token log-probabilities; the prompt is evaluated once (its cached prefix
+  reused) and every choice after it.
 - `{"op": "cancel", "id": N}`: generation N stops at its next token and answers
   `{"ok": false, "error": "cancelled"}`.
 
@@ -177,6 +182,82 @@ class _Worker:
             "loads": self.loads,
         }
 
+    def score(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The log-likelihood of each choice after the prompt (see the module docstring)."""
+        if self.model is None:
+            return _fail("invalid_request", "no model loaded")
+        import numpy as np
+
+        model = self.model
+        prompt = str(request.get("prompt") or "")
+        choices = [str(c) for c in request.get("choices") or []]
+        deadline = time.monotonic() + float(request.get("deadline_s", 0.0))
+        n_vocab = model.n_vocab()
+        base = model.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
+        if len(base) + 64 > model.n_ctx():
+            return _fail("context_length", "the prompt does not fit the context window")
+        out: list[float] = []
+        try:
+            for choice in choices:
+                if self.state.gone.is_set() or request.get("id") in self.state.cancelled:
+                    return _fail("cancelled", "cancelled")
+                if time.monotonic() > deadline:
+                    return _fail("timeout", "the deadline ran out while scoring")
+                full = model.tokenize(
+                    (prompt + " " + choice).encode("utf-8"), add_bos=True, special=True
+                )
+                # where the choice's tokens start (a merge at the boundary moves it back)
+                k = next(
+                    (i for i, (a, b) in enumerate(zip(base, full, strict=False)) if a != b),
+                    min(len(base), len(full)),
+                )
+                k = max(1, min(k, len(full) - 1))
+                if len(full) > model.n_ctx():
+                    return _fail("context_length", "a choice does not fit the context window")
+                self._keep_prefix(full[: k - 1])
+                rows = self._decode_all(full[k - 1 :], n_vocab, np)
+                targets = full[k:]
+                total = 0.0
+                for i, token in enumerate(targets):
+                    row = rows[i]
+                    peak = float(row.max())
+                    norm = peak + float(np.log(np.exp(row - peak).sum()))
+                    total += float(row[token]) - norm
+                out.append(total)
+        except (ValueError, RuntimeError) as exc:
+            kind = "context_length" if _CONTEXT.search(str(exc)) else "invalid_request"
+            return _fail(kind, str(exc))
+        return {"ok": True, "logprobs": out, "n_tokens": len(base), "loads": self.loads}
+
+    def _keep_prefix(self, tokens: list[int]) -> None:
+        """Leave the model's state at exactly *tokens*, reusing the cached common prefix."""
+        model = self.model
+        cached = model.input_ids[: model.n_tokens].tolist()
+        same = 0
+        for a, b in zip(cached, tokens, strict=False):
+            if a != b:
+                break
+            same += 1
+        model.n_tokens = same
+        model._ctx.kv_cache_seq_rm(-1, same, -1)
+        if same < len(tokens):
+            model.eval(tokens[same:])
+
+    def _decode_all(self, tokens: list[int], n_vocab: int, np: Any) -> Any:
+        """Decode *tokens* after the model's state, with the logits of every position."""
+        model = self.model
+        rows = []
+        for start in range(0, len(tokens), model.n_batch):
+            batch = tokens[start : start + model.n_batch]
+            n_past = model.n_tokens
+            model._batch.set_batch(batch=batch, n_past=n_past, logits_all=True)
+            model._ctx.decode(model._batch)
+            logits = np.ctypeslib.as_array(model._ctx.get_logits(), shape=(len(batch) * n_vocab,))
+            rows.append(logits.reshape(len(batch), n_vocab).copy())
+            model.input_ids[n_past : n_past + len(batch)] = batch
+            model.n_tokens += len(batch)
+        return np.concatenate(rows, axis=0)
+
 
 def _fail(kind: str, message: str) -> dict[str, Any]:
     return {"ok": False, "error": kind, "message": message}
@@ -221,6 +302,8 @@ def main() -> None:
                 answer = worker.load(request.get("model") or {})
             elif op == "generate":
                 answer = worker.generate(request)
+            elif op == "score":
+                answer = worker.score(request)
             else:
                 answer = _fail("invalid_request", f"unknown op {op!r}")
         except Exception as exc:  # a bug or an unexpected llama_cpp error: a value, not a death

@@ -19,8 +19,12 @@ cache_dir`, else `$AGENTPORT_CACHE_DIR/models`, else `$XDG_CACHE_HOME/agentport/
   worker, and the caller's process never dies with llama.cpp.
 - `output_schema` is NATIVE: llama.cpp turns the JSON schema into a grammar and decoding can
   only produce matching JSON; the answer is then validated like any other backend's.
-- `CompletionConfig.choices` is NATIVE too: a grammar that admits exactly those strings
-  (e.g. `<judge>Yes</judge>` / `<judge>No</judge>`).
+- `CompletionConfig.choices` is NATIVE too. On a base model (plain prompts) each allowed
+  answer is scored: its log-likelihood after the prompt, from the model's token
+  log-probabilities; the answer is the likeliest (drawn from them with a temperature > 0)
+  and `raw.extra["choice_logprobs"]` maps every choice to its log-likelihood, so a caller
+  can read how sure the model was and no answer depends on the order the choices are
+  listed in. With a chat template, a grammar admits exactly those strings.
 - A prompt longer than the context window is `ErrorKind.context_length`.
 - `total_timeout_s` and cancellation are checked between generated tokens (the worker stops
   at the next token and the model is free for the next call; a worker that does not stop
@@ -66,7 +70,7 @@ if (
 ):  # pragma: no cover
     raise ImportError("the local backend needs llama-cpp-python: pip install 'agentport[local]'")
 
-from ._local_client import ModelWorker, worker_for
+from ._local_client import ModelWorker, scored_response, worker_for
 
 __all__ = [
     "LocalAdapter",
@@ -384,6 +388,9 @@ class LocalAdapter:
                 "local: output_schema has enum/const values with a backslash, which "
                 "llama-cpp-python cannot turn into a grammar; validated locally instead",
             )
+        # a scored choice needs no list of the choices in the prompt (where their order
+        # would sway a small model): the answer is one of them by construction
+        scored = config.choices is not None and await self._scores_choices(config, deadline)
         # the grammar is the native schema; structured drops it when the schema does not fit
         result = await complete_constrained(
             lambda convo: self._run(convo, config, deadline, choices=config.choices),
@@ -391,6 +398,7 @@ class LocalAdapter:
             config,
             native_schema=native,
             describe_native=self._options.schema_in_prompt,
+            choices_native=scored,
             backend=self.backend,
         )
         return result.map(
@@ -401,6 +409,20 @@ class LocalAdapter:
                 }
             )
         )
+
+    async def _scores_choices(self, config: CompletionConfig, deadline: float) -> bool:
+        """True when the model takes plain prompts, so `choices` are scored (loads it)."""
+
+        def plain() -> bool:
+            try:
+                worker = self._worker(config)
+                with worker.lock:
+                    info = worker.ensure_loaded(deadline, None)
+            except ProviderError:
+                return False  # the call itself reports the failure
+            return bool(info.get("ok") and info.get("plain"))
+
+        return await anyio.to_thread.run_sync(plain, abandon_on_cancel=True)
 
     async def _run(
         self,
@@ -441,7 +463,16 @@ class LocalAdapter:
             if not info.get("ok"):
                 return Failure(self._error(info, config))
             plain = bool(info.get("plain"))
-            request = self._request(messages, config, plain, info, schema, choices)
+            if choices is not None and plain:
+                # a choice is scored, not sampled token by token: the model's likelihood of
+                # every allowed answer (`score_choices`), reported with the answer
+                request: dict[str, Any] = {
+                    "op": "score",
+                    "prompt": plain_prompt(messages),
+                    "choices": list(choices),
+                }
+            else:
+                request = self._request(messages, config, plain, info, schema, choices)
             request["deadline_s"] = max(deadline - time.monotonic(), 0.0)
             answer = worker.request(request, deadline, stop, "generating")
         except ProviderError as exc:
@@ -450,6 +481,8 @@ class LocalAdapter:
             worker.lock.release()
         if not answer.get("ok"):
             return Failure(self._error(answer, config))
+        if request["op"] == "score" and choices is not None:
+            return Success(scored_response(self.backend, choices, answer, config, worker, info))
         text = str(answer.get("text") or "")
         content = text.strip() if plain else text
         finish = answer.get("finish")

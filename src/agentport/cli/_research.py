@@ -206,7 +206,20 @@ def research(
         typer.Option("--early-quorum", help="Stop voting once a claim's outcome is settled."),
     ] = False,
     concurrency: Annotated[
-        int | None, typer.Option("--concurrency", min=1, help="Agent calls in flight (10).")
+        int | None,
+        typer.Option(
+            "--concurrency", min=1, help="Agent calls in flight (10; 1 on the embedded model)."
+        ),
+    ] = None,
+    rounds: Annotated[
+        int | None,
+        typer.Option(
+            "--rounds",
+            min=1,
+            max=3,
+            help="Search rounds: 1 = the seed's single round; 2 adds a follow-up round for "
+            "what the findings name but do not answer (default: 2 in small-model mode, else 1).",
+        ),
     ] = None,
     plan: Annotated[
         bool, typer.Option("--plan", help="Print the call budget and limits, then exit.")
@@ -283,7 +296,7 @@ def research(
         fail("the research question is empty", 2)
     try:
         target = resolved_backend(backend)
-        config = research_config(target, early_quorum, concurrency, small_model)
+        config = research_config(target, early_quorum, concurrency, small_model, rounds)
         budget = resolve_budget(budget_spec)
     except ProviderError as exc:
         fail_error(exc)
@@ -315,7 +328,7 @@ def research(
         fail_error(exc)
     if backend is None and adapter.backend != target:
         # the configured backend resolved to another one (e.g. `auto`): its config applies
-        config = research_config(adapter.backend, early_quorum, concurrency, small_model)
+        config = research_config(adapter.backend, early_quorum, concurrency, small_model, rounds)
         if corpus is not None and loaded is not None:
             loaded.close()
             reloaded = load_corpus(corpus, max_passage_chars=config.max_passage_chars)

@@ -30,6 +30,7 @@ def research_config(
     early_quorum: bool,
     concurrency: int | None,
     small_model: bool | None = None,
+    rounds: int | None = None,
 ) -> ResearchConfig:
     """The research settings of `agentport research` (one question or `--batch`): the
     flags over `research_config_for` (small-model mode chosen automatically for a local
@@ -39,4 +40,6 @@ def research_config(
         overrides["early_quorum"] = True
     if concurrency is not None:
         overrides["CONCURRENCY"] = concurrency
+    if rounds is not None:
+        overrides["rounds"] = rounds
     return research_config_for(backend, small_model=small_model, **overrides)

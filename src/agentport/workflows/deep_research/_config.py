@@ -59,6 +59,13 @@ class ResearchConfig(BaseModel):
             a choice the code can check (sections, sentence ids, one of two votes, the best
             confirmed claims) instead of prose; quotes are verbatim by construction and the
             report is assembled by code. Off = the seed's prompts and schemas.
+        rounds: search rounds. 1 = the seed's single round (the seed-faithful setting);
+            2 adds a follow-up round that searches for what the first round's findings
+            name but do not answer (a two-hop question's bridge, a comparison's other
+            side; `_followup`), with up to `followup_angles` angles and
+            `followup_fetches` extra fetch slots (the default in small-model mode).
+        followup_angles: angles of one follow-up round (2).
+        followup_fetches: fetch slots a follow-up round adds to MAX_FETCH (3).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -81,6 +88,9 @@ class ResearchConfig(BaseModel):
     counter_chars: int = Field(default=600, ge=100)
     max_field_chars: int | None = Field(default=None, ge=40)
     small_model: bool = False
+    rounds: int = Field(default=1, ge=1, le=3)
+    followup_angles: int = Field(default=2, ge=1, le=6)
+    followup_fetches: int = Field(default=3, ge=0, le=15)
 
     @classmethod
     def for_small_model(cls, **overrides: object) -> ResearchConfig:
@@ -90,6 +100,7 @@ class ResearchConfig(BaseModel):
         schema re-prompt (its backend enforces the schema natively). *overrides* win."""
         small: dict[str, object] = {
             "small_model": True,
+            "rounds": 2,
             "early_quorum": True,
             "speculative_verify": False,  # the code's tie-break needs every claim first
             "strict_fetch_cap": True,

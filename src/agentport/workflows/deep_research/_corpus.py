@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import ClassVar
 from urllib.parse import quote
 
 from returns.result import Failure, Result, Success
@@ -63,39 +64,70 @@ class Passage:
 
 
 class _HTMLText(HTMLParser):
-    """Visible text of an HTML page (no script/style), block tags as line breaks."""
+    """Visible text of an HTML page (no script/style, no navigation), block tags as line
+    breaks; headings and definition terms (a Sphinx page's `<dt>` signature) become
+    markdown heading lines, so a passage keeps the name it is about."""
 
     _BLOCK = frozenset(
-        {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "pre"}
+        {"p", "div", "br", "li", "tr", "section", "pre", "dl", "dd", "table", "ul", "ol"}
     )
+    _HEADINGS: ClassVar[dict[str, int]] = {
+        "h1": 1,
+        "h2": 2,
+        "h3": 3,
+        "h4": 4,
+        "h5": 5,
+        "h6": 6,
+        "dt": 4,
+    }
+    _SKIP = frozenset({"script", "style", "nav", "header", "footer", "template"})
+    _SKIP_CLASSES = frozenset({"related", "sphinxsidebar", "headerlink", "navigation", "footer"})
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
         self.title = ""
-        self._skip = 0
+        self._skipping: list[str] = []  # the open tags whose content is not text
         self._in_title = False
+        self._heading: list[str] | None = None
+        self._level = 0
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in ("script", "style"):
-            self._skip += 1
+        classes = set((dict(attrs).get("class") or "").split())
+        if self._skipping or tag in self._SKIP or classes & self._SKIP_CLASSES:
+            if tag not in ("br", "img", "hr", "meta", "link", "input"):
+                self._skipping.append(tag)
         elif tag == "title":
             self._in_title = True
+        elif tag in self._HEADINGS and self._heading is None:
+            self._heading, self._level = [], self._HEADINGS[tag]
         elif tag in self._BLOCK:
-            self.parts.append("\n\n")
+            self.parts.append("\n\n" if tag != "br" else "\n")
 
     def handle_endtag(self, tag: str) -> None:
-        if tag in ("script", "style") and self._skip:
-            self._skip -= 1
-        elif tag == "title":
+        if self._skipping:
+            if tag in self._skipping:
+                while self._skipping and self._skipping.pop() != tag:
+                    pass
+            return
+        if tag == "title":
             self._in_title = False
+        elif tag in self._HEADINGS and self._heading is not None:
+            text = " ".join("".join(self._heading).replace("¶", " ").split())
+            if text:
+                self.parts.append("\n\n" + "#" * self._level + " " + text + "\n\n")
+            self._heading = None
         elif tag in self._BLOCK:
             self.parts.append("\n\n")
 
     def handle_data(self, data: str) -> None:
         if self._in_title:
             self.title += data
-        elif not self._skip:
+        elif self._skipping:
+            return
+        elif self._heading is not None:
+            self._heading.append(data)
+        else:
             self.parts.append(data)
 
 
@@ -113,11 +145,38 @@ def _title_of(text: str, fallback: str) -> str:
 
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+# reStructuredText: a description directive names what follows (".. function:: alarm(time)")
+_RST_DIRECTIVE = re.compile(
+    r"^\.\.\s+(?:py:|c:|cpp:|js:|std:)?(?:function|method|class|attribute|data|option|"
+    r"envvar|module|exception|decorator|classmethod|staticmethod|describe|object)::\s*(.+)$"
+)
+_RST_LITERAL = re.compile(
+    r"^\.\.\s+[\w:-]*(?:code|example|doctest|literal|testcode|run|ipython|highlight)[\w:-]*::"
+)
+_RST_RULE = re.compile(r"^([=\-~^*+#\"'`])\1{2,}$")
+_MAN_HEADING = re.compile(r"^[A-Z][A-Z0-9 ,/&()\-]{2,40}$")
 
 
-def _blocks(text: str) -> list[tuple[str, str]]:
+def _heading_of(line: str, nxt: str, plain: bool) -> str | None:
+    """The heading *line* opens (markdown `#`, a reST directive's name, a reST title over
+    its underline *nxt*, a man page's upper-case section name when *plain*), or None."""
+    stripped = line.strip()
+    if (m := _HEADING.match(stripped)) is not None:
+        return m.group(2).strip()
+    if (m := _RST_DIRECTIVE.match(stripped)) is not None:
+        return m.group(1).strip()
+    under = nxt.strip()
+    if stripped and _RST_RULE.match(under) and len(under) >= len(stripped) >= 2:
+        return stripped
+    if plain and line == stripped and _MAN_HEADING.match(stripped):
+        return stripped.title() if stripped.isupper() and len(stripped) > 3 else stripped
+    return None
+
+
+def _blocks(text: str, plain: bool = False) -> list[tuple[str, str]]:
     """(section heading, block) pairs: blank-line separated blocks with their lines kept
-    (tables, lists, code), fenced code kept whole, markdown headings starting sections."""
+    (tables, lists, code), fenced code kept whole, headings (`_heading_of`) starting
+    sections; a reST title's underline is dropped."""
     out: list[tuple[str, str]] = []
     heading = ""
     lines: list[str] = []
@@ -129,19 +188,57 @@ def _blocks(text: str) -> list[tuple[str, str]]:
             out.append((heading, block))
         lines.clear()
 
-    for line in text.splitlines():
+    rows = text.splitlines()
+    skip_rule = False
+    literal: int | None = None  # the indent of a reST line that opens a literal block
+    in_literal = False
+    for i, line in enumerate(rows):
         stripped = line.strip()
+        if literal is not None and not fence:
+            # reST: the indented block after "Example::" or `.. code-block::` is code
+            indent = len(line) - len(line.lstrip())
+            if not stripped:
+                if in_literal:
+                    lines.append("")
+                continue
+            if indent > literal:
+                if not in_literal:
+                    flush()
+                    lines.append("```")
+                    in_literal = True
+                lines.append(line)
+                continue
+            if in_literal:
+                lines.append("```")
+                flush()
+            literal, in_literal = None, False
+        if skip_rule:
+            skip_rule = False
+            if _RST_RULE.match(stripped):
+                continue
         if stripped.startswith("```") or stripped.startswith("~~~"):
             fence = not fence
-        if not fence and (m := _HEADING.match(stripped)) is not None:
+        nxt = rows[i + 1] if i + 1 < len(rows) else ""
+        found = None if fence else _heading_of(line, nxt, plain)
+        if found is not None:
             flush()
-            heading = m.group(2).strip()
-            out.append((heading, stripped))
+            heading = found
+            out.append(
+                (heading, "#" * 2 + " " + found if not stripped.startswith("#") else stripped)
+            )
+            skip_rule = _RST_RULE.match(nxt.strip()) is not None
             continue
         if not fence and not stripped:
             flush()
             continue
         lines.append(line)
+        if not fence and (
+            _RST_LITERAL.match(stripped)
+            or (stripped.endswith("::") and not stripped.startswith(".."))
+        ):
+            literal = len(line) - len(line.lstrip())
+    if in_literal:
+        lines.append("```")
     flush()
     return out
 
@@ -161,12 +258,12 @@ def _split_long(block: str, limit: int) -> list[str]:
     return pieces
 
 
-def _chunks(text: str, limit: int) -> list[tuple[str, str]]:
+def _chunks(text: str, limit: int, plain: bool = False) -> list[tuple[str, str]]:
     """(section heading, chunk) pairs: blocks packed into chunks of at most *limit*
     characters; a markdown heading always starts a new chunk, so a chunk never mixes
     sections and carries its section's heading."""
     chunks: list[tuple[str, str]] = []
-    for heading, block in _blocks(text):
+    for heading, block in _blocks(text, plain):
         is_heading = "\n" not in block and _HEADING.match(block) is not None
         for piece in _split_long(block, limit):
             if chunks and not is_heading and len(chunks[-1][1]) + 2 + len(piece) <= limit:
@@ -201,6 +298,8 @@ class Corpus:
     def __init__(self, root: Path, passages: Sequence[Passage], skipped: Sequence[str]) -> None:
         self.root = root
         self.passages = list(passages)
+        # derived indexes built on first use by the phases that need them (`_rank`)
+        self.cache: dict[str, object] = {}
         self.skipped = list(skipped)
         self._by_url = {p.url: p for p in self.passages}
         self._by_title: dict[str, list[Passage]] = {}

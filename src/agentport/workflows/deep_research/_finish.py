@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import _prompts as prompts
-from . import _small as small
 from ._core import build_synth_blocks, build_unverified_block, norm_url, vote_str
 from ._honesty import synthesis_problem
 from ._report import (
@@ -24,6 +23,7 @@ from ._report import (
 )
 from ._run import Record, Run, cap
 from ._schemas import Finding, Report
+from ._small_report import run_synthesis
 
 __all__ = [
     "budget_block",
@@ -157,7 +157,7 @@ async def synthesize(
     unverified = [c for c in voted if c["outcome"] == "unverified"]
     run.emit("phase", "synthesis", message=f"{len(confirmed)} confirmed claims")
     if cfg.small_model:
-        report, status = await small.run_synthesis(q, run, confirmed)
+        report, status = await run_synthesis(q, run, confirmed)
         return {
             "summary": report.summary,
             "findings": report.findings,

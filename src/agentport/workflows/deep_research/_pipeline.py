@@ -41,6 +41,7 @@ from ._core import (
 from ._corpus import Corpus, load_corpus
 from ._corpus_source import CorpusSource
 from ._finish import claim_lists, nothing_confirmed_summary, salvage, set_aside, synthesize
+from ._followup import follow_ups
 from ._honesty import split_mirrors, work_key
 from ._report import ResearchReport, SourceEntry
 from ._run import (
@@ -54,6 +55,7 @@ from ._run import (
     warnings_of,
 )
 from ._schemas import Angle, Extract, Scope, Search, Verdict
+from ._search_results import corpus_results
 from ._web_own import (
     OwnWeb,
     open_own_web,
@@ -177,59 +179,6 @@ _SMALL_NEEDS_CORPUS = (
     "small-model mode needs the corpus loaded in this process: run it locally "
     "(run_research(corpus=FOLDER))"
 )
-
-
-def _corpus_results(
-    run: Run, angle: Angle, sr: Search | None, candidates: list[Record]
-) -> list[Record]:
-    """Map the ranking call's answer onto the retrieved candidates (exact url, "[n]"/"n",
-    or same normalised url); unknown urls are dropped. When the call failed or named no
-    candidate, fall back to BM25 order (2 high, 2 medium, the rest low)."""
-    by_key: dict[str, Record] = {}
-    for i, c in enumerate(candidates, 1):
-        by_key[c["url"]] = c
-        by_key[norm_url(c["url"])] = c
-        by_key[str(i)] = c
-        by_key[f"[{i}]"] = c
-    picked: list[Record] = []
-    seen: set[str] = set()
-    unknown = 0
-    for r in sr.results if sr is not None else []:
-        hit = by_key.get(r.url.strip()) or by_key.get(norm_url(r.url.strip()))
-        if hit is None:
-            unknown += 1
-            continue
-        if hit["url"] in seen:
-            continue
-        seen.add(hit["url"])
-        picked.append(
-            {
-                "url": hit["url"],
-                "title": hit["title"],
-                "snippet": r.snippet,
-                "relevance": r.relevance,
-            }
-        )
-    if unknown:
-        run.warn(f"search: the model named {unknown} url(s) that were not among the candidates")
-    if picked:
-        return picked
-    if sr is not None and not sr.results:
-        return []  # the model judged every candidate irrelevant
-    run.warn(
-        f"search ({angle.label}): the ranking call failed or named no candidate; "
-        "used full-text search order"
-    )
-    levels = ["high", "high", "medium", "medium"]
-    return [
-        {
-            "url": c["url"],
-            "title": c["title"],
-            "snippet": c["snippet"],
-            "relevance": levels[i] if i < len(levels) else "low",
-        }
-        for i, c in enumerate(candidates[:6])
-    ]
 
 
 async def _pipeline(
@@ -357,7 +306,7 @@ async def _pipeline(
                 speculate()
                 return
             sr = await run.agent("search", web_search_prompt(q, angle, found), Search)
-            results = _corpus_results(run, angle, sr, found)
+            results = corpus_results(run, angle, sr, found)
         elif corpus is not None:
             hits = await corpus.search(angle.query, cfg.corpus_candidates) or await corpus.search(
                 q, cfg.corpus_candidates
@@ -373,7 +322,7 @@ async def _pipeline(
             sr = await run.agent(
                 "search", prompts.corpus_search_prompt(q, angle, candidates), Search
             )
-            results = _corpus_results(run, angle, sr, candidates)
+            results = corpus_results(run, angle, sr, candidates)
         else:
             sr = await run.agent("search", prompts.search_prompt(q, angle), Search)
             results = [r.model_dump() for r in sr.results] if sr is not None else []
@@ -456,9 +405,27 @@ async def _pipeline(
 
     async with anyio.create_task_group() as vtg:
         vtg_box.append(vtg)
+        follow = cfg.rounds > 1
+        if follow:  # nothing is sure to rank while a follow-up round may still add claims
+            pending_searches.add(-1)
         async with anyio.create_task_group() as tg:
             for ai, angle in enumerate(angles):
                 tg.start_soon(search_and_fetch, ai, angle)
+        for n in range(2, cfg.rounds + 1):  # beyond the seed: what the findings name
+            more = follow_ups(q, run, angles, per_angle)
+            if n == cfg.rounds or not more:
+                pending_searches.discard(-1)
+            if not more:
+                break
+            run.emit("phase", "search", message=f"follow-up round: {len(more)} angles")
+            deduper.fetch_slots = max(deduper.fetch_slots, 0) + cfg.followup_fetches
+            first, angles = len(angles), [*angles, *more]
+            per_angle += [[] for _ in more]
+            in_order += [anyio.Event() for _ in more] if in_order else []
+            pending_searches.update(range(first, len(angles)))
+            async with anyio.create_task_group() as tg:
+                for ai in range(first, len(angles)):
+                    tg.start_soon(search_and_fetch, ai, angles[ai])
 
         # ── Barrier, then rank ──
         for warning in own.warnings() if own is not None else ():
@@ -517,7 +484,7 @@ async def _pipeline(
             return ResearchReport(
                 **common,
                 error=own.engine_failed() if own is not None else None,
-                summary=_nothing_extracted(cfg, all_sources, len(ungrounded)),
+                summary=_nothing_extracted(q, run, all_sources, len(ungrounded)),
                 stats=stats([], {}),
                 warnings=warnings_of(run),
             )
@@ -564,6 +531,7 @@ def _source_entry(s: Record, mirrors: dict[str, list[str]]) -> SourceEntry:
             "quality": s["sourceQuality"],
             "angle": s["angle"],
             "claimCount": len(s["claims"]),
+            "section": s.get("section", ""),
             "publishDate": s.get("publishDate"),
             "error": s.get("error"),
             "mirrors": mirrors.get(norm_url(s["url"]), []),
@@ -571,15 +539,15 @@ def _source_entry(s: Record, mirrors: dict[str, list[str]]) -> SourceEntry:
     )
 
 
-def _nothing_extracted(cfg: ResearchConfig, sources: list[Record], ungrounded: int) -> str:
+def _nothing_extracted(q: str, run: Run, sources: list[Record], ungrounded: int) -> str:
     """The summary of a run without a claim to verify (the seed's "No claims extracted"
-    line; small-model mode says the documents do not answer when every passage was read)."""
+    line; small-model mode abstains: `_small.abstention`)."""
     if ungrounded:
         return (
             f"No usable claims: all {ungrounded} extracted quotes were not found in their source."
         )
-    if cfg.small_model and sources and not any(s.get("error") for s in sources):
-        return small.no_answer(len(sources))
+    if run.config.small_model and sources and not any(s.get("error") for s in sources):
+        return small.abstention(q, run, len(sources))
     return f"No claims extracted. {len(sources)} sources fetched, all empty/failed."
 
 

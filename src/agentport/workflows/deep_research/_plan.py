@@ -38,6 +38,7 @@ class ResearchPlan:
     concurrency: int
     early_quorum: bool
     strict_fetch_cap: bool
+    followup: str = ""  # the follow-up round's bound, "" for the seed's single round
 
     def lines(self) -> list[str]:
         """Human-readable lines (the CLI's `--plan`)."""
@@ -59,6 +60,8 @@ class ResearchPlan:
             out[2] = f"scope: 1 choice of sections -> 1..{self.max_angles} angles"
             out[3] = "search: BM25 per angle, no model call"
             out[6] = "synthesis: 1 choice of the best confirmed claims (retried once)"
+        if self.followup:
+            out.insert(5, self.followup)
         return out
 
 
@@ -69,20 +72,28 @@ def plan_research(
     cfg = config or ResearchConfig()
     if cfg.small_model:
         return _small_plan(cfg, corpus)
-    fetch_ceiling = _MAX_ANGLES * _MAX_RESULTS
+    # a follow-up round (`rounds` > 1) adds its angles, and fetch slots on a strict cap
+    extra_angles = (cfg.rounds - 1) * cfg.followup_angles
+    fetch_ceiling = (_MAX_ANGLES + extra_angles) * _MAX_RESULTS
     if corpus is not None:
         fetch_ceiling = min(fetch_ceiling, len(corpus.passages))
-    max_fetches = min(cfg.MAX_FETCH, fetch_ceiling) if cfg.strict_fetch_cap else fetch_ceiling
+    cap = cfg.MAX_FETCH + (cfg.rounds - 1) * cfg.followup_fetches
+    max_fetches = min(cap, fetch_ceiling) if cfg.strict_fetch_cap else fetch_ceiling
     max_claims = min(cfg.MAX_VERIFY_CLAIMS, max_fetches * _MAX_CLAIMS_PER_SOURCE)
     typical_fetches = min(cfg.MAX_FETCH, max_fetches)
     typical_claims = min(cfg.MAX_VERIFY_CLAIMS, typical_fetches * _MAX_CLAIMS_PER_SOURCE)
     return ResearchPlan(
         mode="web" if corpus is None else "corpus",
-        max_angles=_MAX_ANGLES,
+        max_angles=_MAX_ANGLES + extra_angles,
         max_fetches=max_fetches,
         max_claims_verified=max_claims,
         votes_per_claim=cfg.VOTES_PER_CLAIM,
-        upper_bound_calls=1 + _MAX_ANGLES + max_fetches + max_claims * cfg.VOTES_PER_CLAIM + 2,
+        upper_bound_calls=1
+        + _MAX_ANGLES
+        + extra_angles
+        + max_fetches
+        + max_claims * cfg.VOTES_PER_CLAIM
+        + 2,
         typical_calls=(
             1 + _TYPICAL_ANGLES + typical_fetches + typical_claims * cfg.VOTES_PER_CLAIM + 1
         ),
@@ -90,25 +101,40 @@ def plan_research(
         concurrency=cfg.CONCURRENCY,
         early_quorum=cfg.early_quorum,
         strict_fetch_cap=cfg.strict_fetch_cap,
+        followup=_followup_line(cfg),
     )
 
 
 def _small_plan(cfg: ResearchConfig, corpus: Corpus | None) -> ResearchPlan:
     # Small-model mode: scope is one choice (at most 2 section angles besides the code's
-    # 2), search makes no call, the fetch cap is hard, synthesis is a choice retried once.
-    fetches = cfg.MAX_FETCH if corpus is None else min(cfg.MAX_FETCH, len(corpus.passages))
+    # 2), search makes no call, the fetch cap is hard, synthesis is a choice retried once;
+    # scored votes add one content-free vote per answer order (their calibration).
+    priors = min(2, cfg.VOTES_PER_CLAIM)
+    cap = cfg.MAX_FETCH + (cfg.rounds - 1) * cfg.followup_fetches  # the follow-up's slots
+    fetches = cap if corpus is None else min(cap, len(corpus.passages))
     claims = min(cfg.MAX_VERIFY_CLAIMS, fetches * 3)
     return ResearchPlan(
         mode=("corpus" if corpus is not None else "web")
         + " (small-model mode: every call is a choice)",
-        max_angles=4,
+        max_angles=4 + (cfg.rounds - 1) * cfg.followup_angles,
         max_fetches=fetches,
         max_claims_verified=claims,
         votes_per_claim=cfg.VOTES_PER_CLAIM,
-        upper_bound_calls=1 + fetches + claims * cfg.VOTES_PER_CLAIM + 2,
-        typical_calls=1 + fetches + claims * min(2, cfg.VOTES_PER_CLAIM) + 1,
+        upper_bound_calls=1 + fetches + claims * cfg.VOTES_PER_CLAIM + priors + 2,
+        typical_calls=1 + fetches + claims * min(2, cfg.VOTES_PER_CLAIM) + priors + 1,
         requests_per_call=cfg.schema_retries + 1,
         concurrency=cfg.CONCURRENCY,
         early_quorum=cfg.early_quorum,
         strict_fetch_cap=True,
+        followup=_followup_line(cfg),
+    )
+
+
+def _followup_line(cfg: ResearchConfig) -> str:
+    if cfg.rounds <= 1:
+        return ""
+    return (
+        f"follow-up: {cfg.rounds - 1} round(s) of <= {cfg.followup_angles} angles and "
+        f"{cfg.followup_fetches} more fetches, for what the findings name but do not answer "
+        "(counted above; --rounds 1 is the seed's single round)"
     )

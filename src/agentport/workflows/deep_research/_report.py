@@ -60,14 +60,16 @@ class ResearchEvent:
 
 
 class SourceEntry(_Wire):
-    """A fetched source: url, title, quality, the angle that found it, its claim count, and
-    the failure when extraction failed (so "blocked" differs from "empty")."""
+    """A fetched source: url, title, quality, the angle that found it, its claim count, its
+    `section` ("document › heading", small-model mode), and the failure when extraction
+    failed (so "blocked" differs from "empty")."""
 
     url: str
     title: str = ""
     quality: str
     angle: str
     claim_count: int = Field(alias="claimCount")
+    section: str = ""  # corpus mode: "document › heading", where a reader finds it
     publish_date: str | None = Field(default=None, alias="publishDate")
     error: str | None = None
     mirrors: list[str] = Field(default_factory=list)
@@ -218,6 +220,7 @@ def to_markdown(report: ResearchReport) -> str:
         lines += ["**Status:** " + status_line(report), ""]
     if report.summary:
         lines += ["## Summary", _md(report.summary), ""]
+    named = {s.url: s.section for s in report.sources if s.section}
     if report.findings:
         lines.append("## Findings")
         for i, f in enumerate(report.findings, 1):
@@ -226,7 +229,8 @@ def to_markdown(report: ResearchReport) -> str:
             lines += [
                 f"### {i}. {_md(f.claim)} _({f.confidence}{vote} · {grounding})_",
                 _md(f.evidence),
-                "Sources: " + ", ".join(f.sources),
+                "Sources: "
+                + ", ".join(f"{_md(named[u])} ({u})" if u in named else u for u in f.sources),
                 "",
             ]
     if report.confirmed:
@@ -243,11 +247,24 @@ def to_markdown(report: ResearchReport) -> str:
         lines += ["## Open Questions", *(f"- {_md(q)}" for q in report.open_questions), ""]
     if report.claims:
         lines.append("## Verified claims")
+        found = {f.claim: i for i, f in enumerate(report.findings, 1)}
         for c in report.claims:
             flag = " · quote NOT found in source" if c.grounded is False else ""
+            where = (
+                f"{c.source} ({_md(named[c.source])}, " if c.source in named else c.source + " ("
+            )
+            # a claim the findings already state is named, not repeated word for word
+            if c.claim in found:
+                quoted = f'\n  > "{_md(c.quote)}"' if c.quote != c.claim else ""
+                text = f"Finding {found[c.claim]}{quoted}"
+            elif c.claim == c.quote:
+                text = f'\n  > "{_md(c.quote)}"'
+            else:
+                text = f'{_md(c.claim)}\n  > "{_md(c.quote)}"'
+            sep = "" if text.startswith("\n") else " "
             lines.append(
-                f"- **{c.outcome}** (vote {c.vote}, {c.abstained} abstained{flag}): "
-                f'{_md(c.claim)}\n  > "{_md(c.quote)}"\n  — {c.source} ({c.source_quality})'
+                f"- **{c.outcome}** (vote {c.vote}, {c.abstained} abstained{flag}):"
+                f"{sep}{text}\n  — {where}{c.source_quality})"
             )
         lines.append("")
     if report.refuted:
@@ -276,8 +293,9 @@ def to_markdown(report: ResearchReport) -> str:
         for s in report.sources:
             status = f" — extraction failed: {s.error}" if s.error else ""
             mirrors = f"; also at {', '.join(s.mirrors)}" if s.mirrors else ""
+            name = f"{_md(s.section)}: " if s.section else ""
             lines.append(
-                f"- {s.url} ({s.quality}, {s.claim_count} claim(s), via {_md(s.angle)}"
+                f"- {name}{s.url} ({s.quality}, {s.claim_count} claim(s), via {_md(s.angle)}"
                 f"{mirrors}){status}"
             )
         lines.append("")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import time
 from collections import Counter
@@ -70,13 +71,19 @@ def research_config_for(
     """The research settings for *backend* (canonical name; None or an unknown name: not
     local), the rule `agentport research` and the MCP server's `research_start` share: an
     embedded model (catalog kind `local`) always gets the small-context caps, and
-    small-model mode unless *small_model* is False; another backend gets small-model mode
-    only when *small_model* is True. *overrides* are `ResearchConfig` fields."""
+    small-model mode unless *small_model* is False, and one call in flight unless
+    *overrides* say otherwise (its one model worker serves one call at a time); another
+    backend gets small-model mode only when *small_model* is True. *overrides* are
+    `ResearchConfig` fields."""
     try:
         local = backend is not None and get_capability(backend).kind is BackendKind.local
     except ProviderError:
         local = False
     small = local if small_model is None else small_model
+    if local:
+        # one model worker serves one call at a time: more calls in flight only queue on
+        # it (and a queued call's deadline runs while it waits)
+        overrides.setdefault("CONCURRENCY", 1)
     if small:
         return ResearchConfig.for_small_model(**overrides)
     if local:
@@ -166,6 +173,9 @@ class Run:
         self.budget_refused = 0
         # small-model mode: what the question asks (`_small_qa.Ask`), set by its scope phase
         self.ask: Ask | None = None
+        # small-model mode: values a phase computes once per run (the votes' priors)
+        self.memo: dict[str, Any] = {}
+        self.scored_votes = 0  # votes the backend's likelihoods decided (`_small_votes`)
 
     def emit(self, kind: EventKind, phase: str, **fields: Any) -> None:
         if self.on_event is not None:
@@ -207,13 +217,16 @@ class Run:
         priority: float = 0.0,
         attempt: int = 0,
         max_tokens: int | None = None,
+        scores: dict[str, float] | None = None,
     ) -> Any | None:
         """One constrained call: the parsed answer (a model instance for a model class, a
         dict for a JSON-schema dict, the chosen string for *choices*), or None when it failed
         (recorded in `failures`; the event carries the raw answer for `--debug`).
 
         *attempt* > 0 is a deliberate retry: it is cached under its own key, so a resumed
-        run does not replay the answer that was rejected."""
+        run does not replay the answer that was rejected. *scores*, with *choices*, receives
+        the log-likelihood of each choice when the backend reports them (the embedded
+        model's `raw.extra["choice_logprobs"]`); it stays empty otherwise."""
         if isinstance(schema, dict):
             name = (
                 "schema:"
@@ -227,6 +240,8 @@ class Run:
         if self.cache is not None and (entry := self.cache.get(key)) is not None:
             replayed = _replayed(entry.get("parsed"), schema, choices)
             if replayed is not None:
+                if scores is not None:
+                    scores.update(_scores_of(entry.get("scores"), choices))
                 self.calls_cached += 1
                 self.done += 1
                 self.finished[phase] += 1
@@ -307,6 +322,9 @@ class Run:
                 raw=response.content,
             )
             return None
+        likelihoods = _scores_of(response.raw.extra.get("choice_logprobs"), choices)
+        if scores is not None:
+            scores.update(likelihoods)
         if self.cache is not None:
             dumped = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
             self.cache.put(
@@ -316,6 +334,7 @@ class Run:
                     "schema": name,
                     "parsed": dumped,
                     "usage": response.usage.model_dump(mode="json"),
+                    "scores": likelihoods,
                 },
             )
         self.emit("call_finished", phase, raw=response.content)
@@ -333,6 +352,18 @@ def _takes_temperature(backend: str) -> bool:
         return get_capability(backend).support(Param.temperature) is not ParamSupport.IGNORED
     except ProviderError:
         return False
+
+
+def _scores_of(raw: Any, choices: tuple[str, ...] | None) -> dict[str, float]:
+    """The log-likelihood of every choice from a backend's report, or {} when it is not
+    one finite number per choice."""
+    if choices is None or not isinstance(raw, dict):
+        return {}
+    try:
+        found = {c: float(raw[c]) for c in choices}
+    except (KeyError, TypeError, ValueError):
+        return {}
+    return found if all(math.isfinite(v) for v in found.values()) else {}
 
 
 def _replayed(

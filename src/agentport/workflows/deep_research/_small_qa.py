@@ -31,6 +31,7 @@ __all__ = [
     "Ask",
     "ask_of",
     "conflicts",
+    "extends",
     "hop_titles",
     "mentions",
     "overlap",
@@ -104,15 +105,29 @@ def stems(text: str, ignore: frozenset[str] = frozenset()) -> set[str]:
     return {stem(w) for w in query_terms(text) if len(w) > 2 and w not in ignore}
 
 
-def overlap(terms: set[str], words: set[str]) -> int:
-    """How many of *terms* meet one of *words*: equal stems, or one a prefix of the other
-    when the shorter has 4+ letters ("fail" and "failure", "retry" and "retryable")."""
-    return sum(
-        1
-        for t in terms
-        if t in words
-        or any(len(min(t, w, key=len)) >= 4 and (w.startswith(t) or t.startswith(w)) for w in words)
+# What may follow a stem in a derived word: "fail" -> "failure", "retry" -> "retryable";
+# not "list" -> "listen" or "port" -> "portal".
+DERIVATIONS = frozenset(
+    """s es ed er ers or ors ing ings ure ures able ible ably ion ions ation ations al ally
+    ly ment ments ness ity ities ive y ies ied ful less ize ise ized ised ic ical ance ence
+    ant ants ent ents ee ees ery ary age""".split()  # noqa: SIM905
+)
+
+
+def extends(short: str, long: str) -> bool:
+    """True when *long* is *short* (4+ letters) plus a derivational ending (`DERIVATIONS`)."""
+    return (
+        len(short) >= 4
+        and len(long) > len(short)
+        and long.startswith(short)
+        and long[len(short) :] in DERIVATIONS
     )
+
+
+def overlap(terms: set[str], words: set[str]) -> int:
+    """How many of *terms* meet one of *words*: equal stems, or one derived from the other
+    (`extends`: "fail" and "failure", "retry" and "retryable"; not "list" and "listen")."""
+    return sum(1 for t in terms if t in words or any(extends(t, w) or extends(w, t) for w in words))
 
 
 def ask_of(question: str, common: Iterable[str] = ()) -> Ask:

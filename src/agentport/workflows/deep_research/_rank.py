@@ -1,0 +1,238 @@
+"""Retrieval beyond literal terms, for small-model mode (pure, apart from reading a loaded
+`Corpus`).
+
+- `expand`: the question's terms plus what its words are also written as: platform and OS
+  synonyms ("Linux" -> non-Windows, POSIX, Unix), identifiers split and joined
+  (`total_timeout_s` <-> "total timeout"), `x=True` -> the `x` parameter.
+- `UnitIndex`: every quotable unit of the corpus (`_units.units_of`) with its context (the
+  document title, section heading and the unit's own subject); `score` weighs a term met
+  in the sentence 1, in its subject or heading 0.6, by the term's rarity (idf).
+- `rrf`: reciprocal rank fusion of several rankings (Cormack et al., 2009), so the passage
+  ranking of BM25 and the ranking by each passage's best unit both count.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from ._corpus import Corpus, Passage, query_terms
+from ._small_qa import DERIVATIONS, stem
+from ._units import Unit, units_of
+
+__all__ = ["UnitIndex", "expand", "index_of", "rrf", "search", "term_stems"]
+
+K = TypeVar("K", bound=Hashable)
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_IDENT = re.compile(r"`?([A-Za-z_][\w.]*)\s*=\s*(?:True|False|true|false|None|null)\b`?")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+# What a platform question's word is also written as in documentation.
+_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "linux": ("posix", "unix", "windows"),  # "on non-Windows platforms"
+    "macos": ("darwin", "posix", "unix", "windows"),
+    "mac": ("darwin", "macos", "posix"),
+    "unix": ("posix", "linux", "windows"),
+    "posix": ("unix", "linux", "windows"),
+    "windows": ("win32", "nt", "posix"),
+}
+_CONTEXT_WEIGHT = 0.6
+_OFF_TOPIC = 0.5
+_K1 = 1.2
+_MIN_PREFIX = 4
+
+
+def rrf(rankings: Iterable[Sequence[K]], k: int = 60) -> list[K]:
+    """Reciprocal rank fusion: items ordered by the sum of 1 / (k + rank) over *rankings*
+    (rank from 1); ties keep the order of first appearance. Every item of every ranking
+    appears once."""
+    scores: dict[K, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(dict.fromkeys(ranking), 1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+    order = list(scores)
+    return sorted(order, key=lambda item: (-scores[item], order.index(item)))
+
+
+def expand(question: str) -> list[str]:
+    """The extra words to search for *question* (lower case, not in its own terms):
+    platform synonyms, identifiers split at `_`, `.` and camelCase and their parts joined,
+    and the name of each `x=True` form."""
+    own = query_terms(question)
+    extra: list[str] = []
+    for word in own:
+        extra += _SYNONYMS.get(word, ())
+    for m in _IDENT.finditer(question):
+        extra.append(m.group(1).lower())
+    for raw in re.findall(r"[A-Za-z_][\w.]*", question):
+        parts = [p.lower() for p in re.split(r"[_.]+", _CAMEL.sub("_", raw)) if p]
+        if len(parts) > 1:
+            extra += parts
+    plain = [w for w in own if w.isalpha()]
+    extra += ["_".join(plain[i : i + 2]) for i in range(len(plain) - 1)]
+    return [w for w in dict.fromkeys(extra) if w and w not in own]
+
+
+def _prefixes(word: str) -> set[str]:
+    """The stems *word* derives from (`_small_qa.extends`)."""
+    return {word[:n] for n in range(_MIN_PREFIX, len(word)) if word[n:] in DERIVATIONS}
+
+
+def _no_prefix(word: str) -> frozenset[str]:
+    return frozenset(_prefixes(word))
+
+
+def _stem_list(text: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for w in re.findall(r"\w+", text.lower()):
+        out += [stem(p) for p in {w, *w.split("_")} if len(p) > 2]
+    return tuple(out)
+
+
+def term_stems(text: str) -> set[str]:
+    """The light stems (`_small_qa.stem`) of *text*'s content words of 3+ letters, with
+    identifiers also split into their parts."""
+    out: set[str] = set()
+    for w in query_terms(text):
+        if len(w) > 2:
+            out.add(stem(w))
+        out |= {stem(p) for p in w.split("_") if len(p) > 2}
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    passage: int
+    unit: Unit
+    stems: tuple[str, ...]  # in order, repeated: term frequency
+    words: frozenset[str]
+    prefixes: frozenset[str]
+    context: frozenset[str]
+    context_prefixes: frozenset[str]
+
+
+def _meets(term: str, words: frozenset[str], prefixes: frozenset[str]) -> bool:
+    """Equal stems, or one derived from the other ("fail" / "failure"); a joined
+    identifier ("retry_after") only matches itself."""
+    if "_" in term:
+        return term in words
+    return (
+        term in words
+        or term in prefixes
+        or any(term[:n] in words for n in range(_MIN_PREFIX, len(term)) if term[n:] in DERIVATIONS)
+    )
+
+
+class UnitIndex:
+    """Every unit of a corpus with its context, and the rarity of each stem."""
+
+    def __init__(self, corpus: Corpus) -> None:
+        self.corpus = corpus
+        self.entries: list[_Entry] = []
+        df: dict[str, int] = {}
+        for i, p in enumerate(corpus.passages):
+            for unit in units_of(p.text, p.heading):
+                words = frozenset(term_stems(unit.text))
+                context = frozenset(term_stems(f"{p.title} {p.heading} {unit.subject}"))
+                entry = _Entry(
+                    i,
+                    unit,
+                    _stem_list(unit.text),
+                    words,
+                    frozenset(x for w in words for x in _prefixes(w)),
+                    context,
+                    frozenset(x for w in context for x in _prefixes(w)),
+                )
+                self.entries.append(entry)
+                for w in words | context:
+                    df[w] = df.get(w, 0) + 1
+        self._df = df
+        self._n = max(len(self.entries), 1)
+        self.by_passage: dict[int, list[_Entry]] = {}
+        for e in self.entries:
+            self.by_passage.setdefault(e.passage, []).append(e)
+
+    def idf(self, term: str) -> float:
+        return math.log(1 + self._n / (1 + self._df.get(term, 0)))
+
+    def score(self, terms: Iterable[str], entry: _Entry) -> float:
+        """How well *entry* meets *terms* (stems): idf-weighted, 1 for a term in the
+        sentence, `_CONTEXT_WEIGHT` for one only in its title, heading or subject."""
+        total = 0.0
+        on_topic = False
+        for t in terms:
+            in_context = _meets(t, entry.context, entry.context_prefixes)
+            on_topic |= in_context
+            if _meets(t, entry.words, entry.prefixes):
+                # BM25's saturating term frequency: the sentence that keeps returning to
+                # the asked thing ("retries ... RetryPolicy ... retry_after") is about it
+                tf = sum(1 for w in entry.stems if _meets(t, frozenset((w,)), _no_prefix(w)))
+                total += self.idf(t) * (tf * (_K1 + 1)) / (max(tf, 1) + _K1)
+            elif in_context:
+                total += _CONTEXT_WEIGHT * self.idf(t)
+        # a section whose title and headings meet none of the question's words is about
+        # something else ("copilot retries failed model calls 5 times" under "copilot ›
+        # Surprises" for a question about the library's own retries)
+        return total if on_topic else total * _OFF_TOPIC
+
+    def score_unit(self, terms: Iterable[str], passage: Passage, unit: Unit) -> float:
+        words = frozenset(term_stems(unit.text))
+        context = frozenset(term_stems(f"{passage.title} {passage.heading} {unit.subject}"))
+        entry = _Entry(
+            -1,
+            unit,
+            _stem_list(unit.text),
+            words,
+            frozenset(x for w in words for x in _prefixes(w)),
+            context,
+            frozenset(x for w in context for x in _prefixes(w)),
+        )
+        return self.score(terms, entry)
+
+    def best_passages(self, terms: Iterable[str], k: int) -> list[Passage]:
+        """The *k* passages whose best unit scores highest for *terms* (score > 0)."""
+        wanted = list(terms)
+        best: dict[int, float] = {}
+        for e in self.entries:
+            s = self.score(wanted, e)
+            if s > best.get(e.passage, 0.0):
+                best[e.passage] = s
+        order = sorted(best, key=lambda i: (-best[i], i))[:k]
+        return [self.corpus.passages[i] for i in order]
+
+
+def index_of(corpus: Corpus) -> UnitIndex:
+    """The corpus's `UnitIndex`, built on first use and kept with it."""
+    found = corpus.cache.get("units")
+    if not isinstance(found, UnitIndex):
+        found = UnitIndex(corpus)
+        corpus.cache["units"] = found
+    return found
+
+
+def weighted_terms(question: str, ignore: frozenset[str] = frozenset()) -> list[str]:
+    """The stems to search for *question*: its own content words (minus *ignore*), then
+    `expand`'s."""
+    # `shell=True` asks about the `shell` parameter: its literal value is no search word
+    values = {m.group(0).rsplit("=", 1)[1].strip("` ").lower() for m in _IDENT.finditer(question)}
+    own = [w for w in term_stems(question) if w not in ignore and w not in values]
+    extra = [stem(w) for w in expand(question) if stem(w) not in own]
+    return [*own, *extra]
+
+
+def search(
+    corpus: Corpus, query: str, k: int, ignore: frozenset[str] = frozenset()
+) -> list[Passage]:
+    """The *k* best passages for *query*: BM25 over the query and its expansion, fused
+    (`rrf`) with the ranking by each passage's best unit (`UnitIndex`)."""
+    if k <= 0:
+        return []
+    expanded = " ".join([query, *expand(query)])
+    bm25 = corpus.search(expanded, 3 * k)
+    units = index_of(corpus).best_passages(weighted_terms(query, ignore), 3 * k)
+    fused = rrf([[p.url for p in bm25], [p.url for p in units]])
+    by_url = {p.url: p for p in (*bm25, *units)}
+    return [by_url[u] for u in fused[:k]]

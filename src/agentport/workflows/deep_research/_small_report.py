@@ -1,0 +1,266 @@
+"""Small-model mode's synthesis: the report assembled by code from the confirmed claims
+(pure helpers) and the model's pick of the best ones (`run_synthesis`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ._corpus import Corpus
+from ._run import Run, cap
+from ._schemas import Finding, Report
+from ._small_qa import conflicts
+from ._small_votes import SURE
+
+__all__ = [
+    "chosen",
+    "finding_confidence",
+    "ids_schema",
+    "no_answer",
+    "place",
+    "run_synthesis",
+    "small_report",
+    "synth_prompt",
+]
+
+Record = dict[str, Any]
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def ids_schema(ids: Sequence[str], *, max_items: int) -> dict[str, Any]:
+    """`{"ids": [...]}` with 1..*max_items* items, each one of *ids* (the grammar of the
+    embedded backend cannot produce anything else)."""
+    return {
+        "type": "object",
+        "properties": {
+            "ids": {
+                "type": "array",
+                "items": {"type": "string", "enum": list(ids)},
+                "minItems": 1,
+                "maxItems": max_items,
+            }
+        },
+        "required": ["ids"],
+        "additionalProperties": False,
+    }
+
+
+def chosen(parsed: Any, allowed: Sequence[str]) -> list[str]:
+    """The distinct allowed ids of an `ids_schema` answer, in the model's order."""
+    ids = parsed.get("ids") if isinstance(parsed, dict) else None
+    if not isinstance(ids, list):
+        return []
+    return [i for i in dict.fromkeys(ids) if isinstance(i, str) and i in allowed]
+
+
+def synth_prompt(question: str, claims: Sequence[str]) -> str:
+    listing = "\n".join(f"C{i}: {c}" for i, c in enumerate(claims, 1))
+    return (
+        "Question: " + question + "\n\n"
+        "Confirmed statements:\n" + listing + "\n\n"
+        "Which statements answer the question best? Give 1 to 3 ids, best first."
+    )
+
+
+def relevance_cap(score: float, best: float) -> str:
+    """The highest confidence a finding may have for its code relevance *score* against
+    the *best* confirmed claim's: low under 40 % of it, medium under 70 %, else high."""
+    if best <= 0:
+        return "high"
+    share = score / best
+    return "low" if share < 0.4 else "medium" if share < 0.7 else "high"
+
+
+_LEVELS = ("low", "medium", "high")
+
+
+def finding_confidence(sources: int, unanimous: bool, probability: float | None = None) -> str:
+    """The seed's rubric on what the code knows: high = several sources and unanimous votes,
+    medium = one source and unanimous votes, low = split votes. With the votes' mean
+    *probability* of support (scored votes), the model's certainty caps it: below 0.8 no
+    finding is high, below `_small_votes.SURE` none is above low."""
+    if not unanimous:
+        return "low"
+    word = "high" if sources > 1 else "medium"
+    if probability is not None:
+        if probability < SURE:
+            return "low"
+        if probability < 0.8:
+            return "medium"
+    return word
+
+
+def mean_probability(valid: Sequence[Record]) -> float | None:
+    """The mean P(supported) of scored votes, None when no vote carries one."""
+    found = [v["probability"] for v in valid if isinstance(v.get("probability"), float)]
+    return sum(found) / len(found) if found else None
+
+
+def _with_subject(claim: Record, label: str) -> str:
+    """The claim as the summary states it: prefixed with its subject when neither the
+    sentence nor its place (*label*: document › heading) names it."""
+    subject = str(claim.get("subject") or "")
+    text = str(claim["claim"])
+    if not subject or subject.casefold() in (text + " " + label).casefold():
+        return text
+    return f"{subject}: {text}"
+
+
+def _short(url: str) -> str:
+    return url.removeprefix("corpus://")
+
+
+def no_answer(read: int, total: int | None = None, anywhere: bool = False) -> str:
+    """The summary when no passage read held a candidate sentence (`candidates`): *read*
+    passages read of *total* in the corpus. "The documents do not answer" only when no
+    passage of the whole corpus has a candidate (*anywhere* False and *total* known);
+    otherwise the answer was not found in what was read, which says nothing about the
+    rest."""
+    what = "a sentence that names what the question is about and states what it asks"
+    if total is not None and not anywhere:
+        return (
+            f"The documents do not answer the question: none of their {total} passage(s) "
+            f"has {what}."
+        )
+    of = f" of {total}" if total is not None else ""
+    return (
+        f"Not found in the {read}{of} passage(s) read: none has {what}. "
+        "The passages not read may still answer it."
+    )
+
+
+def _document(url: str) -> str:
+    head, _, tail = _short(url).rpartition("/")
+    return head if tail.isdigit() else _short(url)
+
+
+def place(corpus: Corpus | None, url: str) -> str:
+    """Where a reader finds a passage: "errors.md › The retry policy" (its document and
+    section heading), the document alone before the first heading."""
+    passage = corpus.passage(url) if corpus is not None else None
+    if passage is None:
+        return _short(url)
+    return f"{passage.path} › {passage.heading}" if passage.heading else passage.path
+
+
+def small_report(
+    question: str,
+    confirmed: Sequence[Record],
+    best: Sequence[int],
+    label: Callable[[str], str] = _short,
+    scored: bool = False,
+) -> Report:
+    """The report assembled by code from *confirmed* claims (records with claim, sourceUrl,
+    valid, refutedVotes): identical claims merged with their sources, the *best* indexes
+    first, the summary made of the best claims' own words with their sources (named by
+    *label*: `place` names the document and section; a claim's subject leads it when
+    neither names it). A finding's confidence is the seed's rubric capped by the votes'
+    probability and by its relevance against the best claim's (`relevance_cap`), so the
+    answer and the noise beside it do not share one mark. *scored* says the votes were
+    probabilities (`_small_votes`). Claims that contradict a claim of another document
+    (`_small_qa.conflicts`: the same sentence with one value changed) are no finding: the
+    caveats name both sides."""
+    disputed = conflicts([(c["claim"], _document(c["sourceUrl"])) for c in confirmed])
+    merged: dict[str, Record] = {}
+    order = [*best, *(i for i in range(len(confirmed)) if i not in best)]
+    for i in order:
+        if i in disputed:
+            continue
+        c = confirmed[i]
+        key = " ".join(_WORD.findall(c["claim"].casefold()))
+        entry = merged.setdefault(
+            key,
+            {"claim": c["claim"], "sources": [], "unanimous": True, "p": [], "record": c},
+        )
+        entry["sources"].append(c["sourceUrl"])
+        entry["unanimous"] &= c["refutedVotes"] == 0
+        if (p := mean_probability(c["valid"])) is not None:
+            entry["p"].append(p)
+        vote = f"{len(c['valid']) - c['refutedVotes']}-{c['refutedVotes']}"
+        entry.setdefault("vote", vote + (f", P(supported) {p:.2f}" if p is not None else ""))
+    best_score = max((float(c.get("_score") or 0) for c in confirmed), default=0.0)
+
+    def confidence(m: Record) -> str:
+        word = finding_confidence(
+            len(m["sources"]), m["unanimous"], sum(m["p"]) / len(m["p"]) if m["p"] else None
+        )
+        cap_word = relevance_cap(float(m["record"].get("_score") or 0), best_score)
+        return _LEVELS[min(_LEVELS.index(word), _LEVELS.index(cap_word))]
+
+    findings = [
+        Finding(
+            claim=m["claim"],
+            confidence=confidence(m),
+            sources=list(dict.fromkeys(m["sources"])),
+            evidence="Quoted verbatim from " + ", ".join(label(s) for s in m["sources"]),
+            vote=m["vote"],
+        )
+        for m in merged.values()
+    ]
+    ranked = [i for i in best if i not in disputed]
+    top = list(merged.values())[: max(1, min(3, len(ranked) or 1))]
+    summary = " ".join(
+        f"{_with_subject(m['record'], label(m['sources'][0]))} [{label(m['sources'][0])}]"
+        for m in top
+    )
+    caveats = (
+        "Small-model mode: every finding is a sentence quoted verbatim from the "
+        "documents, found and ranked by the code and picked by the model; the summary "
+        "is assembled from those sentences, not written by the model. "
+    ) + (
+        "Each vote is the model's probability that the statement is supported, from its "
+        "likelihoods and calibrated against a content-free statement; a voter less than "
+        f"{SURE:.0%} sure either way abstains. The votes are a small model's judgement, "
+        "not a check of the facts."
+        if scored
+        else "The votes are constrained choices the backend sampled without likelihoods: "
+        "they are not a verification of the claims."
+    )
+    if disputed:
+        sides = "; ".join(
+            f'"{confirmed[i]["claim"]}" ({label(confirmed[i]["sourceUrl"])})'
+            for i in sorted(disputed)
+        )
+        caveats += " The documents disagree, so none of these is a finding: " + sides + "."
+        if not findings:
+            summary = "The documents disagree on what the question asks; see the caveats."
+    return Report.model_validate(
+        {
+            "summary": summary,
+            "findings": [f.model_dump() for f in findings],
+            "caveats": caveats,
+            "openQuestions": [],
+        }
+    )
+
+
+async def run_synthesis(question: str, run: Run, confirmed: Sequence[Record]) -> tuple[Report, str]:
+    """The code-built report from *confirmed* claims and the model's pick of the best ones;
+    returns it with the synthesis status: "model choice", "model choice (retried)" or
+    "fallback (rank order)" when the choice failed twice."""
+    texts = [cap(c["claim"], run.config.max_field_chars) for c in confirmed[:9]]
+
+    def label(url: str) -> str:
+        return place(run.corpus, url)
+
+    ids = [f"C{i}" for i in range(1, len(texts) + 1)]
+    prompt = synth_prompt(question, texts)
+    scored = run.scored_votes > 0
+    for attempt in range(2):
+        parsed = await run.call(
+            "synthesis",
+            prompt,
+            schema=ids_schema(ids, max_items=3),
+            attempt=attempt,
+            max_tokens=48,
+        )
+        best = [ids.index(i) for i in chosen(parsed, ids)]
+        if best:
+            status = "model choice" + (" (retried)" if attempt else "")
+            return small_report(question, confirmed, best, label, scored), status
+    run.warn(
+        "synthesis: the model's choice failed twice; the report lists the confirmed claims "
+        "in rank order"
+    )
+    return small_report(question, confirmed, [], label, scored), "fallback (rank order)"

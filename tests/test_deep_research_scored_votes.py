@@ -1,0 +1,138 @@
+"""Votes carry a probability: from the two choices' likelihoods, calibrated against a
+content-free statement; an unsure voter abstains, so noise is never "confirmed 2-0"."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from returns.result import Result, Success
+
+from agentport.backends._local_client import pick_choice
+from agentport.core import CompletionConfig, CompletionResponse, Message, ProviderError, RawInfo
+from agentport.workflows.deep_research import ResearchConfig, run_research
+from agentport.workflows.deep_research._small_votes import (
+    SURE,
+    calibrated,
+    verdict_of,
+    verify_prompt,
+    vote_probability,
+)
+
+PROB = st.floats(0.001, 0.999)
+LOGP = st.floats(-50, 0)
+
+
+@given(LOGP, LOGP)
+def test_vote_probability_is_symmetric_in_the_two_words(a: float, b: float) -> None:
+    p = vote_probability({"supported": a, "refuted": b})
+    q = vote_probability({"supported": b, "refuted": a})
+    assert p is not None
+    assert q is not None
+    assert math.isclose(p + q, 1.0, abs_tol=1e-9)
+    assert vote_probability({"supported": a}) is None
+
+
+@given(PROB, PROB, PROB)
+def test_calibration_divides_out_the_prior_and_keeps_the_order(p: float, q: float, prior: float):
+    assert math.isclose(calibrated(p, 0.5), p, abs_tol=1e-9)
+    assert math.isclose(calibrated(prior, prior), 0.5, abs_tol=1e-9)
+    if p < q:
+        assert calibrated(p, prior) <= calibrated(q, prior) + 1e-12
+    assert 0.0 <= calibrated(p, prior) <= 1.0
+
+
+@given(st.floats(0.0, 1.0))
+def test_an_unsure_voter_abstains_and_a_sure_one_votes(p: float) -> None:
+    verdict = verdict_of("supported", p)
+    if 1 - SURE < p < SURE:
+        assert verdict is None
+    else:
+        assert verdict is not None
+        assert verdict["refuted"] is (p < 0.5)
+        assert verdict["probability"] == round(p, 3)
+
+
+def test_voters_see_the_two_words_in_both_orders() -> None:
+    first = verify_prompt("Q?", "claim", "a.md", [], 0, 3)
+    second = verify_prompt("Q?", "claim", "a.md", [], 1, 3)
+    assert "Answer supported or refuted." in first
+    assert "Answer refuted or supported." in second
+
+
+@given(st.lists(LOGP, min_size=1, max_size=6))
+def test_pick_choice_greedy_is_the_likeliest(logprobs: list[float]) -> None:
+    choices = [f"c{i}" for i in range(len(logprobs))]
+    best = pick_choice(choices, logprobs, None)
+    assert logprobs[choices.index(best)] == max(logprobs)
+    random.seed(0)
+    assert pick_choice(choices, logprobs, 0.7) in choices
+
+
+DOCS = {
+    "errors.md": "# Errors and retries\n\n## The retry policy\n\n"
+    "The retry policy retries only failures marked retryable, with exponential backoff "
+    "and full jitter.\n\nThe cache stores finished calls on disk for a later resume.\n",
+    "cache.md": "# Cache\n\nThe cache stores finished calls on disk for a later resume.\n",
+}
+
+
+class _ScoringModel:
+    """A backend that reports the choices' likelihoods, as the embedded model does: every
+    statement gets *p_supported*, the content-free one 0.5; id choices take the first."""
+
+    backend = "scripted"
+
+    def __init__(self, p_supported: float) -> None:
+        self.p = p_supported
+
+    async def complete(
+        self, messages: Sequence[Message], config: CompletionConfig | None = None
+    ) -> Result[CompletionResponse, ProviderError]:
+        assert config is not None
+        if config.choices is None:
+            schema = config.output_schema
+            assert isinstance(schema, dict)
+            ids = {"ids": schema["properties"]["ids"]["items"]["enum"][:1]}
+            return Success(CompletionResponse(content=json.dumps(ids), parsed=ids))
+        p = 0.5 if '"N/A"' in messages[-1].content else self.p
+        scores = {"supported": math.log(p), "refuted": math.log(1 - p)}
+        return Success(
+            CompletionResponse(
+                content="supported",
+                parsed="supported",
+                raw=RawInfo(extra={"choice_logprobs": scores}),
+            )
+        )
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("p", "outcome"), [(0.9, "confirmed"), (0.52, "unverified")])
+async def test_noise_is_never_confirmed(tmp_path: Path, p: float, outcome: str) -> None:
+    for name, text in DOCS.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    out = await run_research(
+        "How does the retry policy handle failures?",
+        _ScoringModel(p),
+        corpus=tmp_path,
+        config=ResearchConfig.for_small_model(),
+    )
+    assert out.claims
+    assert {c.outcome for c in out.claims} == {outcome}
+    if outcome == "confirmed":
+        assert "P(supported) 0.90" in (out.findings[0].vote or "")
+        assert "probability" in out.caveats
+    else:
+        assert not out.findings
+        assert all(c.abstained == c.valid_votes + c.abstained for c in out.claims)
+
+
+def test_choice_config_is_unchanged_by_scoring() -> None:
+    # scoring is the backend's business: the caller still asks for choices only
+    assert CompletionConfig(choices=("a", "b")).choices == ("a", "b")
