@@ -1,7 +1,8 @@
 """Deep research: Scope -> Search -> dedup -> Fetch+Extract -> Verify (N-vote quorum) ->
 Synthesize, on any `LLMAdapter`.
 
-A faithful port of deep-research-port-plan.md (constants, five camelCase schemas, verbatim
+A faithful port of Claude Code's bundled deep-research workflow (constants, five camelCase
+schemas, verbatim
 prompts, deterministic core, degenerate paths) plus what the original lacks: three outcomes
 per claim, `early_quorum`, corpus mode (SQLite FTS5 over a folder, quote grounding), a
 pre-launch plan, progress events, usage/cost totals and a resumable call cache.

@@ -1,6 +1,7 @@
 """`ResearchConfig`: the seed's constants plus the options the original lacks.
 
-Source: deep-research-port-plan.md, Task 1 (constants, identical to the original workflow).
+The constants are the original workflow's (VOTES_PER_CLAIM=3, REFUTATIONS_REQUIRED=2,
+MAX_FETCH=15, MAX_VERIFY_CLAIMS=25).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ CONCURRENCY = 10
 class ResearchConfig(BaseModel):
     """Limits and switches of one research run. Immutable; defaults reproduce the original.
 
-    The upper-case fields keep the seed's names (Task 1) so the seed's tests read unchanged.
+    The upper-case fields keep the original's constant names, so its tests read unchanged.
 
     Attributes:
         VOTES_PER_CLAIM: verifier votes per claim (3).

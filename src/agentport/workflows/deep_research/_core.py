@@ -1,8 +1,9 @@
 """The deterministic core: URL normalisation, dedup with a fetch budget, claim ranking, the
 quorum tally, synthesis blocks and stats. Pure functions, no I/O, no model.
 
-Source: deep-research-port-plan.md, Tasks 4-6 (1:1 with the original), plus the three-state
-outcome of workflow-anchors.md §4.2 step 7 and agentport's `early_quorum` decision.
+Ported 1:1 from Claude Code's deep-research workflow (dedup, fetch budget, ranking, tally,
+stats) with its three outcomes per claim (survives when valid >= 2 and refuted < 2; refuted
+when refuted >= 2; else unverified), plus agentport's `early_quorum` decision.
 
 Records are plain dicts with the original's camelCase keys (`sourceUrl`, `sourceQuality`,
 `refutedVotes`, `valid`, `survives`), as in the seed.
@@ -50,7 +51,7 @@ CONF_RANK = {"high": 0, "medium": 1, "low": 2}
 def norm_url(u: str) -> str:
     """Dedup key: lower-cased host without `www.`, port and userinfo, plus the path without
     its trailing slash; scheme, query and fragment dropped. A string without a host is just
-    lower-cased. Idempotent. Source: Task 4."""
+    lower-cased. Idempotent."""
     try:
         p = urlparse(u)
         host = p.hostname or ""
@@ -64,7 +65,7 @@ def norm_url(u: str) -> str:
 
 
 def host_of(u: str) -> str:
-    """The host without `www.`, or "unknown". Source: Task 4."""
+    """The host without `www.`, or "unknown"."""
     try:
         h = urlparse(u).hostname or "unknown"
     except ValueError:
@@ -80,7 +81,7 @@ class Deduper:
     normalised URL was seen; `dupOf` names the owner), `budget_dropped` (no slot left and
     relevance medium/low). High-relevance results pass even with no slot left, driving
     `fetch_slots` negative (the original's soft cap) unless `config.strict_fetch_cap`.
-    Source: Task 4; the strict cap answers anthropics/claude-code#69213.
+    The strict cap answers anthropics/claude-code#69213.
     """
 
     def __init__(self, config: ResearchConfig) -> None:
@@ -112,7 +113,7 @@ def rank_claims(claims: Sequence[Mapping[str, Any]], max_verify: int) -> list[Re
     """Stable sort by importance, then source quality; keep the first *max_verify*.
 
     Claims whose quote was not found in their source (`grounded` is False, corpus mode) sort
-    after every grounded claim. Source: Task 5; grounding is agentport's.
+    after every grounded claim (grounding is agentport's).
     """
     ranked = sorted(claims, key=claim_key)
     return [dict(c) for c in ranked[:max_verify]]
@@ -172,8 +173,7 @@ def tally(
 
     Returns `valid` (the non-None votes), `refutedVotes`, `abstained` (None votes),
     `skipped` (votes never cast, early quorum), `survives` (valid >= R and refuted < R, the
-    original's rule) and `outcome` (confirmed / refuted / unverified). Source: Task 5 and
-    workflow-anchors.md §4.2 step 7.
+    original's rule) and `outcome` (confirmed / refuted / unverified).
     """
     valid = [dict(v) for v in verdicts if v is not None]
     refuted = sum(1 for v in valid if v["refuted"])
@@ -224,7 +224,7 @@ def next_wave_size(
 
 
 def vote_str(c: Mapping[str, Any]) -> str:
-    """ "passes-refutations", e.g. "2-1". Source: Task 6."""
+    """ "passes-refutations", e.g. "2-1"."""
     return str(len(c["valid"]) - c["refutedVotes"]) + "-" + str(c["refutedVotes"])
 
 
@@ -242,7 +242,7 @@ def build_synth_blocks(
 ) -> tuple[str, str]:
     """The synthesis prompt's `block` (confirmed claims with vote, source, quote and the
     evidence of the most confident passing vote) and `killedBlock` (refuted claims, "" when
-    none). Source: Task 6. *max_field_chars* caps claim/quote/evidence (small contexts)."""
+    none). *max_field_chars* caps claim/quote/evidence (small contexts)."""
     parts = []
     for i, c in enumerate(confirmed):
         non_refuted = [v for v in c["valid"] if not v["refuted"]]
@@ -285,7 +285,7 @@ def build_unverified_block(
     unverified: Sequence[Mapping[str, Any]], *, max_field_chars: int | None = None
 ) -> str:
     """Claims without a quorum of valid votes, for the synthesis caveats ("" when none).
-    Source: workflow-anchors.md §4.2 step 9 (the newer original lists them)."""
+    Newer copies of the original workflow list unverified claims there too."""
     if not unverified:
         return ""
     return "\n## Unverified claims (too few verifier votes; mention them in caveats)\n" + "\n".join(
@@ -316,7 +316,7 @@ def build_stats(
 ) -> Record:
     """The original's stats. `agentCalls` = 1 + angles + sources + voted x votes + 1 (the
     original's formula: an upper bound when early quorum skips votes or calls fail; the
-    measured count is `agentCallsMade`, added by the pipeline). Source: Task 6."""
+    measured count is `agentCallsMade`, added by the pipeline)."""
     return {
         "angles": angles,
         "sourcesFetched": sources,

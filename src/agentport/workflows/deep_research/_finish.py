@@ -2,8 +2,8 @@
 synthesis with its honesty checks (seed path: degenerate answers retried once, then
 replaced by the confirmed claims; small-model path: `_small.run_synthesis`).
 
-Source: deep-research-port-plan.md, Task 8 (degenerate paths, salvage on synthesis
-failure), workflow-anchors.md §4.2 (three outcomes).
+If synthesis fails, the confirmed claims are returned unmerged with their quotes and votes;
+if nothing survives, one of the three summaries.
 """
 
 from __future__ import annotations

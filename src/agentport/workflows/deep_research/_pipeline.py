@@ -1,8 +1,9 @@
 """The 6-phase pipeline on the `LLMAdapter` contract: Scope -> (Search -> dedup -> Fetch +
 Extract, no barrier) -> rank -> Verify (N votes per claim) -> Synthesize.
 
-Source: deep-research-port-plan.md, Task 8 (orchestration, degenerate paths) and
-workflow-anchors.md §4.2 (three-state outcome, summaries when nothing survives). With
+Follows Claude Code's bundled deep-research workflow: no barrier between search and fetch, a
+barrier before verify; when nothing survives there is no synthesis but one of three
+summaries (every verifier panel failed; some refuted, some unverified; all refuted). With
 `ResearchConfig.small_model` each phase asks the model for choices only (`_small`).
 """
 

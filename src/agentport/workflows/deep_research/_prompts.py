@@ -1,7 +1,7 @@
 """The six phase prompts.
 
 `scope_prompt`, `search_prompt`, `fetch_prompt`, `verify_prompt` and `synth_prompt` are the
-seed's strings VERBATIM (deep-research-port-plan.md, Task 3): do not reword them.
+original workflow's strings VERBATIM: do not reword them.
 
 The `corpus_*` prompts are agentport's own, for corpus mode, where agentport runs search and
 fetch and the model only ranks passages it is shown; they keep the seed's instructions where

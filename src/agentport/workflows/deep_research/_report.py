@@ -1,6 +1,6 @@
 """The research result (`ResearchReport`), progress events, and the renderers.
 
-The JSON shape follows the original's final result (workflow-anchors.md §4.2 step 11):
+The JSON shape follows the original workflow's final result:
 question, summary, findings, caveats, openQuestions, refuted, unverified, sources, stats,
 with camelCase keys; agentport adds `claims` (every verified claim with quote, votes and
 outcome), `confirmed` (salvaged claims when synthesis fails), `error` and `warnings`.
@@ -210,7 +210,7 @@ def status_line(report: ResearchReport) -> str:
 def to_markdown(report: ResearchReport) -> str:
     """A readable report: summary, findings, verified claims with quotes and votes,
     caveats, open questions, refuted and unverified claims, sources, stats.
-    Source: Task 9 (extended with claims, unverified and sources)."""
+    The original's markdown report, extended with claims, unverified and sources."""
     lines = ["# Deep Research", "", "**Question:** " + _md(report.question), ""]
     if report.error:
         lines += ["**Error:** " + report.error, ""]

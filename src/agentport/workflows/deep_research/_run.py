@@ -149,7 +149,7 @@ class Run:
         # Small-model mode decodes greedily where the backend takes a temperature: its
         # answers are choices, so sampling only adds noise (and makes runs irreproducible).
         self.greedy = config.small_model and _takes_temperature(adapter.backend)
-        # ONE cap over every agent call of every phase (seed Task 8: a single semaphore).
+        # ONE cap over every agent call of every phase (the original's single semaphore)
         self.limiter = PriorityLimiter(config.CONCURRENCY)
         self.in_flight = 0
         self.max_in_flight = 0

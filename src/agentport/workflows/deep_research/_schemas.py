@@ -1,6 +1,6 @@
 """The five structured-output schemas (Scope, Search, Extract, Verdict, Report).
 
-Source: deep-research-port-plan.md, Task 2. Python attributes are snake_case; the wire (JSON
+The original workflow's five schemas. Python attributes are snake_case; the wire (JSON
 schema, validation input, `model_dump()`) uses the original's camelCase keys (`sourceQuality`,
 `publishDate`, `counterSource`, `openQuestions`), so prompts and schemas agree 1:1.
 """

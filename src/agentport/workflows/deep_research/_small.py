@@ -1,7 +1,8 @@
 """Small-model mode: the model only makes choices the code can check.
 
-Source: DESIGN.md "Small models: the model chooses, the code checks". The
-phases and the report are the seed's; what each phase asks of the model changes:
+A small model cannot write reliable prose or JSON, but it can choose among options the code
+builds, and every answer it gives is one the code can check. The phases and the report are
+the seed's; what each phase asks of the model changes:
 
 - scope: angles are built by code from the question's own terms; the model only picks
   document sections (an enum of the section names retrieval found), and a picked section

@@ -3,7 +3,7 @@ the model only chooses, extracts, votes and synthesises.
 
 Used when the catalog says the backend's web_search is IGNORED and `[web]` names a search
 engine (docs/web.md). The seed's phases and call formula are kept
-(`agentCalls == 1 + angles + sources + voted*3 + 1`, deep-research-port-plan.md Task 8):
+(`agentCalls == 1 + angles + sources + voted*3 + 1`, the original's formula):
 
 - search, per angle: agentport queries the engine with the angle's query; ONE model call
   picks and rates sources among the results (like corpus mode's ranking call);
