@@ -71,7 +71,7 @@ def worker(
     queue_prefix: Annotated[
         str | None,
         typer.Option(
-            "--queue-prefix", help="Task queues are PREFIX.<backend> (default: agentport)."
+            "--queue-prefix", help="Task queues are `PREFIX.BACKEND` (default: agentport)."
         ),
     ] = None,
     concurrency: Annotated[
