@@ -24,7 +24,8 @@ same corpus (one archive page per source file). The report must not state the pl
 
 Checks (`check`, run after every build and with `--check`): every answerable question's
 gold strings (at least one spelling of each answer) occur in its named source files, and
-each source heading occurs in its file; a planted value occurs in its archive page and
+each source heading occurs in its file; a two-hop question's first source (the bridge)
+does not hold every answer by itself; a planted value occurs in its archive page and
 nowhere else in the corpus; the strings an unanswerable question lists as `absent` occur
 in no document. Exit 1 with one line per failed check.
 """
@@ -68,6 +69,7 @@ class Package:
     suffixes: tuple[str, ...]
     markup: str
     licence: str
+    licence_file: str  # inside the archive (after an sdist's top folder)
     skip: tuple[str, ...] = ()  # path prefixes inside `docs` left out
 
 
@@ -83,6 +85,7 @@ PACKAGES: tuple[Package, ...] = (
         suffixes=(".md",),
         markup="markdown",
         licence="BSD-3-Clause (Python-Markdown; LICENSE.md in the sdist)",
+        licence_file="LICENSE.md",
         skip=("templates/",),
     ),
     Package(
@@ -96,6 +99,7 @@ PACKAGES: tuple[Package, ...] = (
         suffixes=(".rst",),
         markup="reStructuredText (Sphinx)",
         licence="BSD-3-Clause (Pallets; LICENSE.rst in the sdist)",
+        licence_file="LICENSE.rst",
     ),
     Package(
         corpus="coreutils",
@@ -108,6 +112,7 @@ PACKAGES: tuple[Package, ...] = (
         suffixes=(".1.gz",),
         markup="man pages rendered to plain text",
         licence="GPL-3.0-or-later (GNU coreutils; each page states it)",
+        licence_file="usr/share/doc/coreutils/copyright",
     ),
 )
 BY_CORPUS = {p.corpus: p for p in PACKAGES}
@@ -370,7 +375,9 @@ def read_docs(folder: Path) -> dict[str, str]:
     }
 
 
-def check(questions: Sequence[Mapping[str, Any]], corpora: Mapping[str, Mapping[str, str]]) -> list[str]:
+def check(
+    questions: Sequence[Mapping[str, Any]], corpora: Mapping[str, Mapping[str, str]]
+) -> list[str]:
     """One line per failed check (empty: every check holds). *corpora*: corpus -> docs."""
     problems: list[str] = []
     for q in questions:
@@ -390,6 +397,10 @@ def check(questions: Sequence[Mapping[str, Any]], corpora: Mapping[str, Mapping[
         for spellings in q["answers"]:
             if not any(normalise(s).strip() and normalise(s) in gold for s in spellings):
                 problems.append(f"{qid}: gold {spellings!r} not in {', '.join(q['gold_docs'])}")
+        if q["type"] == "two_hop" and len(q["gold_docs"]) > 1:
+            bridge = normalise(docs.get(q["gold_docs"][0], ""))
+            if all(any(normalise(s) in bridge for s in sp) for sp in q["answers"]):
+                problems.append(f"{qid}: the bridge {q['gold_docs'][0]} alone holds every answer")
         for value in q["planted"]:
             holders = [p for p, t in docs.items() if normalise(value) in normalise(t)]
             archive = "archive/" + q["sources"][0]["file"]
@@ -401,6 +412,82 @@ def check(questions: Sequence[Mapping[str, Any]], corpora: Mapping[str, Mapping[
             if holders := [p for p, t in docs.items() if normalise(word) in normalise(t)]:
                 problems.append(f"{qid}: 'absent' {word!r} occurs in {', '.join(holders[:3])}")
     return problems
+
+
+# The CI slice: one question of each type, and the files it reads plus a few neighbours
+# (so retrieval still has to choose), copied verbatim from the built corpora into a
+# fixture that CI reads without network (`--excerpt DIR`).
+SLICE = (
+    "cu-single-1",
+    "md-reverse-1",
+    "cu-two_hop-4",
+    "click-comparison-3",
+    "cu-planted-2",
+    "md-unanswerable-3",
+)
+EXCERPT: dict[str, tuple[str, ...]] = {
+    "coreutils": (
+        "timeout.txt",
+        "cksum.txt",
+        "sum.txt",
+        "nice.txt",
+        "archive/nice.txt",
+        "sleep.txt",
+        "head.txt",
+    ),
+    "python-markdown": (
+        "extensions/nl2br.md",
+        "extensions/admonition.md",
+        "extensions/legacy_em.md",
+        "extensions/smarty.md",
+    ),
+    "click": ("wincmd.rst", "unicode-support.rst", "exceptions.rst"),
+}
+
+
+def _licence_text(pkg: Package, archive: Path) -> bytes:
+    if pkg.registry == "debian":
+        folder, _, name = pkg.licence_file.rpartition("/")
+        return _deb_files(archive, folder)[name]
+    with tarfile.open(archive) as tar:
+        for m in tar.getmembers():
+            if m.isfile() and m.name.split("/", 1)[-1] == pkg.licence_file:
+                return tar.extractfile(m).read()  # type: ignore[union-attr]
+    raise ValueError(f"{archive}: no {pkg.licence_file}")
+
+
+def excerpt(cache: Path, target: Path) -> None:
+    """Copy `EXCERPT` from the built corpora into *target*/corpora (verbatim), each
+    package's licence into *target*/licences, and a README naming sources and sha256s."""
+    rows = []
+    for corpus, files in EXCERPT.items():
+        pkg = BY_CORPUS[corpus]
+        for rel in files:
+            src = corpus_dir(cache, corpus) / rel
+            dst = target / "corpora" / corpus / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dst)
+            rows.append(f"| `corpora/{corpus}/{rel}` | `{_sha256(dst)}` |")
+        name = f"{corpus}.{Path(pkg.licence_file).name}"
+        licence = target / "licences" / name
+        licence.parent.mkdir(parents=True, exist_ok=True)
+        licence.write_bytes(_licence_text(pkg, cache / "downloads" / pkg.filename))
+    sources = "\n".join(
+        f"- `{p.corpus}`: {p.name} {p.version} ({p.registry}, `{p.filename}`, sha256 "
+        f"`{p.sha256}`), {p.markup}; licence {p.licence}, copy in "
+        f"`licences/{p.corpus}.{Path(p.licence_file).name}`"
+        for p in PACKAGES
+    )
+    (target / "README.md").write_text(
+        "# Real-documentation excerpt (the research benchmark's CI slice)\n\n"
+        "Verbatim files of the corpora `benchmarks/research_quality/build_real.py` builds,\n"
+        "copied by `build_real.py --excerpt` so CI runs the slice without network\n"
+        f"(questions {', '.join(SLICE)} of `real_questions.toml`). `archive/` pages are the\n"
+        "builder's planted near-copies (a value changed on purpose), not upstream text.\n\n"
+        "Sources and licences (each file keeps its upstream licence):\n\n"
+        f"{sources}\n\n| file | sha256 |\n|---|---|\n" + "\n".join(rows) + "\n",
+        encoding="utf-8",
+    )
 
 
 def manifest(pkg: Package, folder: Path, docs: Mapping[str, str]) -> dict[str, Any]:
@@ -427,8 +514,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", action="append", choices=sorted(BY_CORPUS), default=None)
     parser.add_argument("--check", action="store_true", help="check the built corpora only")
     parser.add_argument("--questions", type=Path, default=QUESTIONS)
+    parser.add_argument("--excerpt", type=Path, help="write the CI slice's fixture here")
     args = parser.parse_args(argv)
     cache = (args.cache or default_cache()).expanduser()
+    if args.excerpt:
+        excerpt(cache, args.excerpt)
+        print(f"wrote {args.excerpt}")
+        return 0
     questions = load_questions(args.questions)
     corpora: dict[str, dict[str, str]] = {}
     for pkg in PACKAGES:

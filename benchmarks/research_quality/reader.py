@@ -135,7 +135,7 @@ def _first_instance(schema: Any) -> Any:
     if not isinstance(schema, Mapping):
         return None
     if "enum" in schema:
-        return list(schema["enum"])[0]
+        return next(iter(schema["enum"]))
     kind = schema.get("type")
     if kind == "object":
         props = schema.get("properties") or {}
