@@ -419,9 +419,32 @@ def run_real(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def tables_of_rows(path: Path, title: str) -> str:
+    """The per-corpus and per-type tables of the rows a `--rows` file holds (the last row of
+    each id), for a run that stopped or was continued in stages."""
+    by_id: dict[str, dict[str, Any]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            by_id[row["id"]] = row
+    rows = list(by_id.values())
+    parts = []
+    for name in [*build_real.BY_CORPUS, "all corpora"]:
+        mine = rows if name == "all corpora" else [r for r in rows if r.get("corpus") == name]
+        if mine:
+            parts.append(f"### {title}: {name}\n\n{_table(mine)[0]}")
+    return "\n\n".join(parts)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    who = parser.add_mutually_exclusive_group(required=True)
+    parser.add_argument(
+        "--tables",
+        metavar="ROWS",
+        type=Path,
+        help="print the tables of a --rows file (no run) and exit",
+    )
+    who = parser.add_mutually_exclusive_group()
     who.add_argument(
         "--runner", choices=("oracle", "adversary", "perfect-reader", "first-candidate")
     )
@@ -444,6 +467,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rows", help="JSON lines of every scored row, written as they end")
     parser.add_argument("--resume", action="store_true", help="skip the ids --rows holds")
     args = parser.parse_args(argv)
+    if args.tables is not None:
+        print(
+            tables_of_rows(
+                args.tables, _runner_name(args) if args.runner or args.backend else "rows"
+            )
+        )
+        return 0
+    if args.runner is None and args.backend is None:
+        parser.error("one of --runner, --backend or --tables is required")
     result = run(args)
     print(result["table"])
     Path(args.json).write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
