@@ -178,11 +178,14 @@ def research_config(args: argparse.Namespace) -> Any:
     path for the perfect reader and other backends (`--small` forces small-model mode)."""
     from agentport.workflows.deep_research import research_config_for
 
+    extra: dict[str, Any] = {}
+    if getattr(args, "concurrency", None):
+        extra["CONCURRENCY"] = args.concurrency
     if args.runner == "first-candidate":
-        return research_config_for("local")
+        return research_config_for("local", **extra)
     if args.runner == "perfect-reader":
-        return research_config_for("openai_compat", small_model=args.small or None)
-    return research_config_for(args.backend, small_model=args.small or None)
+        return research_config_for("openai_compat", small_model=args.small or None, **extra)
+    return research_config_for(args.backend, small_model=args.small or None, **extra)
 
 
 async def _reports(
@@ -466,6 +469,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--types", help="comma-separated question types")
     parser.add_argument("--rows", help="JSON lines of every scored row, written as they end")
     parser.add_argument("--resume", action="store_true", help="skip the ids --rows holds")
+    parser.add_argument(
+        "--concurrency", type=int, help="agent calls in flight (default: the CLI's, 10)"
+    )
     args = parser.parse_args(argv)
     if args.tables is not None:
         print(
