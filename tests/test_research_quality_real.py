@@ -142,6 +142,7 @@ def test_a_perfect_report_scores_100_percent_and_hostile_ones_near_zero() -> Non
     perfect = bench.run(_args(runner="oracle"))["summary"]["all corpora"]
     assert perfect["all"]["correct"] == 1.0
     assert perfect["all"]["quote_precision"] == 1.0
+    assert perfect["all"]["lead"] == 1.0
     assert perfect["planted"]["refuted"] == 1.0
     hostile = bench.run(_args(runner="adversary"))["summary"]["all corpora"]
     assert hostile["all"]["correct"] <= 0.25
@@ -212,6 +213,13 @@ def test_the_scorer_reads_known_answers_right() -> None:
     row = scoring.score(wrong, planted, docs)
     assert not row["correct"]
     assert not row["refuted"]
+    # the answer stated, but not first: correct, not lead
+    later = {"summary": f"See SEE ALSO. Written by David. {true}", "findings": [{"claim": "x"}]}
+    row = scoring.score(later, planted, docs)
+    assert row["correct"]
+    assert not row["lead"]
+    assert scoring.score({**later, "summary": true + " [nice.txt] More."}, planted, docs)["lead"]
+    assert scoring.lead_sentence("Written by H. Peter Anvin. Next.") == "Written by H. Peter Anvin."
     gave_up = {"summary": "The documents do not answer the question.", "findings": []}
     assert scoring.score(gave_up, BY_ID["md-unanswerable-3"], {})["correct"]
     assert not scoring.score(gave_up, BY_ID["cu-single-1"], docs)["correct"]

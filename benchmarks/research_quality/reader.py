@@ -43,14 +43,17 @@ def _has(text: str, spellings: Sequence[str]) -> bool:
     return any(scoring.normalise(s) in scoring.normalise(text) for s in spellings)
 
 
-def _paragraphs(body: str) -> list[str]:
+def _paragraphs(body: str, *, rows: bool = False) -> list[str]:
     """The blank-line separated blocks of *body*, lines joined, headings and fences left
-    out (a wrapped man page or reST paragraph is one unit, as it is one claim)."""
+    out (a wrapped man page or reST paragraph is one unit, as it is one claim); with
+    *rows*, a table's rows are units of their own."""
     out = []
     for block in re.split(r"\n[ \t]*\n", body):
         lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
         lines = [ln for ln in lines if not ln.startswith(("#", "```", "~~~"))]
-        if lines:
+        if rows and sum(" | " in ln for ln in lines) > 1:
+            out += lines
+        elif lines:
             out.append(" ".join(lines))
     return out
 

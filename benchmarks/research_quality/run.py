@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -60,13 +61,18 @@ Report = dict[str, Any]
 
 
 def _sentence_with(docs: Mapping[str, str], paths: Sequence[str], spellings: Sequence[str]):
-    """The first paragraph (lines joined) of *paths* holding one of *spellings*."""
+    """The first sentence of *paths* holding one of *spellings* (the whole paragraph, lines
+    joined, when the answer spans sentences)."""
     from reader import _paragraphs
 
+    def has(text: str) -> bool:
+        return any(scoring.normalise(s) in scoring.normalise(text) for s in spellings)
+
     for path in paths:
-        for line in _paragraphs(docs[path]):
-            if any(scoring.normalise(s) in scoring.normalise(line) for s in spellings):
-                return path, line
+        for para in _paragraphs(docs[path], rows=True):
+            if has(para):
+                pieces = re.split(scoring.SENTENCE_END, para)
+                return path, next((p for p in pieces if has(p)), para)
     return None
 
 
@@ -228,7 +234,7 @@ def _read_docs(corpus_dir: Path) -> dict[str, str]:
     return build_real.read_docs(corpus_dir)
 
 
-_COLUMNS = ("correct", "recall", "quote_precision", "refuted", "abstained", "wall_s")
+_COLUMNS = ("correct", "lead", "recall", "quote_precision", "refuted", "abstained", "wall_s")
 
 
 def _table(rows: Sequence[Mapping[str, Any]]) -> tuple[str, dict[str, Any]]:
@@ -243,8 +249,8 @@ def _table(rows: Sequence[Mapping[str, Any]]) -> tuple[str, dict[str, Any]]:
 
     summary: dict[str, Any] = {}
     lines = [
-        "| type | n | correct | recall | quotes | planted refuted | abstained | wall s |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|",
+        "| type | n | correct | lead | recall | quotes | planted refuted | abstained | wall s |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     groups = [(k, [r for r in rows if r["type"] == k]) for k in world.TYPES]
     if len({r["type"] for r in rows}) > 1:
@@ -259,8 +265,9 @@ def _table(rows: Sequence[Mapping[str, Any]]) -> tuple[str, dict[str, Any]]:
             s["median_wall_s"] = walls[len(walls) // 2] if walls else None
         summary[kind] = s
         lines.append(
-            f"| {kind} | {s['n']} | {cell(s['correct'])} | {cell(s['recall'])} | "
-            f"{cell(s['quote_precision'])} | {cell(s['refuted'])} | {cell(s['abstained'])} | "
+            f"| {kind} | {s['n']} | {cell(s['correct'])} | {cell(s['lead'])} | "
+            f"{cell(s['recall'])} | {cell(s['quote_precision'])} | {cell(s['refuted'])} | "
+            f"{cell(s['abstained'])} | "
             f"{cell(s['wall_s'], False)} |"
         )
     return "\n".join(lines), summary
