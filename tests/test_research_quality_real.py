@@ -166,6 +166,9 @@ def test_the_perfect_reader_answers_the_slice_on_the_seed_path(
         assert row["report"]["stats"]["researchMode"] != "small-model", row["id"]
     streamed = [json.loads(x) for x in rows.read_text(encoding="utf-8").splitlines()]
     assert sorted(r["id"] for r in streamed) == sorted(build_real.SLICE)
+    # the streamed rows, scored again, give the run's own table
+    tables = bench.tables_of_rows(rows, "perfect-reader", FIXTURE)
+    assert result["table"].split("all corpora")[-1] in tables
     # --resume reuses every streamed row and researches nothing again
     again = bench.run(_args(runner="first-candidate", rows=str(rows), resume=True))
     assert [r["report"] for r in again["rows"]] == [r["report"] for r in result["rows"]]

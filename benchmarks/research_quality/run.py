@@ -429,14 +429,24 @@ def run_real(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def tables_of_rows(path: Path, title: str) -> str:
+def tables_of_rows(path: Path, title: str, cache: Path | None = None) -> str:
     """The per-corpus and per-type tables of the rows a `--rows` file holds (the last row of
-    each id), for a run that stopped or was continued in stages."""
+    each id), for a run that stopped or was continued in stages. Each report is scored
+    again with the current scorer and questions (the corpora under *cache*)."""
+    cache = (cache or build_real.default_cache()).expanduser()
+    questions = {q["id"]: q for q in build_real.load_questions()}
+    docs: dict[str, dict[str, str]] = {}
     by_id: dict[str, dict[str, Any]] = {}
     for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            by_id[row["id"]] = row
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        q = questions.get(row["id"])
+        if q is not None:
+            if q["corpus"] not in docs:
+                docs[q["corpus"]] = build_real.read_docs(build_real.corpus_dir(cache, q["corpus"]))
+            row |= scoring.score(row["report"], q, docs[q["corpus"]])
+        by_id[row["id"]] = row
     rows = list(by_id.values())
     parts = []
     for name in [*build_real.BY_CORPUS, "all corpora"]:
