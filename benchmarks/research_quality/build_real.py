@@ -229,7 +229,11 @@ def download(pkg: Package, folder: Path) -> Path:
         else:
             argv = ["apt-get", "download", "-q", f"{pkg.name}={pkg.version}"]
         print("$ " + " ".join(argv), file=sys.stderr)
-        subprocess.run(argv, cwd=folder, check=True)
+        try:
+            subprocess.run(argv, cwd=folder, check=True)
+        except (OSError, subprocess.CalledProcessError) as exc:
+            hint = " (run `apt-get update` first?)" if pkg.registry == "debian" else ""
+            raise SystemExit(f"cannot download {pkg.filename}: {exc}{hint}") from None
     got = _sha256(target)
     if got != pkg.sha256:
         raise SystemExit(f"{target}: sha256 {got}, pinned {pkg.sha256}: refusing to build")
