@@ -58,6 +58,7 @@ def test_a_perfect_report_scores_100_percent_on_every_type() -> None:
     result = bench.run(_args(runner="oracle"))
     for kind, s in result["summary"].items():
         assert s["correct"] == 1.0, kind
+        assert s["lead"] == 1.0, kind
         assert s["quote_precision"] in (1.0, None), kind
         assert s["recall"] in (1.0, None), kind
     assert result["summary"]["planted"]["refuted"] == 1.0

@@ -12,7 +12,9 @@ appendix (verified claims, refuted, sources):
   in the document it cites, checked against the corpus files here, not the report's own
   `grounded` flag; None when the report has no confirmed claim;
 - refuted: planted questions only: no planted value occurs in the summary or findings;
-- abstained: the report has no finding, or its summary says the documents do not answer.
+- abstained: the report has no finding, or its summary says the documents do not answer;
+- lead: the summary's first sentence states the first gold answer (an unanswerable
+  question: the report abstains): the answer comes first, not somewhere in a list.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["abstained", "normalise", "score", "states"]
+__all__ = ["abstained", "lead_sentence", "normalise", "score", "states"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _THOUSANDS = re.compile(r"(?<=\d)[,\u202f\u00a0'](?=\d{3}\b)")
@@ -30,6 +32,17 @@ _ABSTAIN = re.compile(
     r"information|answer)|not (?:stated|found|answered) in|cannot be answered)\b",
     re.IGNORECASE,
 )
+
+
+# A sentence ends at ". " before a capital (not after an initial: "H. Peter"), or at a
+# "[source]" label the small-model summary puts after each claim.
+SENTENCE_END = r"(?<=[.!?])(?<!\s[A-Z]\.)\s+(?=[A-Z`*_\[(\"'])"
+_LEAD_END = re.compile(SENTENCE_END + r"|\s\[[^\]]+\](?:\s|$)")
+
+
+def lead_sentence(summary: Any) -> str:
+    """The first sentence of *summary* (its first claim, in a small-model summary)."""
+    return _LEAD_END.split(str(summary or "").strip(), maxsplit=1)[0]
 
 
 def normalise(text: str) -> str:
@@ -89,10 +102,13 @@ def score(
         report = {}
     gave_up = abstained(report)
     answers = question.get("answers") or []
+    lead = normalise(lead_sentence(report.get("summary")))
     if question.get("answerable", True):
         correct = bool(answers) and not gave_up and all(states(report, a) for a in answers)
+        first = bool(answers) and not gave_up
+        first = first and any(normalise(s).strip() and normalise(s) in lead for s in answers[0])
     else:
-        correct = gave_up
+        correct = first = gave_up
     cited = {
         _path_of(u)
         for f in _items(report.get("findings"))
@@ -124,6 +140,7 @@ def score(
         "recall": recall if question.get("answerable", True) else None,
         "quote_precision": precision,
         "abstained": gave_up,
+        "lead": first,
     }
     if question.get("planted"):
         out["refuted"] = not states(report, question["planted"])
