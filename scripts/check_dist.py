@@ -54,6 +54,8 @@ def check_wheel(wheel: Path, project: dict[str, object], repo: Path) -> list[str
     problems += [f"wheel lacks {n}" for n in sorted(want - package)]
     problems += [f"wheel carries {n}, which git does not track" for n in sorted(package - want)]
     problems += [f"wheel carries scratch file {n}" for n in sorted(names) if scratch(n)]
+    if not any(n.startswith(f"{dist_info}/licenses/") for n in names):
+        problems.append("wheel carries no license file")
     if meta["Version"] != project["version"]:
         problems.append(f"wheel Version {meta['Version']} != pyproject {project['version']}")
     if meta["Requires-Python"] != project["requires-python"]:
@@ -68,7 +70,14 @@ def check_sdist(sdist: Path) -> list[str]:
     with tarfile.open(sdist) as tf:
         names = [m.name.split("/", 1)[1] for m in tf.getmembers() if "/" in m.name]
     problems = [f"sdist carries {n}" for n in names if scratch(n)]
-    for needed in ("pyproject.toml", "README.md", "src/agentport/py.typed", "CHANGELOG.md"):
+    needed_files = (
+        "pyproject.toml",
+        "README.md",
+        "LICENSE",
+        "CHANGELOG.md",
+        "src/agentport/py.typed",
+    )
+    for needed in needed_files:
         if needed not in names:
             problems.append(f"sdist lacks {needed}")
     return problems

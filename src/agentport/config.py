@@ -573,14 +573,10 @@ def load_settings(cwd: Path | None = None, **llm: Any) -> Settings:
         err = exc.errors()[0]
         loc = tuple(err["loc"])
         source = _source_of(loc)
-        got = (
-            f" (got {err['input']!r})"
-            if "input" in err and not isinstance(err["input"], dict)
-            else ""
-        )
-        raise ProviderError(
-            ErrorKind.config, f"{source}: {_describe(loc)}: {err['msg']}{got}"
-        ) from None
+        shown = "input" in err and not isinstance(err["input"], dict)
+        got = f" (got {err['input']!r})" if shown else ""
+        msg = str(err["msg"]).removeprefix("Value error, ")  # pydantic's, not the user's words
+        raise ProviderError(ErrorKind.config, f"{source}: {_describe(loc)}: {msg}{got}") from None
     finally:
         Settings._cwd = None
 

@@ -329,11 +329,18 @@ def _resolves(table: str, key: str, value: Any) -> str:
         return "; auto finds no backend here (agentport doctor)"
 
 
+_SCHEMA_LIMIT = 4 * 1024 * 1024  # a JSON schema is small; a larger file is refused, not read
+
+
 def _load_schema(path: Path) -> dict[str, Any]:
-    try:
-        value = bounded.loads(path.read_text(encoding="utf-8"))
+    from ..transport._fs import read_regular
+
+    try:  # a regular file only (a FIFO would block, /dev/zero never end), bounded
+        value = bounded.loads(read_regular(path, _SCHEMA_LIMIT)[0].decode("utf-8"))
     except OSError as exc:
         fail(f"{path}: cannot read schema: {exc.strerror}", 2)
+    except UnicodeDecodeError as exc:
+        fail(f"{path}: a JSON schema must be UTF-8 text (byte {exc.start} is not)", 2)
     except json.JSONDecodeError as exc:
         fail(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}", 2)
     if not isinstance(value, dict):
@@ -380,6 +387,8 @@ def complete(
     from ..core import CompletionConfig
     from ..factory import create_llm_adapter
 
+    if prompt == "-" and sys.stdin is None:  # started with stdin closed (`<&-`)
+        fail("the prompt is '-' but standard input is closed", 2)
     text = sys.stdin.read() if prompt == "-" else prompt
     if not text.strip():
         fail("the prompt is empty", 2)
