@@ -138,6 +138,12 @@ def worker(
     names = list(backend or [])
     if not names and settings.llm.backend.strip().lower() != "auto":
         names = [settings.llm.backend]  # else a workflows-only worker (or nothing: refused)
+    elif not names:  # `auto` is not served: a queue must name one backend everywhere
+        echo(
+            "agentport worker: no model queue: llm.backend is 'auto'; pass --backend NAME "
+            "(e.g. the one `agentport config` says auto is here) to serve its calls",
+            err=True,
+        )
     caps = {**settings.temporal.concurrency, **parse_caps(concurrency)}
 
     def ready(plan: WorkerPlan) -> None:
