@@ -447,7 +447,7 @@ async def _pipeline(
             )
         if cut:
             run.warn(
-                f"{len(cut)} claim(s) not verified (budget: MAX_VERIFY_CLAIMS="
+                f"{len(cut)} claim(s) not verified (over the verify cap MAX_VERIFY_CLAIMS="
                 f"{cfg.MAX_VERIFY_CLAIMS}); listed apart, never presented as findings"
             )
         sources_out = [_source_entry(s, mirrors) for s in all_sources]
