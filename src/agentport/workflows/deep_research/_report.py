@@ -163,6 +163,14 @@ class ResearchReport(_Wire):
         return self.budget_reached is not None
 
 
+# what the two call counts mean: the seed's formula against `--plan`'s bound
+_STATS_NOTE = (
+    "`agentCalls` is the original workflow's formula (1 + angles + sources + voted claims x "
+    "votes + 1), kept for its readers; `agentCallsMade` counts the calls this run made, and is "
+    'what `--plan`\'s "at most" bounds.'
+)
+
+
 def to_json(report: ResearchReport) -> str:
     """The report as indented JSON with camelCase keys."""
     # secrets (a key a provider echoed into a warning or claim) never reach a report
@@ -301,5 +309,6 @@ def to_markdown(report: ResearchReport) -> str:
         lines.append("")
     if report.warnings:
         lines += ["## Warnings", *(f"- {_md(w)}" for w in report.warnings), ""]
-    lines += ["## Stats", "```json", json.dumps(report.stats, ensure_ascii=False, indent=2), "```"]
+    lines += ["## Stats", "", _STATS_NOTE, ""]
+    lines += ["```json", json.dumps(report.stats, ensure_ascii=False, indent=2), "```"]
     return redact("\n".join(lines) + "\n")
