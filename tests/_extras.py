@@ -18,6 +18,9 @@ needs_web = pytest.mark.skipif(
 needs_temporal = pytest.mark.skipif(
     _missing("temporalio"), reason="needs the temporal extra: pip install -e '.[temporal]'"
 )
+needs_mcp = pytest.mark.skipif(
+    _missing("mcp"), reason="needs the mcp extra: pip install -e '.[mcp]'"
+)
 needs_litellm = pytest.mark.skipif(
     _missing("litellm"), reason="needs the litellm extra: pip install -e '.[litellm]'"
 )

@@ -20,6 +20,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agentport.cli._deeprefine import main
+from agentport.core import printable
 from agentport.workflows.deeprefine import query_id, trace_template
 
 graphify_ingest = pytest.importorskip("graphify.ingest")
@@ -90,7 +91,9 @@ def _round_trip(question: str, root: Path) -> None:
 
     code, out = _run("history", "list", "--pending", *project)
     assert code == 0
-    assert f"[pending] {query_id(expected)}: {expected}\n" in out
+    # printed terminal-safe (C1 controls, bidi and line separators shown escaped); the
+    # stored query above is the exact text
+    assert f"[pending] {query_id(expected)}: {printable(expected)}\n" in out
 
     # `--query=VALUE`: a question may start with "-" (argparse would read it as an option)
     code, _ = _run("loop", "init", f"--query={question}", *project)
@@ -109,4 +112,4 @@ def _round_trip(question: str, root: Path) -> None:
     code, out = _run("history", "sync-memory", *project)  # nothing new: same id
     assert "Added: 0" in out
     code, out = _run("history", "list", *project)
-    assert out == f"[refined] {query_id(expected)}: {expected}\n"
+    assert out == f"[refined] {query_id(expected)}: {printable(expected)}\n"

@@ -62,7 +62,7 @@ async def test_model_provider_system_prompt_and_stdin(
 ) -> None:
     record = install_fake(tmp_path, monkeypatch, "gjc")
     adapter = create_llm_adapter("gjc", retry=False)
-    config = CompletionConfig(model="openrouter/qwen3-coder", reasoning_effort="high")
+    config = CompletionConfig(model="openrouter/qwen3-coder")
     prompt = "hi --tools bash\n" + "ü" * 70_000  # flag-like, multi-byte, larger than a pipe
     response = (
         await adapter.complete([Message.system("be terse"), Message.user(prompt)], config)
@@ -71,9 +71,7 @@ async def test_model_provider_system_prompt_and_stdin(
     assert (response.usage.input_tokens, response.usage.output_tokens) == (11, 7)
     assert response.warnings == ()  # agent_end arrived: no MISSING_TERMINAL
     argv = recorded(record)["argv"]
-    assert argv[: len(HEAD) + 6] == [
-        *HEAD, "--provider", "openrouter", "--model", "qwen3-coder", "--thinking", "high"
-    ]  # fmt: skip
+    assert argv[: len(HEAD) + 4] == [*HEAD, "--provider", "openrouter", "--model", "qwen3-coder"]
     assert argv[argv.index("--append-system-prompt") + 1].endswith("system-prompt.md")
     assert "be terse" not in " ".join(argv)  # the system prompt travels in a file
     assert recorded(record)["stdin"] == prompt

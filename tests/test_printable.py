@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import agentport.cli
+from _extras import needs_mcp
 from agentport.core import printable
 from agentport.testing import FakeModelServer, HttpFault
 
@@ -181,6 +182,7 @@ def test_the_real_cli_prints_a_hostile_answer_as_plain_text(tmp_path: Path, as_j
 
 
 @pytest.mark.anyio
+@needs_mcp
 async def test_mcp_tool_errors_and_log_records_are_terminal_safe(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

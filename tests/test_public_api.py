@@ -85,7 +85,9 @@ IMPORT_SET = [
     "agentport.core._events",
     "agentport.core._messages",
     "agentport.core._parts",
+    "agentport.core._printable",  # the one terminal sanitiser, exported by core
     "agentport.core._protocols",
+    "agentport.core._redact",  # ProviderError redacts every field it is built with
     "agentport.core._response",
     "agentport.core._usage",
     "agentport.core._wait",  # ProviderError checks its retry_after with it

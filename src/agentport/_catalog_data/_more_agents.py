@@ -280,15 +280,17 @@ ENTRIES: tuple[BackendCapability, ...] = (
         auto_priority=None,  # not verified against a real binary: never picked by auto
         params=params(
             system_prompt=N, output_schema=T, temperature=I, max_tokens=I,
-            reasoning_effort=N, model=N,
+            reasoning_effort=I, model=N,
             tool_restriction=N, sandbox=I, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=I,
-            images=N, files=T,
+            images=I, files=T,
         ),
         notes={
-            Param.images: "@<file> arguments (print mode's startup image input)",
+            Param.images: "not sent: gjc's source has @<file> images, but no real gjc has run "
+            "them here",
             Param.files: FILES_INLINED,
-            Param.reasoning_effort: "--thinking <level>",
+            Param.reasoning_effort: "not sent: gjc's source has --thinking <level>, but no real "
+            "gjc has run it here",
             Param.system_prompt: "--append-system-prompt FILE ([llm.gjc] system_prompt_mode "
             '= "replace" uses --system-prompt)',
             Param.output_schema: "no schema flag: schema in the prompt, JSON extracted, "

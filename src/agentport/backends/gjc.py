@@ -12,9 +12,11 @@ removed; external control now uses the Gajae-Code SDK"). `-p --mode json` is the
 headless mode: it prints a `session` header line, then every agent-session event as one flat
 JSON object a line (pi's shapes: `agent_*`, `turn_*`, `message_*` with `text_delta` updates,
 `tool_execution_*`, `auto_retry_*`), and reads the whole prompt from stdin when stdin is not a
-terminal. Flags: `--no-session`, `--provider P`, `--model M`, `--thinking LEVEL`,
-`--append-system-prompt` / `--system-prompt` (text or a file's path), `--tools a,b` (built-in
-tool names; an unknown name is dropped with a warning) and `--no-tools`, `@path` for an image.
+terminal. Flags used: `--no-session`, `--provider P`, `--model M`, `--append-system-prompt` /
+`--system-prompt` (text or a file's path), `--tools a,b` (built-in tool names; an unknown name
+is dropped with a warning) and `--no-tools`. Its source also has `--thinking LEVEL` and
+`@path` images; they are not sent until a contract test runs them on a real gjc (a NATIVE
+claim is checked against the real program).
 An API error is the assistant message's `stopReason: "error"` (pi's table, `_pi_events`).
 
 Options (`[llm.gjc]`): `provider` (the provider of a bare `model`; else `model` may be
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 from ._pi_events import classify, decode, final_text, provider_keys
 from ._policy import not_a_flag
-from ._spec import BackendSpec, CliCall, Invocation, image_files
+from ._spec import BackendSpec, CliCall, Invocation
 
 __all__ = ["SPEC", "build", "classify", "decode", "final_text"]
 
@@ -40,8 +42,8 @@ def _provider_and_model(call: CliCall) -> tuple[str | None, str | None]:
 
 
 def build(call: CliCall) -> Invocation:
-    """argv: `gjc -p --mode json --no-session [--provider P] [--model M] [--thinking E]
-    [--append-system-prompt FILE] [--tools L | --no-tools] [extra_args] [@image...]`; the
+    """argv: `gjc -p --mode json --no-session [--provider P] [--model M]
+    [--append-system-prompt FILE] [--tools L | --no-tools] [extra_args]`; the
     prompt goes through stdin, the system prompt through a file in the run directory (gjc
     reads an existing path's contents, so the text never goes in argv)."""
     config = call.config
@@ -53,8 +55,6 @@ def build(call: CliCall) -> Invocation:
         argv += ["--provider", not_a_flag("provider", provider)]
     if model:
         argv += ["--model", not_a_flag("model", model)]
-    if config.reasoning_effort:
-        argv += ["--thinking", config.reasoning_effort]
     if call.system_prompt:
         path = call.run_dir / "system-prompt.md"
         path.write_text(call.system_prompt, encoding="utf-8")
@@ -65,7 +65,6 @@ def build(call: CliCall) -> Invocation:
         tools = not_a_flag("allowed_tools", ",".join(allowed)) if allowed else None
         argv += ["--tools", tools] if tools else ["--no-tools"]
     argv += [str(a) for a in call.options.get("extra_args", ())]
-    argv += [f"@{path}" for path in image_files(call)]
     return Invocation(tuple(argv), {}, call.prompt.encode("utf-8"), provider_keys(provider))
 
 

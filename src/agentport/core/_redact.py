@@ -31,6 +31,12 @@ _LOOKS_SECRET = rf"(?:(?={_VALUE}*\d)|(?={_VALUE}*[a-z][A-Z])|(?={_VALUE}{{24}})
 # names whose value after `=` is a secret, whatever it looks like (aws_secret_access_key,
 # x-api-key, GITHUB_TOKEN, ?key=, client_secret, db_password, ...)
 _ASSIGNED = r"[\w.-]{0,64}?(?:key|token|secret|password|passwd|pwd|credentials?|authorization)"
+# the same, but a bare `key` only with a prefix (`api_key`, `x-api-key`): "expected key=value"
+# is prose; a bare `key=` (`?key=AIza...`) is masked when its value looks like a credential
+_NAMED = (
+    r"(?:[\w.-]{1,64}?key|[\w.-]{0,64}?(?:token|secret|password|passwd|pwd|credentials?"
+    r"|authorization))"
+)
 # names whose value after `:` is a secret when it looks like one ("token: expired" is prose)
 _LABELLED = (
     r"[\w.-]{0,64}?(?:api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|token|secret"
@@ -87,7 +93,12 @@ _SHAPES: tuple[tuple[re.Pattern[str], Any], ...] = (
     ),
     # name = value (an assignment, a query parameter, a credentials file)
     (
-        re.compile(rf"(?i)(?<![\w.-])({_ASSIGNED}[\"']?[ \t]*=[ \t]*[\"']?){_VALUE}{{4,}}"),
+        re.compile(rf"(?i)(?<![\w.-])({_NAMED}[\"']?[ \t]*=[ \t]*[\"']?){_VALUE}{{4,}}"),
+        lambda m: f"{m.group(1)}***",
+    ),
+    # key = value, when the value looks like a credential
+    (
+        re.compile(rf"(?i)(?<![\w.-])(key[\"']?[ \t]*=[ \t]*[\"']?)(?-i:{_LOOKS_SECRET})"),
         lambda m: f"{m.group(1)}***",
     ),
     # name: value (a header, a YAML line), when the value looks like a credential
