@@ -108,7 +108,7 @@ async def test_claims_cut_by_the_budget_are_listed_counted_warned_and_told() -> 
     assert len(out.claims) == 2
     assert len(out.not_verified) == 9 - 2
     assert out.stats["notVerifiedBudget"] == 7
-    assert any("not verified (budget" in w for w in out.warnings)
+    assert any("not verified (over the verify cap" in w for w in out.warnings)
     synth = llm.calls_with("synthesis")[0].prompt
     assert "Not verified (budget)" in synth
     assert all(c.claim in synth for c in out.not_verified)
