@@ -48,6 +48,10 @@ def _write_certificates(folder: Path) -> tuple[Path, Path, Path]:
                           encipher_only=False, decipher_only=False),
             critical=True,
         )
+        # key identifiers: Python 3.13's default VERIFY_X509_STRICT refuses a chain without
+        .add_extension(
+            x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False
+        )
         .sign(ca_key, hashes.SHA256())
     )  # fmt: skip
     key = ec.generate_private_key(ec.SECP256R1())
@@ -61,6 +65,10 @@ def _write_certificates(folder: Path) -> tuple[Path, Path, Path]:
         .serial_number(x509.random_serial_number()).not_valid_before(start).not_valid_after(end)
         .add_extension(san, critical=False)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
+        )
         .sign(ca_key, hashes.SHA256())
     )  # fmt: skip
     pem = serialization.Encoding.PEM
