@@ -71,9 +71,9 @@ def test_embedded_model_web_research_cites_loopback_pages(tmp_path: Path) -> Non
     # scope and extract calls are made only when there is something to choose from, and
     # early quorum skips settled votes; the votes and the synthesis are always model calls
     votes = s["claimsVerified"] * 3 - s["verifyCallsSkipped"]
-    assert (
-        votes + 1 <= s["agentCallsMade"] <= s["agentCalls"] - s["angles"] - s["verifyCallsSkipped"]
-    )
+    # the follow-up round (on by default in small-model mode) adds angles whose extract calls
+    # the seed formula counts; the bound is the formula less the votes early quorum skipped
+    assert votes + 1 <= s["agentCallsMade"] <= s["agentCalls"] - s["verifyCallsSkipped"]
     assert report["sources"]
     assert all(src["url"].startswith(base) for src in report["sources"])
     confirmed = [c for c in report["claims"] if c["outcome"] == "confirmed"]
