@@ -7,8 +7,19 @@ import re
 
 from ..core import ErrorKind
 
-__all__ = ["kind_from_status", "kind_from_text"]
+__all__ = ["CONTEXT_WORDS", "kind_from_status", "kind_from_text"]
 
+# Every way a backend says the prompt does not fit the model's window: OpenAI-style bodies
+# ("context_length_exceeded", "maximum context length"), llama.cpp ("n_ctx", "exceed context
+# window"), claude ("prompt is too long"), qwen-code ("context is too large"). One table for the
+# CLI classifier and the HTTP wire alike.
+CONTEXT_WORDS = re.compile(
+    r"context.{0,20}(?:length|window)|maximum context|too many tokens|prompt is too long|"
+    r"input is too long|context (?:is |was )?too (?:large|long)|too (?:large|long) for (?:the )?"
+    r"(?:model'?s? )?context|exceeds? (?:the )?(?:model'?s? )?(?:max(?:imum)? )?(?:context|token)|"
+    r"n_ctx|reduce the length",
+    re.IGNORECASE,
+)
 _RULES: tuple[tuple[str, ErrorKind], ...] = (
     (r"\b401\b|unauthori[sz]ed|invalid api key|authenticat", ErrorKind.auth_required),
     (r"\b403\b|forbidden|permission denied", ErrorKind.auth_required),
@@ -16,7 +27,7 @@ _RULES: tuple[tuple[str, ErrorKind], ...] = (
         r"\b429\b|too many requests|rate.?limit|quota|resource.?exhausted|usage limit",
         ErrorKind.rate_limited,
     ),
-    (r"context.{0,20}(length|window)|prompt is too long|too many tokens", ErrorKind.context_length),
+    (CONTEXT_WORDS.pattern, ErrorKind.context_length),
     # not "high demand": codex says that for any HTTP 500 (cli-transcripts/codex/http500*)
     (r"\b529\b|overloaded|over capacity", ErrorKind.overloaded),
     (

@@ -30,7 +30,7 @@ from ..core import (
 from ..core import _bounded as bounded
 from ..core._billing import billing_said
 from ..core._wait import wait_from_headers
-from ._classify import kind_from_text
+from ._classify import CONTEXT_WORDS, kind_from_text
 
 __all__ = [
     "ChatStreamAccumulator",
@@ -145,12 +145,6 @@ def build_request(
 
 # ---- error classification (pure) ------------------------------------------------------------
 
-_CONTEXT = re.compile(
-    r"context[_ ]length|context window|maximum context|too many tokens|prompt is too long|"
-    r"input is too long|exceeds? (?:the )?(?:model'?s? )?(?:max(?:imum)? )?(?:context|token)|"
-    r"n_ctx|reduce the length",
-    re.IGNORECASE,
-)
 _USAGE_LIMIT = re.compile(r"usage limit", re.IGNORECASE)
 
 
@@ -205,7 +199,7 @@ def classify_http(
         )
         # usage_limit_reached / RESOURCE_EXHAUSTED with a reset: quota_exhausted
         return as_quota(limited, body=body, headers=headers)
-    if status in (400, 413, 422) and _CONTEXT.search(text):
+    if status in (400, 413, 422) and CONTEXT_WORDS.search(text):
         return ProviderError(ErrorKind.context_length, message, **common)
     named = kind_from_text(text)  # the body's own code or words: "model_not_found", ...
     if named in (ErrorKind.model_not_found, ErrorKind.content_filter) and status < 500:
@@ -237,7 +231,7 @@ def classify_stream_error(payload: Mapping[str, Any], backend: str = "") -> Prov
     body = json.dumps(payload)
     if status is not None and status >= 400:
         return classify_http(status, body, backend=backend)
-    if _CONTEXT.search(body):
+    if CONTEXT_WORDS.search(body):
         return classify_http(400, body, backend=backend)
     if _quota_words(body) or re.search(r"rate.?limit", body, re.IGNORECASE):
         return classify_http(429, body, backend=backend)
