@@ -62,8 +62,10 @@ __all__ = [
     "narrow_budget",
     "one_line_warnings",
     "read_project_file",
+    "read_user_file",
     "strip_strangers_credentials",
     "trusted_entries",
+    "user_toml",
     "unknown_setting",
     "warn_dropped",
 ]
@@ -105,8 +107,7 @@ def trusted_entries(user_file: Path) -> list[str]:
     """
     entries: list[str] = []
     try:
-        with user_file.open("rb") as handle:
-            value = tomllib.load(handle).get("trusted_projects", [])
+        value = user_toml(user_file).get("trusted_projects", [])
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
         value = []
     if isinstance(value, list):
@@ -155,6 +156,39 @@ class ProjectFile:
     data: bytes | None
     trusted: bool
     why: str = FOLDER_UNTRUSTED
+
+
+def user_toml(path: Path) -> dict[str, Any]:
+    """The TOML table of a config file someone else's program also reads (the user's own
+    file, a CLI's): read like every config file here (`read_regular`: a regular file only,
+    bounded, never blocking on a named pipe). A missing file is `{}`; `OSError`,
+    `tomllib.TOMLDecodeError` and `UnicodeDecodeError` pass to the caller."""
+    from .transport._fs import read_regular
+
+    try:
+        data, _ = read_regular(path, PROJECT_FILE_LIMIT)
+    except FileNotFoundError:
+        return {}
+    return tomllib.loads(data.decode("utf-8"))
+
+
+def read_user_file(path: Path) -> ProjectFile:
+    """The user's own config file, read once on one descriptor like a project file (a named
+    pipe, a folder or a device is refused at once instead of blocking the load) and trusted:
+    it is the user's. A missing file gives `data=None`. Raises `ProviderError(config)` naming
+    the file when it cannot be read."""
+    from .core import ErrorKind, ProviderError
+    from .transport._fs import read_regular
+
+    try:
+        data, _ = read_regular(path, PROJECT_FILE_LIMIT)
+    except FileNotFoundError:
+        return ProjectFile(path, None, True, "")
+    except OSError as exc:
+        refused = exc.errno in (errno.EINVAL, errno.ENXIO, errno.EFBIG)  # read_regular's own
+        why = exc.strerror if refused else f"cannot read: {exc.strerror or exc}"
+        raise ProviderError(ErrorKind.config, f"{path}: {why}") from None
+    return ProjectFile(path, data, True, "")
 
 
 def read_project_file(path: Path, *, folder_trusted: bool, user_file: Path) -> ProjectFile:

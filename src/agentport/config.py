@@ -53,9 +53,11 @@ from ._trust import (
     is_trusted,
     narrow_budget,
     read_project_file,
+    read_user_file,
     strip_strangers_credentials,
     trusted_entries,
     unknown_setting,
+    user_toml,
     warn_dropped,
 )
 from .core import (
@@ -206,39 +208,36 @@ def user_config_path() -> Path:
 
 
 class _NamedToml(TomlConfigSettingsSource):
-    """A TOML source that reports malformed files as one-line config errors."""
+    """A TOML source over bytes read once (`read_user_file`, `read_project_file`: a regular
+    file, on one descriptor) that reports malformed files as one-line config errors."""
 
     def __init__(
         self,
         settings_cls: type[BaseSettings],
-        path: Path,
+        file: ProjectFile,
         header: tuple[str, ...] | None = None,
-        label: str | None = None,
     ) -> None:
-        self.label = label or str(path)
-        self.path = path
+        self.file = file
+        self.label = str(file.path)
+        self.path = file.path
         self.known = frozenset(settings_cls.model_fields) | {"trusted_projects"}
-        if path.exists() and not path.is_file():
-            raise ProviderError(ErrorKind.config, f"{self.label}: is not a file")
         try:
-            super().__init__(settings_cls, toml_file=path, toml_table_header=header)
+            super().__init__(settings_cls, toml_file=file.path, toml_table_header=header)
         except tomllib.TOMLDecodeError as exc:
             raise ProviderError(ErrorKind.config, f"{self.label}: invalid TOML: {exc}") from None
         except UnicodeDecodeError as exc:
             raise ProviderError(
                 ErrorKind.config, f"{self.label}: not UTF-8 text (byte {exc.start})"
             ) from None
-        except OSError as exc:
-            raise ProviderError(
-                ErrorKind.config, f"{self.label}: cannot read: {exc.strerror}"
-            ) from None
         except KeyError:
             # pydantic-settings raises when the file lacks the table (a pyproject.toml without
             # [tool.agentport]); such a file simply sets nothing.
             super().__init__(settings_cls, toml_file=None)
 
-    def _parse(self, file_path: Any) -> dict[str, Any]:  # a project file: its judged bytes
-        return dict(super()._read_file(file_path))
+    def _parse(self, file_path: Any) -> dict[str, Any]:
+        if self.file.data is None:  # no file, or one that appeared after it was judged
+            return {}
+        return tomllib.loads(self.file.data.decode("utf-8"))
 
     def _read_file(self, file_path: Any) -> dict[str, Any]:
         data = self._parse(file_path)
@@ -302,15 +301,9 @@ class _ProjectToml(_NamedToml):
         file: ProjectFile,
         header: tuple[str, ...] | None = None,
     ) -> None:
-        self.file = file
         self.dropped: list[str] = []
-        super().__init__(settings_cls, file.path, header)
+        super().__init__(settings_cls, file, header)
         warn_dropped(self.label, self.dropped, file.why)
-
-    def _parse(self, file_path: Any) -> dict[str, Any]:
-        if self.file.data is None:  # appeared after it was judged: it sets nothing
-            return {}
-        return tomllib.loads(self.file.data.decode("utf-8"))
 
     def _read_file(self, file_path: Any) -> dict[str, Any]:
         data: dict[str, Any] = super()._read_file(file_path)  # table names canonical
@@ -335,11 +328,8 @@ class _ProjectToml(_NamedToml):
 
 def _user_budget() -> dict[str, Any]:
     """The `[budget]` of the user's own file (raw), which a project's may only lower."""
-    import tomllib
-
     try:
-        with user_config_path().open("rb") as handle:
-            data = tomllib.load(handle)
+        data = user_toml(user_config_path())
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
         return {}
     table = canonical_tables("user config", data).get("budget")
@@ -443,7 +433,7 @@ class Settings(BaseSettings):
             ("environment", env_settings),
             ("agentport.toml", _ProjectToml(settings_cls, own)),
             ("pyproject.toml", _ProjectToml(settings_cls, py, ("tool", "agentport"))),
-            (str(user), _NamedToml(settings_cls, user)),
+            (str(user), _NamedToml(settings_cls, read_user_file(user))),
         ]
         cls._sources = named
         return tuple(source for _, source in named)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import ErrorKind, ProviderError, Sandbox, ToolPolicy
+from ..transport._fs import read_regular
 
 __all__ = [
     "codex_config_env",
@@ -96,6 +97,8 @@ def not_a_flag(what: str, value: str) -> str:
 _ENV_REF = re.compile(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
 _VAR = re.compile(r"\b[A-Z][A-Z0-9_]{2,}\b")
 
+_CODEX_CONFIG_LIMIT = 4 * 1024 * 1024
+
 
 def codex_config_env(home: str | None) -> tuple[str, ...]:
     """The variables codex's own user config names (`<CODEX_HOME>/config.toml`, default
@@ -104,9 +107,9 @@ def codex_config_env(home: str | None) -> tuple[str, ...]:
     provider set up the way codex's docs describe keeps working). An unreadable file names
     none."""
     root = Path(home).expanduser() if home else Path.home() / ".codex"
-    try:
-        with (root / "config.toml").open("rb") as handle:
-            config = tomllib.load(handle)
+    try:  # a regular file only, bounded: a named pipe there must not block the call
+        data, _ = read_regular(root / "config.toml", _CODEX_CONFIG_LIMIT)
+        config = tomllib.loads(data.decode("utf-8"))
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
         return ()
     names: list[str] = []

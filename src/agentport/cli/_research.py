@@ -93,6 +93,8 @@ def _check_out(out: Path) -> None:
     """Fail (exit 2) before any model call when *out* cannot be written."""
     if out.is_dir():
         fail(f"{out}: is a folder; --out takes a file path", 2)
+    if out.exists() and not out.is_file():  # a pipe or device would be replaced, not written
+        fail(f"{out}: is not a regular file; --out takes a file path", 2)
     parent = out.parent
     if not parent.is_dir():
         why = "is not a folder" if parent.exists() else "does not exist"
