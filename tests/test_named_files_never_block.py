@@ -55,7 +55,8 @@ def test_research_out_that_is_not_a_regular_file_is_refused_before_any_call(
     )  # fmt: skip
     assert done.returncode == 2
     assert f"{out}: is not a regular file" in done.stderr
-    assert Path(out).exists() and not Path(out).is_file()  # left as it was
+    assert Path(out).exists()
+    assert not Path(out).is_file()
 
 
 def test_codex_config_that_is_a_named_pipe_names_no_variables(tmp_path: Path) -> None:

@@ -65,8 +65,8 @@ __all__ = [
     "read_user_file",
     "strip_strangers_credentials",
     "trusted_entries",
-    "user_toml",
     "unknown_setting",
+    "user_toml",
     "warn_dropped",
 ]
 
