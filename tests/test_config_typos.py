@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentport._trust import UntrustedConfigWarning, filter_untrusted, unknown_setting
+from agentport.catalog import CATALOG
 from agentport.config import LLMSettings, load_settings
 from agentport.core import ProviderError
 
@@ -70,3 +71,16 @@ def test_a_project_typo_is_not_reported_as_trust(
     assert "did you mean 'backend'?" in typo[0]
     assert "not trusted" not in typo[0]
     assert settings.llm.backend == "auto"
+
+
+@given(st.sampled_from(sorted(CATALOG)), st.data())
+def test_a_backend_name_is_checked_when_the_settings_load(name: str, data: st.DataObject) -> None:
+    """Every catalog name loads as itself; the same name with one letter doubled fails on
+    load (so `agentport config` says it, not only the first call), naming the closest."""
+    assert LLMSettings(backend=name).backend == name
+    i = data.draw(st.integers(0, len(name) - 1))
+    typo = name[:i] + name[i] + name[i:]
+    if any(typo.replace("-", "_") == known for known in CATALOG):
+        return
+    with pytest.raises(ValueError, match=f"unknown backend {typo!r}"):
+        LLMSettings(backend=typo)

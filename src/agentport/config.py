@@ -137,13 +137,12 @@ class LLMSettings(BaseModel):
     @field_validator("backend", mode="before")
     @classmethod
     def _chain(cls, value: Any) -> Any:
-        # a list (TOML) or a comma list (environment) is a failover chain
+        # one name, a list (TOML) or a comma list (environment: a failover chain); every
+        # member checked here, so `agentport config` names a typo as `complete` does
         from ._chain import parse_chain
 
-        if isinstance(value, list | tuple) or (isinstance(value, str) and "," in value):
+        if isinstance(value, list | tuple | str):
             return ",".join(parse_chain(value))
-        if isinstance(value, str) and not value.strip():
-            raise ValueError("the backend chain is empty; name at least one backend")
         return value
 
     @field_validator("failover_on", mode="before")
