@@ -71,7 +71,12 @@ def _start(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[
     )
 
 
-def _interrupt(proc: subprocess.Popen[str], server: FakeModelServer) -> tuple[str, float]:
+STOPPING = "agentport: stopping (press Ctrl-C again to quit at once)"
+
+
+def _interrupt(
+    proc: subprocess.Popen[str], server: FakeModelServer, sig: int = signal.SIGINT
+) -> tuple[str, float]:
     try:
         server.wait_for_requests(1, timeout=30)
     except BaseException:
@@ -79,27 +84,31 @@ def _interrupt(proc: subprocess.Popen[str], server: FakeModelServer) -> tuple[st
         proc.communicate()
         raise
     sent = time.monotonic()
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     try:
         _, err = proc.communicate(timeout=10)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.communicate()
-        pytest.fail("SIGINT was ignored")
+        pytest.fail(f"signal {sig} was ignored")
     return err, time.monotonic() - sent
 
 
-def test_research_ctrl_c_exits_130_with_resume_hint(
-    server: FakeModelServer, docs: Path, tmp_path: Path
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_research_stopped_by_a_signal_says_so_at_once_and_names_resume(
+    server: FakeModelServer, docs: Path, tmp_path: Path, sig: int, status: int
 ) -> None:
+    """Ctrl-C and SIGTERM (a service manager, `timeout`) end a run alike: a "stopping" line at
+    once, then the resume hint; the status is 128 + the signal's number."""
     env = _env(tmp_path, AGENTPORT_OPENAI_BASE_URL=server.openai_base_url)
     proc = _start(["research", "Q?", "--corpus", str(docs), "-b", "openai_compat"], env, tmp_path)
-    err, elapsed = _interrupt(proc, server)
-    assert proc.returncode == 130, err
+    err, elapsed = _interrupt(proc, server, sig)
+    assert proc.returncode == status, err
     assert elapsed < 5
     assert "Traceback" not in err
     assert err.strip().splitlines() == [
-        "agentport: interrupted; finished calls are kept: rerun with --resume to continue"
+        STOPPING,
+        "agentport: interrupted; finished calls are kept: rerun with --resume to continue",
     ]
 
 
@@ -116,7 +125,10 @@ def test_refine_ctrl_c_exits_130_with_one_line(server: FakeModelServer, tmp_path
     assert proc.returncode == 130, err
     assert elapsed < 5
     assert "Traceback" not in err
-    assert err.strip().splitlines() == ["agentport: interrupted; graph.json was not modified"]
+    assert err.strip().splitlines() == [
+        STOPPING,
+        "agentport: interrupted; graph.json was not modified",
+    ]
     assert graph.read_bytes() == pre
 
 

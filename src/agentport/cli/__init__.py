@@ -29,14 +29,21 @@ def _load_app() -> typer.Typer:
 
 
 def main() -> None:
-    """Entry point of the `agentport` console script."""
+    """Entry point of the `agentport` console script.
+
+    Ctrl-C and SIGTERM stop a command the same way: one "stopping" line at once (stopping
+    agent processes can take seconds), then each command's own interrupt handling keeps
+    what finished and says how to resume; the exit status is 130 (SIGINT) or 143 (SIGTERM).
+    A second signal quits at once."""
     from .._trust import one_line_warnings
+    from ._signals import stop_on_signals
 
     one_line_warnings()
     _load_app()
     from ._app import main as run
 
-    run()
+    with stop_on_signals():
+        run()
 
 
 def __getattr__(name: str) -> Any:
