@@ -8,6 +8,7 @@ every long command already handles; the exit status keeps the signal's own numbe
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -31,10 +32,8 @@ def stop_on_signals() -> Iterator[None]:
         if got:  # the user asked twice: do not wait for the children to stop
             os._exit(128 + signum)
         got.append(signum)
-        try:
+        with contextlib.suppress(OSError, ValueError):  # stderr closed: stop all the same
             os.write(sys.stderr.fileno(), _STOPPING)
-        except (OSError, ValueError):  # stderr closed: stopping matters more than the line
-            pass
         raise KeyboardInterrupt
 
     # a signal the parent set to ignored stays ignored (a shell's background job, nohup)
