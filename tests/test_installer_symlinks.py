@@ -46,10 +46,16 @@ def _components(target: Target) -> list[PurePosixPath]:
     return seen
 
 
+def _user_scope(key: str) -> bool:
+    return "--user" in TARGETS[key][0] or key == "gemini"
+
+
 CASES = [
     pytest.param(key, component, id=f"{key}:{component}")
     for key, (_, target) in TARGETS.items()
     for component in _components(target)
+    # the user's own agent folder in the home folder may be their link (GNU stow): followed
+    if not (_user_scope(key) and len(component.parts) == 1)
 ]
 
 
@@ -160,3 +166,25 @@ def test_the_console_script_refuses_a_clones_link_into_home(tmp_path: Path) -> N
         assert "is a symbolic link" in done.stderr
         assert (own / "SKILL.md").read_bytes() == MINE
         assert sorted(p.name for p in own.iterdir()) == ["SKILL.md"]
+
+
+@pytest.mark.parametrize("key", sorted(k for k in TARGETS if _user_scope(k)))
+def test_a_user_install_follows_the_users_own_stow_link_at_the_top_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], key: str
+) -> None:
+    """`~/.claude -> ~/dotfiles/claude/.claude` (GNU stow's tree folding) is the user's own
+    setup: `--user` installs into it and uninstalls from it, and the link stays a link."""
+    home, dotfiles = tmp_path / "home", tmp_path / "dotfiles"
+    home.mkdir()
+    argv, template = TARGETS[key]
+    (top,) = {rel.parts[0] for rel in template.files}
+    (dotfiles / top).mkdir(parents=True)
+    (home / top).symlink_to(dotfiles / top)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    assert main([a.replace("{action}", "install") for a in argv]) == 0, capsys.readouterr().err
+    for rel, data in template.files.items():
+        assert (dotfiles / rel).read_bytes() == data
+    assert main([a.replace("{action}", "uninstall") for a in argv]) == 0
+    assert not any(p.is_file() for p in (dotfiles / top).rglob("*"))
+    assert (home / top).is_symlink()

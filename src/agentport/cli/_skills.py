@@ -14,7 +14,9 @@ to), so the drop-in covers the reference's installer commands too.
 Every write and removal walks from the base folder (the current folder, the home folder, or
 `--target-dir`) one component at a time without following a symbolic link: a component
 that is a link (a cloned repository's `.claude/skills/deeprefine -> ~/.claude/...`) is
-refused with one line naming it, and nothing is written or removed. Installing over a file
+refused with one line naming it, and nothing is written or removed. One link is the user's
+own and followed: with `--user`, the agent's folder in the home folder itself (`~/.claude`
+made by GNU stow or a dotfiles checkout). Installing over a file
 with other content first saves that content beside it (`SKILL.md.bak`, then `.bak.1`, ...);
 installing twice rewrites nothing. Uninstalling removes only files whose bytes are exactly
 what this install writes (a file you edited, or one from another version, is kept and
@@ -86,7 +88,23 @@ def skill_target(agent: Agent, user: bool) -> Target:
         commands = folder.parent.parent / agent.commands  # .opencode/commands
         for src in sorted((SKILLS / "opencode-commands").glob("*.md")):
             out[commands / src.name] = src.read_bytes()
-    return Target(base, out)
+    return _own_top(Target(base, out)) if user else Target(base, out)
+
+
+def _own_top(target: Target) -> Target:
+    """A `--user` target whose agent folder in the home folder (`~/.claude`, `~/.gemini`) is
+    a symbolic link the user made (GNU stow, a dotfiles checkout) is based at the link's
+    folder: the user's own link is followed, once, at the top; every link below it is still
+    refused. The project scope never follows one (a cloned repository's links are not yours)."""
+    tops = {rel.parts[0] for rel in target.files}
+    if len(tops) != 1:
+        return target
+    (top,) = tops
+    linked = target.base / top
+    if not linked.is_symlink() or not linked.resolve().is_dir():
+        return target
+    files = {PurePosixPath(*rel.parts[1:]): data for rel, data in target.files.items()}
+    return Target(linked.resolve(), files)
 
 
 def gemini_target(target: str | None) -> Target:
@@ -101,7 +119,11 @@ def gemini_target(target: str | None) -> Target:
         chosen = Path(target).expanduser().absolute()
         base, folder = chosen.parent, PurePosixPath(chosen.name)
     else:
-        base, folder = Path.home(), PurePosixPath(".gemini/extensions/deeprefine")
+        home = Target(
+            Path.home(),
+            {".gemini/extensions/deeprefine" / PurePosixPath(k): v for k, v in files.items()},
+        )
+        return _own_top(home)
     return Target(base, {folder / k: v for k, v in files.items()})
 
 
