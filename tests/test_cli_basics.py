@@ -153,6 +153,11 @@ def test_backends_table_fits_the_terminal_width(tmp_path: Path, width: int) -> N
     names = {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
     assert {c.name for c in all_backends()} <= names  # every name in full, grid included
     assert "sys system_prompt" in out.stdout.replace("\n", " ")  # the grid's legend
+    if width >= 80:  # nothing cut: every header whole, no ellipsis in any cell
+        assert "…" not in out.stdout, out.stdout
+        header = next(line for line in out.stdout.splitlines() if line.startswith("name"))
+        for col in ("kind", "paid by", "installed", "version", "verified", "cooldown"):
+            assert col in header, header
 
 
 def test_backends_table_is_one_table_when_wide_enough(tmp_path: Path) -> None:

@@ -181,10 +181,18 @@ def backends(
     if Measurement.get(console, unbounded, wide).minimum <= console.width:
         console.print(wide)
         return
-    # too narrow for one table: the facts, then the grid with short headers and a legend
-    console.print(_backends_table(rows, grid=False))
+    # too narrow for one table: the facts (aliases after them), then the grid with short
+    # headers and a legend; no header is ever cut
+    console.print(_backends_table(rows, grid=False, narrow=True))
+    aliases = "; ".join(f"{r['name']}: {', '.join(r['aliases'])}" for r in rows if r["aliases"])
+    console.print(f"aliases: {aliases}", overflow="fold")
     console.print(_grid_table(rows))
-    console.print("params: " + ", ".join(f"{_SHORT[p]} {p.value}" for p in Param), overflow="fold")
+    console.print("params: " + ", ".join(f"{_short(p)} {p.value}" for p in Param), overflow="fold")
+
+
+def _short(param: Param) -> str:
+    """The grid's three-letter header of *param* (its first letters for a new one)."""
+    return _SHORT.get(param) or param.value[:3]
 
 
 _SHORT = {
@@ -196,24 +204,33 @@ _SHORT = {
 }  # fmt: skip
 
 
-def _backends_table(rows: list[dict[str, Any]], grid: bool) -> Any:
+def _backends_table(rows: list[dict[str, Any]], grid: bool, narrow: bool = False) -> Any:
+    from rich import box
     from rich.table import Table
 
     table = Table(title="agentport backends (N native · T translated · I ignored)")
-    for col in ("name", "aliases", "kind", "paid by", "installed", "version", "verified",
-                "cooldown"):  # fmt: skip
+    if narrow:  # 80 columns: no frame, no word cut, aliases listed after the table
+        table = Table(title=table.title, box=box.SIMPLE, pad_edge=False, show_edge=False, padding=0)
+    columns = ("name", "aliases", "kind", "paid by", "installed", "version", "verified",
+               "cooldown")  # fmt: skip
+    for col in columns:
         if col == "name":
             table.add_column(col, no_wrap=True, min_width=max(len(r["name"]) for r in rows))
-        else:
-            table.add_column(col)
+        elif not (narrow and col == "aliases"):
+            table.add_column(col, min_width=len(col) if narrow else None)
+    if narrow:  # "paid by" as wide as its longest word ("subscription"): never cut
+        paid = next(c for c in table.columns if c.header == "paid by")
+        words = (w for cap in all_backends() for w in billing_label(cap).split())
+        paid.min_width = max(len(paid.header), *(len(w) for w in words))
     if grid:
         for p in Param:
             table.add_column(p.value.replace("_", "\n"), justify="center")
     for cap, row in zip(all_backends(), rows, strict=True):
         letters = [_LETTER[row["params"][p.value]] for p in Param] if grid else []
+        aliases = [] if narrow else [", ".join(row["aliases"])]
         table.add_row(
             row["name"],
-            ", ".join(row["aliases"]),
+            *aliases,
             row["kind"],
             billing_label(cap),
             "yes" if row["installed"] else "no",
@@ -234,7 +251,7 @@ def _grid_table(rows: list[dict[str, Any]]) -> Any:
     table = Table(box=box.SIMPLE, pad_edge=False, padding=0, show_edge=False)
     table.add_column("name", no_wrap=True, min_width=max(len(r["name"]) for r in rows))
     for p in Param:
-        table.add_column(_SHORT[p], justify="center", no_wrap=True, min_width=len(_SHORT[p]))
+        table.add_column(_short(p), justify="center", no_wrap=True, min_width=len(_short(p)))
     for row in rows:
         table.add_row(row["name"], *(_LETTER[row["params"][p.value]] for p in Param))
     return table
