@@ -221,7 +221,7 @@ def _backends_table(rows: list[dict[str, Any]], grid: bool, narrow: bool = False
     if narrow:  # "paid by" as wide as its longest word ("subscription"): never cut
         paid = next(c for c in table.columns if c.header == "paid by")
         words = (w for cap in all_backends() for w in billing_label(cap).split())
-        paid.min_width = max(len(paid.header), *(len(w) for w in words))
+        paid.min_width = max(len("paid by"), *(len(w) for w in words))
     if grid:
         for p in Param:
             table.add_column(p.value.replace("_", "\n"), justify="center")
