@@ -42,6 +42,7 @@ __all__ = [
     "config_to_dict",
     "error_from_dict",
     "error_to_dict",
+    "failure_line",
     "messages_to_dicts",
     "retry_decision",
 ]
@@ -324,3 +325,19 @@ def retry_decision(error: ProviderError, now: datetime) -> tuple[bool, timedelta
     if error.retry_after is not None:
         return True, timedelta(seconds=max(0.0, float(error.retry_after)))
     return True, None
+
+
+def failure_line(exc: BaseException) -> str:
+    """One line naming what really failed in a Temporal failure chain: its innermost cause
+    (an activity's own error under "Activity task failed", a question's under "Child
+    Workflow execution failed"), with the error's type when the text alone does not say it."""
+    deepest = exc
+    while deepest.__cause__ is not None:
+        deepest = deepest.__cause__
+    said = getattr(deepest, "message", None)  # a Temporal failure's own text, untyped
+    text = str(said if isinstance(said, str) else deepest).strip() or type(deepest).__name__
+    text = text.splitlines()[0]
+    kind = getattr(deepest, "type", None)  # an ApplicationError's original exception class
+    if not isinstance(kind, str) or not kind or kind.startswith("agentport.") or kind in text:
+        return text
+    return f"{kind}: {text}"

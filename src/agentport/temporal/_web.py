@@ -61,6 +61,7 @@ from ..web import (
     without_secrets,
 )
 from ..workflows.deep_research._web_own import OwnWeb, no_engine_message
+from ._data import failure_line
 from ._inputs import Closed, Label, WebRequest, parse, wire
 
 __all__ = [
@@ -329,8 +330,7 @@ class _Steps:
             if "schedule_to_start" in what:
                 return "timeout", f"no worker took it from task queue {self.queue} in time"
             return "timeout", f"the activity timed out ({what}) on every attempt"
-        text = str(cause or exc).strip()
-        return "network", text.splitlines()[0] if text else type(exc).__name__
+        return "network", failure_line(exc)
 
 
 class _ActivitySearch:

@@ -81,6 +81,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from ._budget import BudgetPool, budget_error, metered, spent_if_metered  # batch budget
     from ._corpus import READ_CORPUS_ACTIVITY, CorpusRead, CorpusReadResult, read_corpus
+    from ._data import failure_line
     from ._graph import READ_GRAPH_ACTIVITY, GraphRead, GraphReadResult, read_graph
     from ._inputs import parse, wire
     from ._queues import workflow_queue
@@ -504,7 +505,7 @@ class BatchWorkflow:
                 heartbeat_timeout=_FILE_HEARTBEAT,
             )
         except ActivityError as exc:
-            got.status, got.error = "failed", f"apply: {exc.cause or exc}".split("\n")[0]
+            got.status, got.error = "failed", f"apply: {failure_line(exc)}"
             return got
         return applied
 
@@ -553,7 +554,7 @@ def _failed_child(exc: ChildWorkflowError, item: ItemResult) -> ItemResult:
             got.spent = got.spent or {}  # counted by the question itself
             return got
     got = ItemResult(item.id, item.line, item.question, "failed")
-    got.error = str(cause or exc).split("\n")[0]
+    got.error = failure_line(exc)
     got.spent = None  # unknown: the pool counts the child's whole share
     return got
 
