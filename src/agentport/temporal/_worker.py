@@ -43,6 +43,7 @@ __all__ = [
     "connect",
     "plan_worker",
     "run_worker",
+    "served_roots",
 ]
 
 CONNECT_TIMEOUT_S = 5.0
@@ -226,9 +227,7 @@ async def run_worker(
     plan = plan_worker(
         backends, concurrency=concurrency, prefix=prefix, workflows=workflows, web=web
     )
-    served: list[Path] = []
-    if plan.workflow_queue is not None:
-        served = check_roots(roots or [], allow_broad=allow_broad_roots)
+    served = served_roots(plan, roots or [], allow_broad=allow_broad_roots)
     plan = dataclasses.replace(plan, roots=tuple(served))
     # workflow input is written by any client of the namespace: this worker runs only the
     # backends it serves, and its file steps touch only files under *roots*
@@ -262,6 +261,18 @@ def broad_root(root: Path) -> str | None:
     if root in config.parents:
         return f"it holds your agentport configuration {config}"
     return None
+
+
+def served_roots(
+    plan: WorkerPlan, roots: Sequence[Path], *, allow_broad: bool = False
+) -> list[Path]:
+    """The folders a worker of *plan* serves: *roots* checked (`check_roots`), required
+    with the workflows. A worker without them (`--no-workflows`, a model worker) serves its
+    `--root`s too: a small-model question reads its corpus or graph there; with none it
+    refuses every path."""
+    if plan.workflow_queue is None and not roots:
+        return []
+    return check_roots(roots, allow_broad=allow_broad)
 
 
 def check_roots(roots: Sequence[Path], *, allow_broad: bool = False) -> list[Path]:
