@@ -41,10 +41,18 @@ if how == "abandoned":
             await create_llm_adapter("local").complete([Message.user(ask)], long)
     anyio.run(main)
 elif how == "running":
+    from agentport.backends import _local_client
+    (worker,) = _local_client._WORKERS.values()  # loaded by the warm-up call
+    def ticks():  # the worker's CPU time: it rises once the request reaches it
+        fields = open(f"/proc/{worker.pid}/stat").read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    idle = ticks()
     threading.Thread(
         target=complete_sync, args=(ask, long), kwargs={"backend": "local"}, daemon=True
     ).start()
-    time.sleep(1.0)
+    end = time.monotonic() + 60
+    while ticks() < idle + 5 and time.monotonic() < end:  # generating, not only started
+        time.sleep(0.02)
 from agentport.backends import _local_client
 print("workers", *[w.pid for w in _local_client._WORKERS.values()], flush=True)
 print("exiting", how, flush=True)

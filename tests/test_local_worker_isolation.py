@@ -51,6 +51,19 @@ def _gone_soon(pid: int, seconds: float = 10.0) -> bool:
     return False
 
 
+def _cpu_ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def _wait_generating(pid: int, seconds: float = 60.0) -> None:
+    """Until the loaded (idle) worker spends CPU: the request reached it and it generates."""
+    start, end = _cpu_ticks(pid), time.monotonic() + seconds
+    while _cpu_ticks(pid) < start + 5:
+        assert time.monotonic() < end, "the worker never started generating"
+        time.sleep(0.02)
+
+
 # ---- the stand-in: every fault on demand ------------------------------------------------------
 
 
@@ -289,7 +302,7 @@ def test_the_worker_dies_with_a_killed_host(cache: Path) -> None:
     )
     assert host.stdout is not None
     pid = int(host.stdout.readline())
-    time.sleep(0.5)  # generating
+    _wait_generating(pid)
     host.kill()
     host.wait(10)
     assert _gone_soon(pid)

@@ -179,9 +179,19 @@ def test_sigkill_of_the_host_mid_acp_call_leaves_no_agent_process(
         while '"session/prompt"' not in (record.read_text() if record.exists() else ""):
             assert time.monotonic() < deadline, "the fake agent never got the prompt"
             time.sleep(0.05)
-        time.sleep(0.3)  # the agent's `sleep 300` child is started right after the prompt
-        assert len(live_processes(marker)) >= 3  # host, guardian, agent (and its child)
+        # the agent's `sleep 300` child starts right after the prompt: wait for it to show
+        while not any(_cmdline(pid) == b"sleep\x00300\x00" for pid in live_processes(marker)):
+            assert time.monotonic() < deadline, "the fake agent's child never started"
+            time.sleep(0.05)
+        assert len(live_processes(marker)) >= 3  # host, agent and its child (and more)
     finally:
         host.kill()
         host.wait()
     assert wait_no_live_processes(marker, within_s=5.0) == []
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
