@@ -32,7 +32,6 @@ from agentport.backends import (
     qwen,
     zcode,
 )
-from agentport.backends._acp_wire import decode_update
 from agentport.backends._endstate import RunWatch, ToolLedger, reported_usage, settle
 from agentport.backends._retry_notice import notice_error
 from agentport.core import AgentEvent, ProviderError
