@@ -47,7 +47,7 @@ def replay(spec: BackendSpec, cli: str, case: str) -> tuple[list[AgentEvent], Ru
         if event is None:
             continue
         events.append(event)
-        if event.metadata.get("terminal"):
+        if event.end.terminal:
             break
     stderr = FIXTURES / cli / f"{case}.stderr"
     tail = stderr.read_text(encoding="utf-8")[-4000:] if stderr.exists() else ""

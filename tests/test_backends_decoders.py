@@ -55,7 +55,7 @@ def test_codex_ok_transcript_decodes_to_init_warning_text_usage() -> None:
         EventType.usage,
     ]
     assert not events[1].is_error  # `item.type == "error"` is only a warning
-    assert events[-1].metadata["terminal"]
+    assert events[-1].end.terminal
     assert events[-1].metadata["usage"].output_tokens == 7
     assert codex.classify(outcome) is None
 
@@ -101,7 +101,7 @@ def test_claude_stream_decodes_tool_round_trip_and_cost() -> None:
     usage = events[-1].metadata["usage"]
     assert usage.cost_usd is not None
     assert usage.cost_usd > 0
-    assert events[-1].metadata["final_text"] == '{"status": "ok", "answer": 42}'
+    assert events[-1].end.final_text == '{"status": "ok", "answer": 42}'
     assert claude.classify(outcome) is None
 
 
@@ -114,7 +114,7 @@ def test_claude_is_error_with_subtype_success_is_still_an_error() -> None:
     assert error is not None
     assert error.kind is ErrorKind.server_error
     assert error.status == 500
-    assert "final_text" not in events[-1].metadata  # an error text is never the answer
+    assert events[-1].end.final_text is None  # an error text is never the answer
 
 
 def test_claude_max_turns_is_a_non_retryable_failure() -> None:
@@ -127,9 +127,9 @@ def test_claude_max_turns_is_a_non_retryable_failure() -> None:
 
 def test_claude_schema_run_carries_structured_output() -> None:
     events, _ = replay("claude", "json-schema-stream")
-    assert events[-1].metadata["structured"] == {"status": "ok", "answer": 42}
+    assert events[-1].end.structured == {"status": "ok", "answer": 42}
     no_tool, _ = replay("claude", "json-schema-no-tool")
-    assert "structured" not in no_tool[-1].metadata
+    assert no_tool[-1].end.structured is None
 
 
 @pytest.mark.parametrize(

@@ -49,7 +49,7 @@ from agentport.backends._endstate import (
     settle,
     stderr_failure,
 )
-from agentport.core import AgentEvent, ErrorKind, EventType
+from agentport.core import AgentEvent, EndSignal, ErrorKind, EventType
 
 Obj = dict[str, Any]
 
@@ -130,8 +130,8 @@ def test_codex_failure_transcripts_end_in_the_right_kind(case: str, kind: ErrorK
 def test_codex_final_plain_error_line_is_fatal_and_turn_failed_terminal() -> None:
     events = decode(codex, lines("codex", "http500-noretry"))
     assert events[-2].is_error
-    assert events[-2].metadata.get("fatal")
-    assert events[-1].metadata.get("terminal")
+    assert events[-2].end.fatal
+    assert events[-1].end.terminal
 
 
 def test_codex_final_error_line_then_silence_fails_with_its_text() -> None:
@@ -142,7 +142,7 @@ def test_codex_final_error_line_then_silence_fails_with_its_text() -> None:
     assert failed(state) is ErrorKind.server_error
     assert state.error is not None
     assert state.error.message == objs[-1]["message"]
-    assert events[-1].metadata.get("fatal")
+    assert events[-1].end.fatal
 
 
 def test_codex_error_line_then_a_completed_turn_is_success_with_the_error_as_warning() -> None:
@@ -180,7 +180,7 @@ def test_codex_tool_started_and_never_completed_is_closed_as_abandoned() -> None
     ledger = ToolLedger()
     closed: list[AgentEvent] = []
     for event in decode(codex, objs):
-        if event.metadata.get("terminal"):
+        if event.end.terminal:
             closed = ledger.close()
         ledger.observe(event)
     assert len(closed) == 1
@@ -224,7 +224,7 @@ def test_claude_refusal_is_a_non_retryable_failure_keeping_the_text() -> None:
     assert state.error is not None
     assert not state.error.retryable
     assert state.error.details["finish_reason"] == "refusal"
-    assert state.error.raw_text == events[-1].metadata["final_text"]
+    assert state.error.raw_text == events[-1].end.final_text
 
 
 def test_claude_schema_run_ending_in_tool_use_is_a_normal_stop() -> None:
@@ -306,7 +306,7 @@ def test_gemini_tool_use_without_result_is_abandoned_at_the_result() -> None:
     ledger = ToolLedger()
     closed: list[AgentEvent] = []
     for event in decode(gemini, objs):
-        if event.metadata.get("terminal"):
+        if event.end.terminal:
             closed = ledger.close()
         ledger.observe(event)
     assert [c.metadata["abandoned"] for c in closed] == [True]
@@ -319,7 +319,7 @@ def test_gemini_tool_use_without_result_is_abandoned_at_the_result() -> None:
 def test_opencode_final_step_with_reason_stop_is_terminal() -> None:
     events = decode(opencode, lines("opencode", "tool-bash"))
     finishes = [e for e in events if e.type is EventType.usage]
-    assert [bool(e.metadata.get("terminal")) for e in finishes] == [False, True]
+    assert [bool(e.end.terminal) for e in finishes] == [False, True]
     state, _ = judge(opencode, lines("opencode", "tool-bash"))
     assert ok(state) == '{"status": "ok", "answer": 42}'
     assert state.finish_reason == "stop"
@@ -354,7 +354,7 @@ def test_opencode_final_step_decides_even_with_a_non_zero_exit() -> None:
 def test_opencode_unanswered_error_line_decides(case: str, kind: ErrorKind) -> None:
     state, events = judge(opencode, lines("opencode", case), exit_code("opencode", case))
     assert failed(state) is kind
-    assert events[-1].metadata.get("fatal")
+    assert events[-1].end.fatal
 
 
 @pytest.mark.parametrize(
@@ -407,7 +407,7 @@ def test_qwen_in_band_api_error_decides_and_is_a_fatal_line(case: str, kind: Err
     assert failed(state) is kind
     marked = [e for e in events if e.type is EventType.text and e.is_error]
     assert marked
-    assert all(e.metadata.get("fatal") for e in marked)
+    assert all(e.end.fatal for e in marked)
 
 
 def test_qwen_api_error_text_then_silence_fails_with_the_marker_text() -> None:
@@ -446,7 +446,7 @@ def test_pi_error_then_its_auto_retry_ends_the_run_with_the_attempts_error() -> 
     so the run never waits through pi's loop; the failure is the attempt's error."""
     objs = lines("pi", "http500")
     state, events = judge(pi, objs, 0)
-    assert events[-1].metadata.get("terminal")
+    assert events[-1].end.terminal
     assert events[-1].raw["type"] == "auto_retry_start"
     assert failed(state) is ErrorKind.server_error
     assert len(events) < len(decode(pi, objs))  # stopped at the first notice
@@ -563,13 +563,13 @@ def test_agy_success_result_is_stop_and_error_status_decides() -> None:
 
 def test_run_watch_arms_the_grace_on_a_fatal_error_and_a_recovery_disarms_it() -> None:
     watch = RunWatch(2.0)
-    fatal = AgentEvent(type=EventType.error, content="x", is_error=True, metadata={"fatal": True})
+    fatal = AgentEvent(type=EventType.error, content="x", is_error=True, end=EndSignal(fatal=True))
     assert watch.feed(fatal) == 2.0
     assert watch.feed(None) == 2.0  # a line we do not surface: still pending
     tool = AgentEvent(type=EventType.tool_result, is_error=True)
     assert watch.feed(tool) == 2.0  # a tool failure is not a recovery
     assert watch.feed(AgentEvent(type=EventType.text, content="back")) is False
-    assert watch.feed(AgentEvent(type=EventType.usage, metadata={"terminal": True})) is True
+    assert watch.feed(AgentEvent(type=EventType.usage, end=EndSignal(terminal=True))) is True
 
 
 def test_the_empty_answer_stderr_scan_ignores_the_clis_usual_noise() -> None:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from agentport.backends import CliCall
 from agentport.backends.codex import SPEC, app_decode, decode
-from agentport.core import CompletionConfig, EventType, ImagePart, Sandbox, ToolPolicy
+from agentport.core import CompletionConfig, EndSignal, EventType, ImagePart, Sandbox, ToolPolicy
 
 WARM = SPEC.warm
 assert WARM is not None
@@ -92,7 +92,7 @@ def _events(obj: dict[str, Any]) -> tuple[Any, ...]:
     if event is None:
         return ()
     meta = {k: v for k, v in event.metadata.items() if k != "usage"}
-    return (event.type, event.content, event.is_error, json.dumps(meta, sort_keys=True))
+    return (event.type, event.content, event.is_error, json.dumps(meta, sort_keys=True), event.end)
 
 
 def _same(app: dict[str, Any], exec_line: dict[str, Any]) -> None:
@@ -104,6 +104,7 @@ def _same(app: dict[str, Any], exec_line: dict[str, Any]) -> None:
         cold.content,
         cold.is_error,
         json.dumps(meta, sort_keys=True),
+        cold.end,
     )
 
 
@@ -158,10 +159,11 @@ def test_the_turn_end_errors_usage_and_session() -> None:
     )
     assert usage is not None
     assert (usage.metadata["usage"].input_tokens, usage.metadata["usage"].cached_tokens) == (7, 1)
-    assert not usage.metadata.get("terminal")
+    assert not usage.end.terminal
     done = app_decode({"method": "turn/completed", "params": {"turn": {"status": "completed"}}})
     assert done is not None
-    assert done.metadata == {"terminal": True, "finish_reason": "stop"}
+    assert done.metadata == {}
+    assert done.end == EndSignal(terminal=True, finish_reason="stop")
     error = {"message": "exceeded retry limit, last status: 429 Too Many Requests"}
     _same(
         {"method": "turn/completed", "params": {"turn": {"status": "failed", "error": error}}},
@@ -173,11 +175,12 @@ def test_the_turn_end_errors_usage_and_session() -> None:
     )
     retrying = app_decode({"method": "error", "params": {"error": error, "willRetry": True}})
     assert retrying is not None
-    assert retrying.metadata == {"warning": error["message"]}
+    assert retrying.metadata == {}
+    assert retrying.end == EndSignal(warning=error["message"])
     refused = app_decode({"id": "agentport-thread", "error": {"code": -1, "message": "bad cwd"}})
     assert refused is not None
     assert refused.type is EventType.error
-    assert refused.metadata.get("terminal") is True
+    assert refused.end.terminal is True
     assert refused.content == "bad cwd"
     assert app_decode({"id": "agentport-turn", "result": {}}) is None
     assert app_decode({"method": "thread/status/changed", "params": {}}) is None

@@ -56,9 +56,9 @@ def test_without_base_url_no_byok_variables_are_set(tmp_path: Path) -> None:
 def test_plain_answer_is_the_final_assistant_message() -> None:
     events, outcome = replay(SPEC, "copilot", "ok-json")
     assert SPEC.classify(outcome) is None
-    assert events[-1].metadata["terminal"] is True
+    assert events[-1].end.terminal is True
     assert events[-1].metadata["session_id"] == "f81d4a98-6011-43f5-b19e-ba54a8a03ae3"
-    answers = [e.metadata["final_text"] for e in events if "final_text" in e.metadata]
+    answers = [e.end.final_text for e in events if e.end.final_text is not None]
     assert answers == ['{"status": "ok", "answer": 42}']
 
 
@@ -69,7 +69,7 @@ def test_tool_turn_message_with_tool_requests_is_not_the_answer() -> None:
     results = [e for e in events if e.type is EventType.tool_result]
     assert [c.metadata["tool"] for c in calls] == ["bash"]
     assert results[0].content.startswith("hello-from-tool")
-    answers = [e.metadata["final_text"] for e in events if "final_text" in e.metadata]
+    answers = [e.end.final_text for e in events if e.end.final_text is not None]
     assert answers == ['{"status": "ok", "answer": 42}']
 
 

@@ -73,9 +73,9 @@ def test_tool_list_and_empty_list(tmp_path: Path) -> None:
 def test_plain_answer_comes_from_the_final_assistant_message() -> None:
     events, outcome = replay(SPEC, "pi", "ok-json")
     assert SPEC.classify(outcome) is None
-    assert events[-1].metadata.get("terminal") is True
-    answer = [e for e in events if "final_text" in e.metadata][-1]
-    assert answer.metadata["final_text"] == '{"status": "ok", "answer": 42}'
+    assert events[-1].end.terminal is True
+    answer = [e for e in events if e.end.final_text is not None][-1]
+    assert answer.end.final_text == '{"status": "ok", "answer": 42}'
     usage = answer.metadata["usage"]
     assert isinstance(usage, Usage)
     assert (usage.input_tokens, usage.output_tokens) == (1457, 7)
@@ -89,7 +89,7 @@ def test_tool_turn_has_call_and_result_and_the_answer_after_it() -> None:
     results = [e for e in events if e.type is EventType.tool_result]
     assert [c.metadata["tool"] for c in calls] == ["bash"]
     assert results[0].content == "hello-from-tool\n"
-    answers = [e.metadata["final_text"] for e in events if "final_text" in e.metadata]
+    answers = [e.end.final_text for e in events if e.end.final_text is not None]
     assert answers == ['{"status": "ok", "answer": 42}']
 
 
@@ -109,10 +109,10 @@ def test_exit_zero_with_stop_reason_error_is_a_failure(
     assert outcome.exit_code == 0
     # pi's own auto-retry ends the run at its first notice (agentport owns retries), with the
     # same failure as pi's final report
-    notices = [e for e in events if e.metadata.get("retry_notice")]
+    notices = [e for e in events if e.end.retry_notice]
     if case != "http401":  # 401 is not auto-retried
         assert notices
-        assert notices[0].metadata.get("terminal")
+        assert notices[0].end.terminal
         early = notice_error(notices[0], 0, "")
         assert (early.kind, early.status) == (kind, status)
     error = SPEC.classify(outcome)

@@ -334,7 +334,7 @@ def judge(module: ModuleType, stdout: str, stderr: str, code: int | None) -> Pro
             events.append(event)
         if watch.feed(event) is True:
             break
-    notice = next((e for e in events if e.metadata.get("retry_notice")), None)
+    notice = next((e for e in events if e.end.retry_notice), None)
     if notice is not None:
         return as_quota(notice_error(notice, code, stderr))
     end = settle(spec, RunOutcome(code, stderr, events), watch.pending)

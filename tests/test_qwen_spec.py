@@ -119,7 +119,7 @@ def test_plain_answer_decodes_to_text_usage_and_session() -> None:
     assert [e.type for e in events] == [EventType.init, EventType.text, EventType.usage]
     assert SPEC.classify(outcome) is None
     final = events[-1]
-    assert final.metadata["final_text"] == '{"status": "ok", "answer": 42}'
+    assert final.end.final_text == '{"status": "ok", "answer": 42}'
     usage = final.metadata["usage"]
     assert isinstance(usage, Usage)
     assert usage.input_tokens == 25201
@@ -131,7 +131,7 @@ def test_schema_value_comes_from_structured_result() -> None:
     events, outcome = replay(SPEC, "qwen", "json-schema")
     assert SPEC.classify(outcome) is None
     # the value under qwen's own key (claude's is `structured_output`)
-    assert events[-1].metadata["structured"] == {"status": "ok", "answer": 42}
+    assert events[-1].end.structured == {"status": "ok", "answer": 42}
     assert events[1].type is EventType.tool_call
     assert events[1].metadata["tool"] == "structured_output"
 
@@ -170,7 +170,7 @@ def test_exit_zero_api_error_in_the_answer_is_a_failure(
     assert error is not None
     assert error.kind is kind
     assert error.status == status
-    assert "final_text" not in events[-1].metadata
+    assert events[-1].end.final_text is None
 
 
 def test_marker_after_partial_text_is_found_and_its_message_extracted() -> None:

@@ -423,7 +423,7 @@ class CliAdapter:
                 details={**outcome.error.details, "pid": outcome.pid},
             )
             return self._fail(error, env, events)
-        notice = next((e for e in events if e.metadata.get("retry_notice")), None)
+        notice = next((e for e in events if e.end.retry_notice), None)
         if notice is not None:  # the CLI began its own retry: agentport owns retries
             stopped = notice_error(notice, outcome.exit_code, outcome.stderr_tail)
             stopped = stopped.replace(details={**stopped.details, "pid": outcome.pid})
@@ -462,8 +462,7 @@ class CliAdapter:
         """The natively enforced value: the CLI's structured output event when it printed
         one, else the text mapped back from the strict schema subset where the spec says."""
         structured = next(
-            (e.metadata["structured"] for e in reversed(events) if "structured" in e.metadata),
-            None,
+            (e.end.structured for e in reversed(events) if e.end.structured is not None), None
         )
         if structured is not None:
             return json.dumps(structured, ensure_ascii=False)
@@ -520,7 +519,7 @@ class _Turn:
                 self._more.send_nowait(reply)  # the CLI's protocol: what stdin says next
             event = self.decode(frame.value)
         if event is not None:
-            if event.metadata.get("terminal"):
+            if event.end.terminal:
                 await self.emit(*self.ledger.close())  # the turn ends: close what never did
             self.ledger.observe(event)
             self.events.append(event)

@@ -1,7 +1,8 @@
 """End-state rules every CLI backend shares: what the last event of a run means.
 
-Each backend's decoder marks its events (`BackendSpec.decode`); these pure helpers turn the
-marks into the outcome, the same way for every CLI:
+Each backend's decoder marks its events with a typed `EndSignal` (`AgentEvent.end`,
+`BackendSpec.decode`); these pure helpers turn the marks into the outcome, the same way for
+every CLI:
 
 - a `terminal` event ends the run (the runner then gives the CLI `linger_s` to exit and
   stops its group; a CLI lingering after its final event is neither a timeout nor retried);
@@ -11,8 +12,8 @@ marks into the outcome, the same way for every CLI:
   text as the failure (the grace is re-armed by any further output; `RunWatch`);
 - an empty answer is classified from stderr before it is called `bad_output`
   (`empty_answer_error`: a 429 / RESOURCE_EXHAUSTED there is `rate_limited`);
-- `finish_reason` comes from the decoder (`finish_reason` in an event's metadata; None
-  when the CLI never reports one): "length" keeps the answer and adds a warning,
+- `finish_reason` comes from the decoder (`EndSignal.finish_reason`; None when the CLI
+  never reports one): "length" keeps the answer and adds a warning,
   "refusal" is a non-retryable `content_filter` failure carrying the refusal text
   (`refusal_error`), the same rule as the ACP backend;
 - a run whose CLI always ends a complete stream with one event (`BackendSpec.
@@ -113,10 +114,10 @@ class RunWatch:
 
     def feed(self, event: AgentEvent | None) -> bool | float:
         if event is not None:
-            if event.metadata.get("terminal"):
+            if event.end.terminal:
                 self.pending = None
                 return True
-            if event.is_error and event.metadata.get("fatal"):
+            if event.is_error and event.end.fatal:
                 self.pending = event
             elif event.type is not EventType.tool_result:
                 self.pending = None  # the CLI went on: a retry or a recovery
@@ -129,7 +130,7 @@ def unrecovered(events: Sequence[AgentEvent]) -> AgentEvent | None:
     for event in reversed(events):
         if event.type is EventType.tool_result:
             continue
-        if event.metadata.get("terminal") and not event.is_error:
+        if event.end.terminal and not event.is_error:
             return None
         if event.is_error:
             return event
@@ -137,10 +138,9 @@ def unrecovered(events: Sequence[AgentEvent]) -> AgentEvent | None:
 
 
 def pending_error(event: AgentEvent, exit_code: int | None, stderr_tail: str = "") -> ProviderError:
-    """The failure for a fatal error line the CLI never got past: its `status` metadata first,
-    then its wording, else `process_failed`; the text is the line's own."""
-    raw = event.metadata.get("status")
-    status = raw if isinstance(raw, int) and not isinstance(raw, bool) else None
+    """The failure for a fatal error line the CLI never got past: its signal's `status`
+    first, then its wording, else `process_failed`; the text is the line's own."""
+    status = event.end.status
     kind = kind_from_status(status) or kind_from_text(event.content) or ErrorKind.process_failed
     return ProviderError(
         kind,
@@ -165,9 +165,9 @@ def recovered_warnings(events: Iterable[AgentEvent]) -> tuple[str, ...]:
 def finish_reason(events: Sequence[AgentEvent]) -> str | None:
     """The last `finish_reason` a decoder reported, or None."""
     for event in reversed(events):
-        reason = event.metadata.get("finish_reason")
+        reason = event.end.finish_reason
         if reason:
-            return str(reason)
+            return reason
     return None
 
 
@@ -294,8 +294,8 @@ def settle(
 ) -> EndState:
     """The end-state table of one run, in order: the backend's `classify`; a fatal error
     line nothing answered (*pending*, from `RunWatch`); a prompt the CLI did not read whole
-    (`cut_prompt_error`); the answer (`final_text` metadata,
-    else `spec.final_text`, then *shape*: the natively enforced value); a refusal; an empty
+    (`cut_prompt_error`); the answer (the last `EndSignal.final_text`, else
+    `spec.final_text`, then *shape*: the natively enforced value); a refusal; an empty
     answer (stderr first); else success with finish_reason and warnings."""
     events = outcome.events
     error = spec.classify(outcome)
@@ -305,8 +305,10 @@ def settle(
         error = cut_prompt_error(outcome.stdin_short, outcome.exit_code, outcome.stderr_tail)
     if error is not None:
         return EndState(error)
-    answer = next((e for e in reversed(events) if "final_text" in e.metadata), None)
-    text = str(answer.metadata["final_text"]) if answer else spec.final_text(events)
+    answer = next(
+        (e.end.final_text for e in reversed(events) if e.end.final_text is not None), None
+    )
+    text = answer if answer is not None else spec.final_text(events)
     if shape is not None:
         text = shape(text)
     reason = finish_reason(events)
@@ -314,9 +316,9 @@ def settle(
         return EndState(refusal_error(text, outcome.exit_code))
     if not text.strip():
         return EndState(empty_answer_error(outcome.stderr_tail, outcome.exit_code, reason))
-    notes = tuple(str(e.metadata["warning"]) for e in events if "warning" in e.metadata)
+    notes = tuple(e.end.warning for e in events if e.end.warning is not None)
     notes += recovered_warnings(events) + ((LENGTH_WARNING,) if reason == "length" else ())
-    ended = any(e.metadata.get("terminal") and not e.is_error for e in events)
+    ended = any(e.end.terminal and not e.is_error for e in events)
     if spec.terminal_event and not ended:
         notes += (MISSING_TERMINAL.format(event=spec.terminal_event),)
     return EndState(None, text, reason, notes)

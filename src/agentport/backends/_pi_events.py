@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..core import AgentEvent, ErrorKind, EventType, ProviderError, Usage
+from ..core import AgentEvent, EndSignal, ErrorKind, EventType, ProviderError, Usage
 from ._classify import kind_from_status, kind_from_text
 from ._retry_notice import notice_event, status_in
 from ._spec import RunOutcome, as_dict, text_after_last_tool
@@ -73,7 +73,7 @@ def decode(obj: Any) -> AgentEvent | None:
         text = f"pi refused {obj.get('command')}: {obj.get('error') or 'no reason given'}"
         return AgentEvent(
             type=EventType.error, content=text, raw=obj, is_error=True,
-            metadata={"fatal": True, "terminal": True},
+            end=EndSignal(fatal=True, terminal=True),
         )  # fmt: skip
     if kind == "message_update":
         update = as_dict(obj.get("assistantMessageEvent"))
@@ -103,26 +103,27 @@ def decode(obj: Any) -> AgentEvent | None:
             # an auto_retry_start follows at once when pi retries; silence ends the run
             return AgentEvent(
                 type=EventType.error, content=text, raw=obj, is_error=True,
-                metadata={"fatal": True},
+                end=EndSignal(fatal=True),
             )  # fmt: skip
         meta: dict[str, Any] = {"usage": _usage(message), "model": message.get("model")}
+        end = EndSignal()
         if stop != "toolUse":
-            meta["final_text"] = _text(message)
-            meta["finish_reason"] = "length" if stop == "length" else "stop"
-        return AgentEvent(type=EventType.usage, raw=obj, metadata=meta)
+            reason = "length" if stop == "length" else "stop"
+            end = EndSignal(final_text=_text(message), finish_reason=reason)
+        return AgentEvent(type=EventType.usage, raw=obj, metadata=meta, end=end)
     if kind == "agent_end":
         messages = obj.get("messages")
         last = as_dict(messages[-1]) if isinstance(messages, list) and messages else {}
         if last.get("stopReason") in ("error", "aborted"):
             return None  # an auto-retry may follow
-        return AgentEvent(type=EventType.usage, raw=obj, metadata={"terminal": True})
+        return AgentEvent(type=EventType.usage, raw=obj, end=EndSignal(terminal=True))
     if kind == "auto_retry_start":  # pi's own retry begins: agentport owns retries
         text = str(obj.get("errorMessage") or "the agent began an auto-retry")
         return notice_event(obj, text, status=status_in(text.split(" ", 1)[0]))
     if kind == "auto_retry_end" and not obj.get("success"):
         text = str(obj.get("finalError") or "the agent gave up retrying")
         return AgentEvent(
-            type=EventType.error, content=text, raw=obj, is_error=True, metadata={"fatal": True}
+            type=EventType.error, content=text, raw=obj, is_error=True, end=EndSignal(fatal=True)
         )
     return None
 
@@ -138,7 +139,7 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
     non-zero exit without one (text mode, bad flags) -> `process_failed`."""
     tail = outcome.stderr_tail[-4000:]
     last = next(
-        (e for e in reversed(outcome.events) if e.is_error or "final_text" in e.metadata), None
+        (e for e in reversed(outcome.events) if e.is_error or e.end.final_text is not None), None
     )
     if last is not None and last.is_error:
         found = _STATUS.match(last.content)

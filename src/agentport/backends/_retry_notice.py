@@ -5,7 +5,7 @@ retry policy those loops multiply (gemini's 10+5 attempts x 3). Where a CLI cann
 stop retrying through a per-run setting, its FIRST retry notice is classified as the failure:
 
 - on stderr, through `BackendSpec.retry_notice` (`stderr_notice` builds one from a pattern);
-- on stdout, through an event the decoder marks `retry_notice` (`notice_event` builds it;
+- on stdout, through an event whose `EndSignal` says `retry_notice` (`notice_event` builds it;
   `notice_error` turns it into the failure once the run has stopped).
 
 A retry notice is never a success. Pure functions, no I/O.
@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..core import AgentEvent, ErrorKind, EventType, ProviderError
+from ..core import AgentEvent, EndSignal, ErrorKind, EventType, ProviderError
 from ._classify import kind_from_status, kind_from_text
 
 __all__ = ["LineWatch", "notice_error", "notice_event", "status_in", "stderr_notice"]
@@ -47,28 +47,22 @@ def notice_event(
     """The event a decoder returns for a retry notice on stdout: an error, terminal, marked
     `retry_notice`, with the status / Retry-After the CLI reported (when it did) and the kind
     when the CLI says it outright (a transport failure is `network`)."""
-    meta: dict[str, Any] = {"terminal": True, "retry_notice": True, "fatal": True}
-    if kind is not None:
-        meta["kind"] = kind
-    if status is not None:
-        meta["status"] = status
-    if retry_after is not None:
-        meta["retry_after"] = retry_after
-    return AgentEvent(type=EventType.error, content=message, raw=raw, is_error=True, metadata=meta)
+    end = EndSignal(
+        terminal=True, retry_notice=True, fatal=True,
+        kind=kind, status=status, retry_after=retry_after,
+    )  # fmt: skip
+    return AgentEvent(type=EventType.error, content=message, raw=raw, is_error=True, end=end)
 
 
 def notice_error(event: AgentEvent, exit_code: int | None, stderr_tail: str) -> ProviderError:
     """The failure a `notice_event` announces: the status first, the wording second, else a
     network failure; `retry_after` as reported."""
-    raw = event.metadata.get("status")
-    status = raw if isinstance(raw, int) and not isinstance(raw, bool) else None
-    after = event.metadata.get("retry_after")
-    said = event.metadata.get("kind")
+    status, after, said = event.end.status, event.end.retry_after, event.end.kind
     return ProviderError(
-        said if isinstance(said, ErrorKind) else _kind(status, event.content),
+        said if said is not None else _kind(status, event.content),
         f"the CLI's own retry was stopped at its first notice: {event.content}"[:2000],
         status=status,
-        retry_after=float(after) if isinstance(after, int | float) and after >= 0 else None,
+        retry_after=float(after) if after is not None and after >= 0 else None,
         exit_code=exit_code,
         stderr_tail=stderr_tail[-4000:],
     )

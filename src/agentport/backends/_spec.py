@@ -33,6 +33,7 @@ __all__ = [
     "WarmTurns",
     "as_dict",
     "as_int",
+    "as_status",
     "at_prompt",
     "image_files",
     "json_line",
@@ -165,6 +166,12 @@ def as_int(value: Any) -> int:
     return 0
 
 
+def as_status(value: Any) -> int | None:
+    """*value* as an HTTP status (an int that is no bool), else None: the status a CLI
+    reported for a failure (`EndSignal.status`)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def json_line(message: Mapping[str, Any]) -> bytes:
     """*message* as one line of a CLI's JSON-lines stdin (ASCII-escaped JSON, then a newline):
     a warm process's turn or reset, an RPC request."""
@@ -226,14 +233,16 @@ class BackendSpec:
     Attributes:
         name: the catalog name; the catalog entry says which params are NATIVE/TRANSLATED.
         build: `CliCall -> Invocation` (argv, env, stdin).
-        decode: a parsed stdout JSON line -> `AgentEvent`, or None to skip it. Conventions in
-            `metadata`: `session_id` (init), `usage` (a `Usage`), `terminal: True` (the run's
-            last event: stop reading), `final_text` (the CLI's own final answer), `structured`
-            (a natively enforced JSON value), `warning` (a non-fatal note), `finish_reason`
-            (`stop` / `length` / `refusal`, only where the CLI says so), `fatal: True` on an
-            `is_error` event (the run ends after `error_grace_s` unless the CLI goes on), `id`
-            on tool_call / tool_result (pairs them; an unpaired call is closed as abandoned).
-            The rules these feed: `_endstate.py`.
+        decode: a parsed stdout JSON line -> `AgentEvent`, or None to skip it. How the run
+            ends goes in the event's typed `end` (`EndSignal`): `terminal` (the run's last
+            event: stop reading), `final_text` (the CLI's own final answer), `structured` (a
+            natively enforced JSON value), `warning` (a non-fatal note), `finish_reason`
+            (`stop` / `length` / `refusal`, only where the CLI says so), `fatal` on an
+            `is_error` event (the run ends after `error_grace_s` unless the CLI goes on),
+            `status` / `kind` of a failure the CLI reported. The rules these feed:
+            `_endstate.py`. `metadata` holds what callers read: `session_id`, `model`, `usage`
+            (a `Usage`), and on tool events `tool`, `input`, `id` (pairs a call with its
+            result; an unpaired call is closed as abandoned) and the `web` keys.
         final_text: events -> the answer, when no event carries `final_text`.
         classify: the error table: `RunOutcome -> ProviderError | None` (None = success).
         native_schema: the schema in the CLI's dialect (used when output_schema is NATIVE and
@@ -247,8 +256,8 @@ class BackendSpec:
             retry ("Attempt 1 failed with status 500. Retrying...", or a second request line
             with no new step between): the run ends there with that failure, since agentport
             owns retries. One watcher per run, so it may keep state across lines. A
-            decoder marks a retry notice on stdout with `metadata["retry_notice"] = True`
-            (plus `terminal`; `status` and `retry_after` when known) instead.
+            decoder marks a retry notice on stdout with `EndSignal(retry_notice=True)` (plus
+            `terminal`; `status` and `retry_after` when known: `notice_event`) instead.
         prepare: an async step after `build` and before the spawn, given the call, the
             invocation and the child's environment: it may write files into `run_dir` that
             the argv names (codex: its rewritten model catalog) or raise `ProviderError`

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..core import (
     AgentEvent,
+    EndSignal,
     ErrorKind,
     EventType,
     ProviderError,
@@ -137,20 +138,18 @@ def decode(obj: Any) -> AgentEvent | None:
         return None
     if kind == "result":
         ok = str(body.get("status", "")).upper() == "SUCCESS"
-        meta: dict[str, Any] = {
-            "usage": _usage(body.get("usage")),
-            "terminal": True,
-            "session_id": body.get("conversation_id"),
-        }
-        if ok and isinstance(body.get("response"), str) and body["response"]:
-            meta["final_text"] = body["response"]
-        if ok and body.get("structured_output") is not None:
-            meta["structured"] = body["structured_output"]
-        if ok:  # the documented result has no stop reason: SUCCESS is "stop"
-            meta["finish_reason"] = "stop"
+        meta = {"usage": _usage(body.get("usage")), "session_id": body.get("conversation_id")}
+        answer = body.get("response")
+        end = EndSignal(
+            terminal=True,
+            final_text=answer if ok and isinstance(answer, str) and answer else None,
+            structured=body.get("structured_output") if ok else None,
+            # the documented result has no stop reason: SUCCESS is "stop"
+            finish_reason="stop" if ok else None,
+        )
         message = "" if ok else _error_text(body.get("error")) or "agy reported status ERROR"
         return AgentEvent(
-            type=EventType.usage, content=message, raw=obj, is_error=not ok, metadata=meta
+            type=EventType.usage, content=message, raw=obj, is_error=not ok, metadata=meta, end=end
         )
     return None
 
@@ -161,7 +160,7 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
     silent exit of a signed-out or out-of-quota CLI)."""
     tail = outcome.stderr_tail[-4000:]
     code = outcome.exit_code
-    result = next((e for e in reversed(outcome.events) if e.metadata.get("terminal")), None)
+    result = next((e for e in reversed(outcome.events) if e.end.terminal), None)
     if result is not None and not result.is_error:
         return None
     if result is not None:

@@ -27,6 +27,7 @@ from typing import Any
 
 from ..core import (
     AgentEvent,
+    EndSignal,
     ErrorKind,
     EventType,
     ImagePart,
@@ -222,7 +223,7 @@ def decode(obj: Any) -> AgentEvent | None:
         if sub == "api_retry":
             note = f"API retry {obj.get('attempt')}/{obj.get('max_retries')}: {obj.get('error')}"
             return AgentEvent(
-                type=EventType.error, content=note, raw=obj, metadata={"warning": note}
+                type=EventType.error, content=note, raw=obj, end=EndSignal(warning=note)
             )
         return None
     if kind in ("assistant", "user"):
@@ -232,22 +233,21 @@ def decode(obj: Any) -> AgentEvent | None:
         return event
     if kind == "result":
         is_error = bool(obj.get("is_error"))
-        meta: dict[str, Any] = {
-            "usage": _usage(obj),
-            "terminal": True,
-            "session_id": obj.get("session_id"),
-        }
-        if not is_error and isinstance(obj.get("result"), str):
-            meta["final_text"] = obj["result"]
-        if "structured_output" in obj:
-            meta["structured"] = obj["structured_output"]
-        if not is_error:
-            meta["finish_reason"] = _STOP_REASONS.get(str(obj.get("stop_reason")), "stop")
+        meta = {"usage": _usage(obj), "session_id": obj.get("session_id")}
+        answer = obj.get("result")
+        end = EndSignal(
+            terminal=True,
+            final_text=answer if not is_error and isinstance(answer, str) else None,
+            structured=obj.get("structured_output"),
+            finish_reason=None
+            if is_error
+            else _STOP_REASONS.get(str(obj.get("stop_reason")), "stop"),
+        )
         errors = obj.get("errors")
         errors = errors if isinstance(errors, list) else [errors] if errors else []
         text = str(obj.get("result") or "; ".join(map(str, errors)))
         return AgentEvent(
-            type=EventType.usage, content=text, raw=obj, is_error=is_error, metadata=meta
+            type=EventType.usage, content=text, raw=obj, is_error=is_error, metadata=meta, end=end
         )
     return None
 
@@ -285,7 +285,7 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
     (`api_error_status`), message second; `error_max_turns` -> process_failed. No `result` ->
     the exit code and stderr."""
     tail = outcome.stderr_tail[-4000:]
-    result = next((e for e in reversed(outcome.events) if e.metadata.get("terminal")), None)
+    result = next((e for e in reversed(outcome.events) if e.end.terminal), None)
     if result is not None:
         if not result.is_error:
             return None

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..core import (
     AgentEvent,
+    EndSignal,
     ErrorKind,
     EventType,
     ProviderError,
@@ -250,24 +251,24 @@ def decode(obj: Any) -> AgentEvent | None:
     if kind == "turn.completed":
         usage = _usage(obj.get("usage"))
         # no stop reason in `codex exec --json`: a completed turn is reported as "stop"
-        meta = {"usage": usage, "terminal": True, "finish_reason": "stop"}
-        return AgentEvent(type=EventType.usage, raw=obj, metadata=meta)
+        end = EndSignal(terminal=True, finish_reason="stop")
+        return AgentEvent(type=EventType.usage, raw=obj, metadata={"usage": usage}, end=end)
     if kind == "turn.failed":
         message = str(as_dict(obj.get("error")).get("message", "turn failed"))
         return AgentEvent(
             type=EventType.error, content=message, raw=obj, is_error=True,
-            metadata={"terminal": True},
+            end=EndSignal(terminal=True),
         )  # fmt: skip
     if kind == "error":
         message = str(obj.get("message", ""))
         if message.startswith("Reconnecting"):  # "Reconnecting... n/m": a retry in progress
             return AgentEvent(
-                type=EventType.error, content=message, raw=obj, metadata={"warning": message}
+                type=EventType.error, content=message, raw=obj, end=EndSignal(warning=message)
             )
         # the final error (turn.failed follows at once); alone, it ends the run after a grace
         return AgentEvent(
             type=EventType.error, content=message, raw=obj, is_error=True,
-            metadata={"fatal": True},
+            end=EndSignal(fatal=True),
         )  # fmt: skip
     if kind not in ("item.started", "item.completed"):
         return None
@@ -281,7 +282,7 @@ def decode(obj: Any) -> AgentEvent | None:
     if item_type == "error" and done:  # e.g. unknown model metadata: a warning only
         message = str(item.get("message", ""))
         return AgentEvent(
-            type=EventType.error, content=message, raw=obj, metadata={"warning": message}
+            type=EventType.error, content=message, raw=obj, end=EndSignal(warning=message)
         )
     if item_type == "web_search":
         return _web_event(obj, item, done)
@@ -326,7 +327,7 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
     """`turn.completed` = success whatever the exit code; `turn.failed` = the error (by its
     message); otherwise a non-zero exit is `process_failed` with the stderr tail."""
     events = outcome.events
-    if any(e.type is EventType.usage and e.metadata.get("terminal") for e in events):
+    if any(e.type is EventType.usage and e.end.terminal for e in events):
         return None
     failed = unrecovered(events)  # turn.failed, or a final `error` line nothing followed
     if failed is not None:
@@ -451,15 +452,15 @@ def app_decode(obj: Any) -> AgentEvent | None:
         turn = as_dict(params.get("turn"))
         status = turn.get("status")
         if status == "completed":
-            meta = {"terminal": True, "finish_reason": "stop"}
-            return AgentEvent(type=EventType.usage, raw=obj, metadata=meta)
+            end = EndSignal(terminal=True, finish_reason="stop")
+            return AgentEvent(type=EventType.usage, raw=obj, end=end)
         message = as_dict(turn.get("error")).get("message") or f"turn {status}"
         line = {"type": "turn.failed", "error": {"message": message}}
     elif method == "error":
         message = str(as_dict(params.get("error")).get("message", ""))
         if params.get("willRetry"):
             return AgentEvent(
-                type=EventType.error, content=message, raw=obj, metadata={"warning": message}
+                type=EventType.error, content=message, raw=obj, end=EndSignal(warning=message)
             )
         line = {"type": "error", "message": message}
     elif method in ("item/started", "item/completed"):

@@ -27,6 +27,7 @@ from typing import Any
 
 from ..core import (
     AgentEvent,
+    EndSignal,
     ErrorKind,
     EventType,
     ProviderError,
@@ -43,6 +44,7 @@ from ._spec import (
     Invocation,
     RunOutcome,
     as_dict,
+    as_status,
     image_files,
     text_after_last_tool,
 )
@@ -139,10 +141,11 @@ def decode(obj: Any) -> AgentEvent | None:
         return AgentEvent(type=EventType.text, content=str(data.get("deltaContent", "")), raw=obj)
     if kind == "assistant.message":
         content = str(data.get("content") or "")
-        meta: dict[str, Any] = {"model": data.get("model")}
-        if content and not data.get("toolRequests"):
-            meta["final_text"] = content
-        return AgentEvent(type=EventType.usage, content=content, raw=obj, metadata=meta)
+        answer = content if content and not data.get("toolRequests") else None
+        return AgentEvent(
+            type=EventType.usage, content=content, raw=obj, metadata={"model": data.get("model")},
+            end=EndSignal(final_text=answer),
+        )  # fmt: skip
     if kind == "tool.execution_start":
         call = {"tool": data.get("toolName"), "id": data.get("toolCallId")}
         call["input"] = data.get("arguments")
@@ -159,20 +162,24 @@ def decode(obj: Any) -> AgentEvent | None:
         return _call_failure(obj, data)
     if kind == "session.info" and data.get("infoType") == "model_retry":
         note = str(data.get("message") or "model retry")
-        return AgentEvent(type=EventType.error, content=note, raw=obj, metadata={"warning": note})
+        return AgentEvent(type=EventType.error, content=note, raw=obj, end=EndSignal(warning=note))
     if kind == "session.error":
-        meta = {"status": data.get("statusCode"), "error_type": data.get("errorType")}
-        meta["fatal"] = True  # `result` with exitCode 1 follows at once; silence ends the run
-        message = str(data.get("message") or "copilot reported an error")
-        return AgentEvent(
-            type=EventType.error, content=message, raw=obj, is_error=True, metadata=meta
+        # `result` with exitCode 1 follows at once; silence ends the run
+        end = EndSignal(
+            fatal=True,
+            status=as_status(data.get("statusCode")),
+            kind=_ERROR_KIND.get(str(data.get("errorType"))),
         )
+        message = str(data.get("message") or "copilot reported an error")
+        return AgentEvent(type=EventType.error, content=message, raw=obj, is_error=True, end=end)
     if kind == "result":
         failed = obj.get("exitCode") not in (0, None)
-        meta = {"terminal": True, "session_id": obj.get("sessionId")}
-        if not failed:  # the JSONL carries no finish reason: a clean result is "stop"
-            meta["finish_reason"] = "stop"
-        return AgentEvent(type=EventType.final, raw=obj, is_error=failed, metadata=meta)
+        # the JSONL carries no finish reason: a clean result is "stop"
+        end = EndSignal(terminal=True, finish_reason=None if failed else "stop")
+        return AgentEvent(
+            type=EventType.final, raw=obj, is_error=failed,
+            metadata={"session_id": obj.get("sessionId")}, end=end,
+        )  # fmt: skip
     return None
 
 
@@ -187,18 +194,17 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
     wording); a failed `result` or non-zero exit without one -> `process_failed`. A clean
     final `result` decides over an earlier error (recovered: a warning)."""
     tail = outcome.stderr_tail[-4000:]
-    result = next((e for e in reversed(outcome.events) if e.metadata.get("terminal")), None)
+    result = next((e for e in reversed(outcome.events) if e.end.terminal), None)
     if result is not None and not result.is_error:
         return None
     failed = next(
         (e for e in reversed(outcome.events) if e.type is EventType.error and e.is_error), None
     )
     if failed is not None:
-        raw_status = failed.metadata.get("status")
-        status = raw_status if isinstance(raw_status, int) else None
+        status = failed.end.status
         kind = (
             kind_from_status(status)
-            or _ERROR_KIND.get(str(failed.metadata.get("error_type")))
+            or failed.end.kind
             or kind_from_text(failed.content)
             or ErrorKind.process_failed
         )

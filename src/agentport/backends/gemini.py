@@ -28,6 +28,7 @@ from typing import Any
 
 from ..core import (
     AgentEvent,
+    EndSignal,
     ErrorKind,
     EventType,
     ProviderError,
@@ -187,17 +188,17 @@ def decode(obj: Any) -> AgentEvent | None:
     if kind == "error":
         message = str(obj.get("message", ""))
         return AgentEvent(
-            type=EventType.error, content=message, raw=obj, metadata={"warning": message}
+            type=EventType.error, content=message, raw=obj, end=EndSignal(warning=message)
         )
     if kind == "result":
         failed = obj.get("status") != "success"
         message = str(as_dict(obj.get("error")).get("message", "")) if failed else ""
-        end: dict[str, Any] = {"usage": _usage(obj.get("stats")), "terminal": True}
-        if not failed:  # stream-json carries no finish reason: a successful result is "stop"
-            end["finish_reason"] = "stop"
+        # stream-json carries no finish reason: a successful result is "stop"
+        end = EndSignal(terminal=True, finish_reason=None if failed else "stop")
         return AgentEvent(
-            type=EventType.usage, content=message, raw=obj, is_error=failed, metadata=end
-        )
+            type=EventType.usage, content=message, raw=obj, is_error=failed,
+            metadata={"usage": _usage(obj.get("stats"))}, end=end,
+        )  # fmt: skip
     return None
 
 
@@ -221,7 +222,7 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
     """Exit code first (HTTP status mod 256, then the documented codes), then the message:
     the `result` error's, else the stream's last `error` line, else stderr's."""
     tail = outcome.stderr_tail[-4000:]
-    result = next((e for e in reversed(outcome.events) if e.metadata.get("terminal")), None)
+    result = next((e for e in reversed(outcome.events) if e.end.terminal), None)
     if result is not None and not result.is_error and outcome.exit_code in (0, None):
         return None
     if result is not None and not result.is_error and (outcome.exit_code or 0) < 0:

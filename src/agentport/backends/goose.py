@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 
 from ..core import (
     AgentEvent,
+    EndSignal,
     ErrorKind,
     EventType,
     ProviderError,
@@ -161,13 +162,13 @@ def decode(obj: Any) -> AgentEvent | None:
     """One stream-json line -> an event (None for notifications and user text)."""
     kind = obj.get("type")
     if kind == "complete":  # no stop reason in the stream: a `complete` line is "stop"
-        meta = {"usage": _usage(obj), "terminal": True, "finish_reason": "stop"}
-        return AgentEvent(type=EventType.usage, raw=obj, metadata=meta)
+        end = EndSignal(terminal=True, finish_reason="stop")
+        return AgentEvent(type=EventType.usage, raw=obj, metadata={"usage": _usage(obj)}, end=end)
     if kind == "error":
         error = str(obj.get("error") or "goose reported an error")
         return AgentEvent(
             type=EventType.error, content=error, raw=obj, is_error=True,
-            metadata={"terminal": True},
+            end=EndSignal(terminal=True),
         )  # fmt: skip
     if kind != "message":
         return None
@@ -199,7 +200,7 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
     """`complete` = success; an `error` line = the error (by its text); no terminal line ->
     the exit code (1 on failure, from goose's `main` returning `Err`) and stderr's `Error:`."""
     tail = outcome.stderr_tail[-4000:]
-    terminal = next((e for e in reversed(outcome.events) if e.metadata.get("terminal")), None)
+    terminal = next((e for e in reversed(outcome.events) if e.end.terminal), None)
     if terminal is not None and not terminal.is_error:
         return None
     if terminal is not None:

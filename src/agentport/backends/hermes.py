@@ -33,6 +33,7 @@ from typing import Any
 
 from ..core import (
     AgentEvent,
+    EndSignal,
     ErrorKind,
     EventType,
     ProviderError,
@@ -152,13 +153,12 @@ def decode(obj: Any) -> AgentEvent | None:
     failed = bool(report.get("failed")) or not report.get("completed", True)
     meta = {
         "usage": _usage(report),
-        "terminal": True,
         "session_id": report.get("session_id"),
         "model": report.get("model"),
     }
-    if not failed:  # the report has no stop reason: a completed turn is "stop"
-        meta["finish_reason"] = "stop"
-    return AgentEvent(type=EventType.usage, raw=obj, is_error=failed, metadata=meta)
+    # the report has no stop reason: a completed turn is "stop"
+    end = EndSignal(terminal=True, finish_reason=None if failed else "stop")
+    return AgentEvent(type=EventType.usage, raw=obj, is_error=failed, metadata=meta, end=end)
 
 
 def final_text(events: Sequence[AgentEvent]) -> str:
@@ -170,7 +170,7 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
     """The usage report decides (0.19.0 exits 0 on failure and prints the error as the
     reply); without one: the exit code (130 interrupted, others failed) and stderr."""
     tail = outcome.stderr_tail[-4000:]
-    report = next((e for e in reversed(outcome.events) if e.metadata.get("terminal")), None)
+    report = next((e for e in reversed(outcome.events) if e.end.terminal), None)
     text = final_text(outcome.events)
     if report is not None and not report.is_error:
         return None

@@ -26,6 +26,7 @@ from typing import Any
 
 from ..core import (
     AgentEvent,
+    EndSignal,
     ErrorKind,
     EventType,
     ProviderError,
@@ -37,7 +38,15 @@ from ._classify import kind_from_status, kind_from_text
 from ._endstate import unrecovered
 from ._policy import endpoint_passthrough, opencode_config_env, refuse
 from ._retry_notice import LineWatch, stderr_notice
-from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, as_dict, image_files
+from ._spec import (
+    BackendSpec,
+    CliCall,
+    Invocation,
+    RunOutcome,
+    as_dict,
+    as_status,
+    image_files,
+)
 
 __all__ = ["SPEC", "build", "classify", "decode"]
 
@@ -227,8 +236,10 @@ def decode(obj: Any) -> AgentEvent | None:
     kind = obj.get("type")
     part = as_dict(obj.get("part"))
     if kind == "step_start":
-        meta = {"session_id": obj.get("sessionID"), "step": True}
-        return AgentEvent(type=EventType.init, raw=obj, metadata=meta)
+        # an init event only ever stands for a `step_start`: `final_text` counts steps by it
+        return AgentEvent(
+            type=EventType.init, raw=obj, metadata={"session_id": obj.get("sessionID")}
+        )
     if kind == "text":
         return AgentEvent(type=EventType.text, content=str(part.get("text", "")), raw=obj)
     if kind == "reasoning":
@@ -252,23 +263,25 @@ def decode(obj: Any) -> AgentEvent | None:
         meta = {"usage": _usage(part), "reason": reason}
         # opencode's loop goes on after "tool-calls" / "unknown"; any other reason ends it
         if isinstance(reason, str) and reason not in ("tool-calls", "unknown"):
-            meta["terminal"] = True
             if reason == "error":
                 text = "the model call finished with reason error"
                 return AgentEvent(
-                    type=EventType.usage, content=text, raw=obj, is_error=True, metadata=meta
-                )
-            meta["finish_reason"] = _FINISH.get(reason, "stop")
+                    type=EventType.usage, content=text, raw=obj, is_error=True, metadata=meta,
+                    end=EndSignal(terminal=True),
+                )  # fmt: skip
+            end = EndSignal(terminal=True, finish_reason=_FINISH.get(reason, "stop"))
+            return AgentEvent(type=EventType.usage, raw=obj, metadata=meta, end=end)
         return AgentEvent(type=EventType.usage, raw=obj, metadata=meta)
     if kind == "error":
         error = as_dict(obj.get("error"))
         data = as_dict(error.get("data"))
         message = str(data.get("message") or error.get("name") or "opencode error")
         # exit 1 follows at once; if the CLI goes silent instead, it ends after the grace
-        meta = {"status": data.get("statusCode"), "name": error.get("name"), "fatal": True}
+        end = EndSignal(fatal=True, status=as_status(data.get("statusCode")))
         return AgentEvent(
-            type=EventType.error, content=message, raw=obj, is_error=True, metadata=meta
-        )
+            type=EventType.error, content=message, raw=obj, is_error=True,
+            metadata={"name": error.get("name")}, end=end,
+        )  # fmt: skip
     return None
 
 
@@ -276,7 +289,7 @@ def final_text(events: Any) -> str:
     """The text parts of the last model step (each step starts with `step_start`)."""
     out: list[str] = []
     for event in events:
-        if event.type is EventType.init and event.metadata.get("step"):
+        if event.type is EventType.init:
             out.clear()
         elif event.type is EventType.text:
             out.append(event.content)
@@ -290,11 +303,10 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
     exit is `process_failed` with the stderr tail, and exit 0 is success."""
     tail = outcome.stderr_tail[-4000:]
     failed = unrecovered(outcome.events)
-    if any(e.metadata.get("terminal") and not e.is_error for e in outcome.events):
+    if any(e.end.terminal and not e.is_error for e in outcome.events):
         return None
     if failed is not None:
-        raw_status = failed.metadata.get("status")
-        status = raw_status if isinstance(raw_status, int) else None
+        status = failed.end.status
         kind = kind_from_status(status) or kind_from_text(failed.content)
         if kind is None:
             kind = ErrorKind.process_failed

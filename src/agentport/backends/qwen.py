@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
 from ..core import (
     AgentEvent,
+    EndSignal,
     ErrorKind,
     EventType,
     ProviderError,
@@ -230,8 +232,8 @@ def decode(obj: Any) -> AgentEvent | None:
         event = decode_message(obj)
         if event is not None and event.type is EventType.text and api_error(event.content):
             # the in-band error; the `result` follows at once, silence ends the run
-            marked = {**event.metadata, "fatal": True}
-            return event.model_copy(update={"is_error": True, "metadata": marked})
+            marked = replace(event.end, fatal=True)
+            return event.model_copy(update={"is_error": True, "end": marked})
         return event
     if kind == "result":
         # qwen 0.24 puts a failure's message in `error.message` and leaves `result` out
@@ -240,18 +242,16 @@ def decode(obj: Any) -> AgentEvent | None:
         text = str(obj.get("result") or said or "")
         # exit 0 + `is_error: false` on API errors: the marker in the text is the real signal
         failed = bool(obj.get("is_error")) or api_error(text) is not None
-        meta: dict[str, Any] = {
-            "usage": _usage(obj.get("usage")),
-            "terminal": True,
-            "session_id": obj.get("session_id"),
-        }
-        if not failed:
-            meta["final_text"] = text
-            meta["finish_reason"] = "stop"  # qwen reports no stop reason in stream-json
-        if obj.get("structured_result") is not None:
-            meta["structured"] = obj["structured_result"]
+        meta = {"usage": _usage(obj.get("usage")), "session_id": obj.get("session_id")}
+        end = EndSignal(
+            terminal=True,
+            final_text=None if failed else text,
+            # qwen reports no stop reason in stream-json
+            finish_reason=None if failed else "stop",
+            structured=obj.get("structured_result"),
+        )
         return AgentEvent(
-            type=EventType.usage, content=text, raw=obj, is_error=failed, metadata=meta
+            type=EventType.usage, content=text, raw=obj, is_error=failed, metadata=meta, end=end
         )
     return None
 
@@ -261,7 +261,7 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
     HTTP status from its leading number, else its wording; a non-zero exit without a result ->
     `process_failed` with the stderr tail."""
     tail = outcome.stderr_tail[-4000:]
-    result = next((e for e in reversed(outcome.events) if e.metadata.get("terminal")), None)
+    result = next((e for e in reversed(outcome.events) if e.end.terminal), None)
     text = result.content if result is not None else last_text(outcome.events)
     message = api_error(text)
     if message is None and result is not None and result.is_error:

@@ -33,7 +33,16 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ..core import AgentEvent, ErrorKind, EventType, ProviderError, Sandbox, ToolPolicy, Usage
+from ..core import (
+    AgentEvent,
+    EndSignal,
+    ErrorKind,
+    EventType,
+    ProviderError,
+    Sandbox,
+    ToolPolicy,
+    Usage,
+)
 from . import _lines
 from ._classify import kind_from_text
 from ._policy import refuse
@@ -113,25 +122,22 @@ def decode(obj: Any) -> AgentEvent | None:
     doc = obj["document"]
     if not isinstance(doc, dict):
         text = f"zcode printed a JSON {type(doc).__name__}, not an object"
-        bad = {"kind": ErrorKind.bad_output}
-        return AgentEvent(type=EventType.error, content=text, raw=obj, is_error=True, metadata=bad)
+        bad = EndSignal(kind=ErrorKind.bad_output)
+        return AgentEvent(type=EventType.error, content=text, raw=obj, is_error=True, end=bad)
     error = doc.get("error")
     if error:
         detail = error.get("message") if isinstance(error, dict) else error
         return AgentEvent(
             type=EventType.error, content=str(detail or error), raw=doc, is_error=True
         )
-    meta: dict[str, Any] = {
-        "usage": _usage(doc.get("usage")),
-        "final_text": str(doc.get("response") or ""),
-        "session_id": doc.get("sessionId"),
-    }
-    return AgentEvent(type=EventType.usage, raw=doc, metadata=meta)
+    meta = {"usage": _usage(doc.get("usage")), "session_id": doc.get("sessionId")}
+    end = EndSignal(final_text=str(doc.get("response") or ""))
+    return AgentEvent(type=EventType.usage, raw=doc, metadata=meta, end=end)
 
 
 def final_text(events: Sequence[AgentEvent]) -> str:
     """The document's `response`."""
-    return next((str(e.metadata["final_text"]) for e in events if "final_text" in e.metadata), "")
+    return next((e.end.final_text for e in events if e.end.final_text is not None), "")
 
 
 def classify(outcome: RunOutcome) -> ProviderError | None:
@@ -141,7 +147,7 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
     code, tail = outcome.exit_code, outcome.stderr_tail[-4000:]
     error = next((e for e in outcome.events if e.is_error), None)
     if error is not None:
-        kind = error.metadata.get("kind") or kind_from_text(error.content)
+        kind = error.end.kind or kind_from_text(error.content)
         kind = kind or ErrorKind.process_failed
         return ProviderError(kind, f"zcode: {error.content}", exit_code=code, stderr_tail=tail)
     if code not in (0, None):
@@ -149,7 +155,7 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
         message = lines[-1] if lines else f"zcode failed (exit {code})"
         kind = kind_from_text(tail) or ErrorKind.process_failed
         return ProviderError(kind, message, exit_code=code, stderr_tail=tail)
-    if not any("final_text" in e.metadata for e in outcome.events):
+    if not any(e.end.final_text is not None for e in outcome.events):
         return ProviderError(
             ErrorKind.bad_output,
             "zcode printed no JSON document (is this zcode's --json mode?)",

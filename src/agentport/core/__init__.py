@@ -26,6 +26,7 @@ from ._config import (
     json_schema_problem,
     merge_config,
 )
+from ._endsignal import EndSignal
 from ._errors import (
     Attempt,
     ErrorKind,
@@ -72,6 +73,7 @@ __all__ = [
     "Billing",
     "CompletionConfig",
     "CompletionResponse",
+    "EndSignal",
     "ErrorKind",
     "EventStream",
     "EventType",

@@ -9,10 +9,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from returns.result import Result
 
 from ._config import CompletionConfig
+from ._endsignal import NO_END, RETIRED_METADATA_KEYS, EndSignal
 from ._errors import ProviderError
 from ._messages import Message
 from ._response import CompletionResponse
@@ -32,12 +33,18 @@ class EventType(enum.StrEnum):
 
 
 class AgentEvent(BaseModel):
-    """One normalised event of an agent run; always the same five keys: `type`, `content`,
-    `raw`, `is_error`, `metadata`.
+    """One normalised event of an agent run: `type`, `content`, `raw`, `is_error`,
+    `metadata`, and `end`, the decoder's typed signal to the end-state table.
 
-    `raw` is the decoded source line (dict) or the raw text; `metadata` carries typed extras:
-    `session_id` on init, `usage` (a `Usage`) on usage/final, `error` (a `ProviderError`) on
-    error events, `response` (a `CompletionResponse`) on the final event.
+    `raw` is the decoded source line (dict) or the raw text. `metadata` holds what callers
+    read, and only that: `session_id` and `model` on init (and where a CLI reports them),
+    `usage` (a `Usage`), `error` (a `ProviderError`) on a runtime's last `error` event,
+    `response` (a `CompletionResponse`) on its last `final` event; on tool events `tool`,
+    `id` (pairs a call with its result), `input`, `abandoned` (a call the turn never
+    finished), and for web tools `web` (`search` / `fetch`), `query`, `url`, `urls`, `status`
+    (the fetch's HTTP status). How the run ends (terminal, fatal, final text, structured
+    value, warning, finish reason, retry notice, a failure's status / retry-after / kind) is
+    `end` (`EndSignal`); `metadata` refuses those keys (`ValueError` naming the key).
     """
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)
@@ -47,6 +54,18 @@ class AgentEvent(BaseModel):
     raw: Any = None
     is_error: bool = False
     metadata: dict[str, Any] = Field(default_factory=dict)
+    end: EndSignal = NO_END
+
+    @field_validator("metadata")
+    @classmethod
+    def _no_end_state_keys(cls, value: dict[str, Any]) -> dict[str, Any]:
+        retired = sorted(RETIRED_METADATA_KEYS & value.keys())
+        if retired:
+            raise ValueError(
+                f"AgentEvent.metadata key {retired[0]!r} is an end-state mark: set "
+                f"end=EndSignal({retired[0]}=...) instead"
+            )
+        return value
 
 
 class RuntimeHandle(BaseModel):

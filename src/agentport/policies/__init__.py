@@ -6,7 +6,8 @@ retries on its own. `RetryingAdapter` = the retry policy inside one whole-call d
 the settings merge, the attempt history on every failure and `duration_s` covering the whole
 call; `FailoverAdapter` = an ordered chain of backends (typed failover, optional hedging);
 `CooldownStore` = exhausted usage windows shared by every process of the user; `BudgetAdapter`
-= ceilings on calls, tokens, dollars and wall-clock time (`parse_budget` reads the `--budget`
+= ceilings on calls, tokens, dollars and wall-clock time (`BudgetLimit`: the ceiling a
+`budget_exhausted` failure hit, typed; `parse_budget` reads the `--budget`
 spec, `BudgetSettings` the `[budget]` table); `quota_status` = the usage windows a backend
 last reported (remaining share, reset); `receipt` = how the backend treated each parameter
 of a call. With the `otel` extra every call through
@@ -16,6 +17,7 @@ retries or fails over on its own.
 """
 
 from ._budget import Budget, BudgetAdapter
+from ._budget_limit import BudgetLimit, BudgetLimitName, BudgetScope
 from ._budget_spec import (
     BUDGET_KEYS,
     BudgetSettings,
@@ -47,6 +49,9 @@ __all__ = [
     "DEFAULT_FAILOVER_ON",
     "Budget",
     "BudgetAdapter",
+    "BudgetLimit",
+    "BudgetLimitName",
+    "BudgetScope",
     "BudgetSettings",
     "ChainMember",
     "Cooldown",

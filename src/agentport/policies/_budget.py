@@ -6,7 +6,8 @@ tokens and cost from the `usage` of each answer AND each failure, which cover ev
 the call made: re-asks, retried attempts, failover members; cost only where the backend
 reports it) and refuses a new call once any ceiling is reached, or would be by the next
 call: `Failure(ErrorKind.budget_exhausted)`, not retryable, with `details["budget"]` (the
-ceilings) and `details["spent"]`. The next call is estimated at the mean a finished call
+ceilings), `details["spent"]` and `details["limit"]` (the ceiling hit: `BudgetLimit.of(error)`
+reads it back typed). The next call is estimated at the mean a finished call
 spent so far, once for it and once for each call still running; so a run of like calls stops
 before it crosses a token or cost ceiling, not after (one call far above the mean can still
 pass it, and so can calls that start together before any has finished: no estimate yet).
@@ -39,6 +40,7 @@ from ..core import (
 )
 from ..core._protocols import aclose_adapter
 from ..core._response import usage_of
+from ._budget_limit import DETAILS_KEY, BudgetLimit, BudgetLimitName
 
 __all__ = ["Budget", "BudgetAdapter"]
 
@@ -89,11 +91,18 @@ class BudgetAdapter:
 
     def reached(self) -> str | None:
         """Which ceiling is reached, as "calls 10/10", or would be by the next call, as
-        "output_tokens 400/500, next call ~200" (module docstring); None when there is room."""
+        "output_tokens 400/500, next call ~200" (module docstring); None when there is room.
+        The short form of `reached_limit`."""
+        limit = self.reached_limit()
+        return None if limit is None else str(limit)
+
+    def reached_limit(self) -> BudgetLimit | None:
+        """The ceiling that is reached, or would be by the next call; None when there is
+        room."""
         b, s = self.budget, self.spent
         share = self.running + 1  # the next call and those still running, at the mean
         mean = (lambda total: total / self.finished) if self.finished else (lambda _: 0.0)
-        checks: list[tuple[str, float | None, float, float]] = [
+        checks: list[tuple[BudgetLimitName, float | None, float, float]] = [
             ("calls", b.calls, self.calls, 0.0),
             ("input_tokens", b.input_tokens, s.input_tokens, mean(s.input_tokens)),
             ("output_tokens", b.output_tokens, s.output_tokens, mean(s.output_tokens)),
@@ -104,11 +113,10 @@ class BudgetAdapter:
         for name, ceiling, used, next_call in checks:
             if ceiling is None:
                 continue
-            shown = f"{used:.3g}" if name == "deadline_s" else f"{used:g}"
             if used >= ceiling:
-                return f"{name} {shown}/{ceiling:g}"
+                return BudgetLimit(name=name, ceiling=ceiling, used=used)
             if used + share * next_call > ceiling:
-                return f"{name} {shown}/{ceiling:g}, next call ~{next_call:.3g}"
+                return BudgetLimit(name=name, ceiling=ceiling, used=used, next_call=next_call)
         return None
 
     async def complete(
@@ -116,17 +124,18 @@ class BudgetAdapter:
     ) -> Result[CompletionResponse, ProviderError]:
         if self._started is None:
             self._started = self._clock()
-        why = self.reached()
-        if why is not None:
+        limit = self.reached_limit()
+        if limit is not None:
             return Failure(
                 ProviderError(
                     ErrorKind.budget_exhausted,
-                    f"budget reached ({why}): no new call",
+                    f"budget reached ({limit}): no new call",
                     backend=self.backend,
                     retryable=False,
                     details={
                         "budget": {k: v for k, v in asdict(self.budget).items() if v is not None},
                         "spent": {"calls": self.calls, **self.spent.model_dump()},
+                        DETAILS_KEY: limit.model_dump(),
                     },
                 )
             )
@@ -166,13 +175,18 @@ class BudgetAdapter:
 
     def _cut(self, how: str) -> Result[CompletionResponse, ProviderError]:
         """A running call ended by the wall-clock ceiling."""
+        assert self.budget.deadline_s is not None
+        limit = BudgetLimit(name="deadline_s", ceiling=self.budget.deadline_s)
         return Failure(
             ProviderError(
                 ErrorKind.budget_exhausted,
-                f"budget reached (deadline_s {self.budget.deadline_s:g}): call {how} at the "
-                "deadline",
+                f"budget reached ({limit}): call {how} at the deadline",
                 backend=self.backend,
                 retryable=False,
-                details={"budget": {"deadline_s": self.budget.deadline_s}, "cut": True},
+                details={
+                    "budget": {"deadline_s": self.budget.deadline_s},
+                    "cut": True,
+                    DETAILS_KEY: limit.model_dump(),
+                },
             )
         )

@@ -33,7 +33,7 @@ from dataclasses import asdict
 from typing import Any
 
 from ..core import LLMAdapter
-from ..policies import Budget, BudgetAdapter
+from ..policies import Budget, BudgetAdapter, BudgetLimit
 
 __all__ = [
     "AllowanceAdapter",
@@ -185,12 +185,12 @@ class AllowanceAdapter(BudgetAdapter):
         self._deadline_at: float | None = allowance.get("deadline_at")
         self._now = now
 
-    def reached(self) -> str | None:
-        why = super().reached()
-        if why is not None:
-            return f"{why} (this question's share of the batch budget)"
+    def reached_limit(self) -> BudgetLimit | None:
+        limit = super().reached_limit()
+        if limit is not None:
+            return limit.model_copy(update={"scope": "question_share"})
         if self._deadline_at is not None and self._now() >= self._deadline_at:
-            return "deadline_s (the batch's wall-clock budget)"
+            return BudgetLimit(name="deadline_s", ceiling=None, scope="batch_deadline")
         return None
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -31,7 +30,7 @@ from ...core import (
     ToolPolicy,
     Usage,
 )
-from ...policies import BudgetAdapter
+from ...policies import BudgetAdapter, BudgetLimit
 from ...structured import match_choice
 from ._cache import CallCache
 from ._config import ResearchConfig
@@ -281,8 +280,8 @@ class Run:
             self.usage += error.usage  # a failed call's requests were spent too
             self.failures.append((phase, error))
             if error.kind is ErrorKind.budget_exhausted and self.budget_reached is None:
-                found = re.search(r"\(([^)]*)\)", error.message)
-                self.budget_reached = found.group(1) if found else error.message
+                limit = BudgetLimit.of(error)
+                self.budget_reached = str(limit) if limit is not None else error.message
             self.emit(
                 "call_finished", phase, ok=False, message=str(error), raw=error.raw_text or ""
             )

@@ -30,7 +30,7 @@ from ...core import (
     ProviderError,
     ToolPolicy,
 )
-from ...policies import Budget, BudgetAdapter
+from ...policies import Budget, BudgetAdapter, BudgetLimit
 from ...transport import WORKFLOW_WARM, with_warm_processes
 from ._actions import Parsed, extract_block, parse_refinement
 from ._constants import (
@@ -400,8 +400,8 @@ def _stopped(
     error = failed.failure()
     if error.kind is not ErrorKind.budget_exhausted:
         return failed
-    found = re.search(r"\(([^)]*)\)", error.message)
-    why = found.group(1) if found else error.message
+    limit = BudgetLimit.of(error)
+    why = str(limit) if limit is not None else error.message
     trace["early_exit"] = False
     trace["budget_reached"] = why
     return Success(LoopResult(trace, False, steps=steps, budget_reached=why))
