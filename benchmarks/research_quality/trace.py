@@ -54,7 +54,9 @@ def _passages(corpus: str, cache: Path) -> dict[str, str]:
 
 
 def stages_of(
-    q: Mapping[str, Any], report: Mapping[str, Any], calls: Sequence[Mapping[str, Any]],
+    q: Mapping[str, Any],
+    report: Mapping[str, Any],
+    calls: Sequence[Mapping[str, Any]],
     passages: Mapping[str, str],
 ) -> str:
     """The first stage a gold answer of *q* did not reach ("ok" when all did)."""
