@@ -155,8 +155,46 @@ def _gold_only(folder: Path, q: Mapping[str, Any], docs: Mapping[str, str]) -> P
     return folder
 
 
+class _Traced:
+    """An adapter that appends every call (question id, phase, prompt, answer, choice
+    log-likelihoods) to a JSON-lines file: where a question's answer was lost (trace.py)."""
+
+    def __init__(self, inner: Any, path: Path) -> None:
+        self.inner, self.path, self.question = inner, path, ""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def complete(self, messages: Any, config: Any) -> Any:
+        result = await self.inner.complete(messages, config)
+        from returns.result import Success
+
+        response = result.unwrap() if isinstance(result, Success) else None
+        entry = {
+            "id": self.question,
+            "phase": config.label,
+            "prompt": messages[-1].content,
+            "answer": response.content if response is not None else None,
+            "scores": response.raw.extra.get("choice_logprobs") if response is not None else None,
+        }
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(entry, default=str) + "\n")
+        return result
+
+
+@contextlib.contextmanager
+def _traced(inner: Any, args: argparse.Namespace) -> Iterator[Any]:
+    with inner as adapter:
+        yield _Traced(adapter, Path(args.trace)) if getattr(args, "trace", None) else adapter
+
+
 def _adapter(args: argparse.Namespace, questions: Sequence[Mapping[str, Any]]) -> Any:
-    """The adapter a runner calls, inside the context that keeps its fake server up."""
+    """The adapter a runner calls (traced with `--trace`), inside the context that keeps
+    its fake server up."""
+    return _traced(_bare_adapter(args, questions), args)
+
+
+def _bare_adapter(args: argparse.Namespace, questions: Sequence[Mapping[str, Any]]) -> Any:
     from agentport.factory import create_llm_adapter
 
     if args.runner not in ("perfect-reader", "first-candidate"):
@@ -212,6 +250,8 @@ async def _reports(
     try:
         for q in questions:
             started = time.monotonic()
+            if isinstance(adapter, _Traced):
+                adapter.question = q["id"]
             corpus: Any = shared
             scratch = None
             if args.oracle_retrieval:
@@ -489,6 +529,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--types", help="comma-separated question types")
     parser.add_argument("--rows", help="JSON lines of every scored row, written as they end")
     parser.add_argument("--resume", action="store_true", help="skip the ids --rows holds")
+    parser.add_argument("--trace", help="JSON lines of every model call (see trace.py)")
     parser.add_argument(
         "--concurrency", type=int, help="agent calls in flight (default: the CLI's, 10)"
     )

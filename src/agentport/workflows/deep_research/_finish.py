@@ -157,7 +157,7 @@ async def synthesize(
     unverified = [c for c in voted if c["outcome"] == "unverified"]
     run.emit("phase", "synthesis", message=f"{len(confirmed)} confirmed claims")
     if cfg.small_model:
-        report, status = await run_synthesis(q, run, confirmed)
+        report, status = await run_synthesis(q, run, confirmed, read=len(fetched_urls))
         return {
             "summary": report.summary,
             "findings": report.findings,

@@ -23,7 +23,7 @@ from ._corpus import Corpus, Passage, query_terms
 from ._small_qa import DERIVATIONS, stem
 from ._units import Unit, units_of
 
-__all__ = ["UnitIndex", "expand", "index_of", "rrf", "search", "term_stems"]
+__all__ = ["UnitIndex", "expand", "index_of", "meets_any", "rrf", "search", "term_stems"]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -124,6 +124,13 @@ def _meets(term: str, words: frozenset[str], prefixes: frozenset[str]) -> bool:
         or term in prefixes
         or any(term[:n] in words for n in range(_MIN_PREFIX, len(term)) if term[n:] in DERIVATIONS)
     )
+
+
+def meets_any(terms: Iterable[str], words: Iterable[str]) -> set[str]:
+    """The *terms* (stems) that *words* (stems) meet (`_meets`: equal or derived)."""
+    found = frozenset(words)
+    prefixes = frozenset(x for w in found for x in _prefixes(w))
+    return {t for t in terms if _meets(t, found, prefixes)}
 
 
 class UnitIndex:

@@ -48,6 +48,7 @@ from ._small_report import (
     small_report,
     synth_prompt,
 )
+from ._small_topic import common_words
 from ._small_votes import SMALL_VOTES, run_vote, verdict_of, verify_prompt
 from ._units import Unit, sentences, units_of
 
@@ -72,16 +73,6 @@ Record = dict[str, Any]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _OPENING = 1.25
-_COMMON = 0.75  # a question word in more than this share of the documents says little
-_FEW_DOCUMENTS = 4  # ...unless there are so few documents that every word is in most
-
-
-def common_words(corpus: Corpus, question: str) -> frozenset[str]:
-    """The question's words that more than 75 % of the documents contain (none in a corpus
-    of fewer than 4 documents, where a share says nothing)."""
-    if corpus.documents < _FEW_DOCUMENTS:
-        return frozenset()
-    return frozenset(w for w in query_terms(question) if corpus.doc_share(w) > _COMMON)
 
 
 def pick_sentences(

@@ -10,7 +10,15 @@ from typing import Any
 from ._corpus import Corpus
 from ._run import Run, cap
 from ._schemas import Finding, Report
-from ._small_qa import conflicts
+from ._small_qa import carries, conflicts, mentions
+from ._small_topic import (
+    ON_TOPIC,
+    common_words,
+    context_of,
+    coverage,
+    key_terms,
+    not_on_topic,
+)
 from ._small_votes import SURE
 
 __all__ = [
@@ -98,13 +106,39 @@ def mean_probability(valid: Sequence[Record]) -> float | None:
 
 
 def _with_subject(claim: Record, label: str) -> str:
-    """The claim as the summary states it: prefixed with its subject when neither the
-    sentence nor its place (*label*: document › heading) names it."""
+    """The claim as the summary states it: prefixed with what it is about when the
+    sentence does not say it: the document it comes from when that is about another name
+    than the question's (`about`: "gemini (Gemini CLI)" for "The CLI's own retries ..."),
+    then its subject unless its place (*label*: document › heading) names it."""
     subject = str(claim.get("subject") or "")
+    about = str(claim.get("about") or "")
     text = str(claim["claim"])
-    if not subject or subject.casefold() in (text + " " + label).casefold():
-        return text
-    return f"{subject}: {text}"
+    if subject and subject.casefold() not in (text + " " + label).casefold():
+        text = f"{subject}: {text}"
+    if about and not mentions(text, about):
+        text = f"{about}: {text}"
+    return text
+
+
+def _about(claim: Record) -> str:
+    """A finding's claim: the sentence, prefixed with `about` when it does not name it."""
+    about, text = str(claim.get("about") or ""), str(claim["claim"])
+    return f"{about}: {text}" if about and not mentions(text, about) else text
+
+
+def about_of(corpus: Corpus | None, question: str, claim: Record) -> str:
+    """The title of *claim*'s document when neither *question* nor the sentence (with its
+    subject) names it: the sentence may be about that document's subject, not the
+    question's ("The CLI's own retries" on the gemini page, for a question about
+    agentport's retries); "" otherwise."""
+    passage = corpus.passage(str(claim.get("sourceUrl") or "")) if corpus is not None else None
+    if passage is None or not passage.title:
+        return ""
+    said = f"{claim.get('claim') or ''} {claim.get('subject') or ''}"
+    names = [passage.title, passage.title.split(" (", 1)[0]]
+    if any(mentions(question, n) or mentions(said, n) for n in names):
+        return ""
+    return passage.title
 
 
 def _short(url: str) -> str:
@@ -190,7 +224,7 @@ def small_report(
 
     findings = [
         Finding(
-            claim=m["claim"],
+            claim=_about(m["record"]),
             confidence=confidence(m),
             sources=list(dict.fromkeys(m["sources"])),
             evidence="Quoted verbatim from " + ", ".join(label(s) for s in m["sources"]),
@@ -235,10 +269,57 @@ def small_report(
     )
 
 
-async def run_synthesis(question: str, run: Run, confirmed: Sequence[Record]) -> tuple[Report, str]:
+def off_topic_report(question: str, run: Run, confirmed: Sequence[Record], read: int) -> Report:
+    """The abstention when no confirmed claim is about what *question* asks
+    (`_small_topic`): no finding; the caveats name the nearest sentences read."""
+    assert run.corpus is not None
+    common = common_words(run.corpus, question)
+    summary = not_on_topic(read, len(run.corpus.passages), key_terms(run.corpus, question, common))
+    nearest = "; ".join(
+        f'"{cap(c["claim"], 160)}" ({place(run.corpus, c["sourceUrl"])})' for c in confirmed[:3]
+    )
+    caveats = (
+        "Small-model mode: no confirmed sentence meets a third of the question's specific "
+        "words (weighted by how rare they are in the documents), so none is stated as an "
+        "answer. The nearest sentences read: " + nearest + "."
+    )
+    return Report.model_validate(
+        {"summary": summary, "findings": [], "caveats": caveats, "openQuestions": []}
+    )
+
+
+def on_topic(question: str, run: Run, confirmed: Sequence[Record]) -> list[Record]:
+    """The *confirmed* claims about what *question* asks: those meeting
+    `_small_topic.ON_TOPIC` of its words, and those that name a name the question gives
+    and carry the value it asks for (a year, a quantity: "how many people live in
+    Velmora?" -> "Velmora has a population of 48,200")."""
+    if run.corpus is None:
+        return list(confirmed)
+    common = common_words(run.corpus, question)
+    ask = run.ask
+    kept = []
+    for c in confirmed:
+        context = context_of(run.corpus, c)
+        typed = (
+            ask is not None
+            and any(mentions(context, n) for n in ask.names)
+            and carries(ask.kind, str(c["claim"]), question)
+        )
+        if typed or coverage(run.corpus, question, context, common) >= ON_TOPIC:
+            kept.append(c)
+    return kept
+
+
+async def run_synthesis(
+    question: str, run: Run, confirmed: Sequence[Record], read: int = 0
+) -> tuple[Report, str]:
     """The code-built report from *confirmed* claims and the model's pick of the best ones;
     returns it with the synthesis status: "model choice", "model choice (retried)" or
-    "fallback (rank order)" when the choice failed twice."""
+    "fallback (rank order)" when the choice failed twice, "abstained (off topic)" when no
+    claim is about what the question asks (`on_topic`; *read* = passages read)."""
+    if confirmed and not on_topic(question, run, confirmed):
+        return off_topic_report(question, run, confirmed, read), "abstained (off topic)"
+    confirmed = [c | {"about": about_of(run.corpus, question, c)} for c in confirmed]
     texts = [cap(c["claim"], run.config.max_field_chars) for c in confirmed[:9]]
 
     def label(url: str) -> str:
