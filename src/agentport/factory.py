@@ -6,7 +6,8 @@
 `BackendSpec` (`SPEC`) driven by the generic `CliAdapter` / `CliRuntime`; other modules
 (acp, openai_compat, litellm, local, the test doubles) expose `create_adapter(capability,
 settings)` / `create_runtime(capability, settings)`. Adapters are wrapped in the policy layer
-(`agentport.policies`: retries inside the whole-call deadline, attempt history).
+(`agentport.policies`: retries inside the whole-call deadline, attempt history, the
+backend's shared adaptive concurrency window).
 
 Errors (one rule, docs/errors.md): setup problems found before any call (bad configuration,
 unknown backend, a missing Python extra, a runtime of a completion-only backend, real
@@ -65,6 +66,7 @@ from .policies import (
     FailoverAdapter,
     RetryingAdapter,
     RetryPolicy,
+    concurrency_gate,
     default_store,
     failover_kinds,
 )
@@ -280,9 +282,11 @@ def _with_policies(
         base_delay_s=settings.retry_base_delay_s,
         max_delay_s=settings.retry_max_delay_s,
     )
+    store = default_store()
     return RetryingAdapter(
-        adapter, policy, defaults=settings.completion_config(), cooldown=default_store(),
+        adapter, policy, defaults=settings.completion_config(), cooldown=store,
         capability=capability, hand_over=hand_over,
+        concurrency=concurrency_gate(capability, store, getattr(adapter, "base_url", None)),
     )  # fmt: skip
 
 
