@@ -6,6 +6,7 @@ has a window that starts where its kind's limits are known (agent CLIs: 1)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -241,3 +242,34 @@ async def test_a_burst_against_a_hidden_limit_completes_through_the_factory(
     assert in_flight == 0
     assert 1 <= window <= 64
     assert store.all_active() == []  # no 429 became an exhausted window
+
+
+def test_agentport_quota_shows_the_shared_windows() -> None:
+    from typer.testing import CliRunner
+
+    from agentport.cli import app
+    from agentport.policies import Outcome, default_store
+    from agentport.policies._pressure import leave
+
+    store = default_store()  # the conftest's AGENTPORT_STATE_DIR
+    now = time.time()
+    entry = enter(store, "codex", 1, 8, now)
+    assert entry.lease is not None
+    grown = enter(store, "openai_compat@127.0.0.1:9", 8, 64, now)
+    assert grown.lease is not None
+    leave(
+        store, "openai_compat@127.0.0.1:9", grown.lease, Outcome.pressure,
+        initial=8, maximum=64, retry_after=60, now=now,
+    )  # fmt: skip
+    shown = CliRunner().invoke(app, ["quota", "--json"])
+    assert shown.exit_code == 0, shown.output
+    rows = {r["backend"]: r for r in json.loads(shown.stdout)}
+    (codex,) = rows["codex"]["concurrency"]
+    assert (codex["window"], codex["maximum"], codex["in_flight"]) == (1, 8, 1)
+    (http,) = rows["openai_compat"]["concurrency"]
+    assert (http["window"], http["decreases"], http["in_flight"]) == (4, 1, 0)
+    assert http["paused_until"] is not None
+    assert rows["claude"]["concurrency"] == []
+    table = CliRunner().invoke(app, ["quota", "openai_compat"])
+    assert "openai_compat@127.0.0.1:9" in table.stdout
+    assert "4 / 64" in table.stdout
