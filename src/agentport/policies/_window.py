@@ -6,8 +6,9 @@ concurrent requests"; `overloaded`) halves the window, never below 1; its Retry-
 a cooldown before the next call may enter; `GROW_AFTER` consecutive successes grow it by
 one, up to its maximum. Every decrease starts a new *epoch*: a call carries the epoch it
 entered in, and a call that entered before the last decrease can neither grow the window
-back (its success says nothing about the smaller window) nor halve it again (the decrease
-already answered the burst it belonged to). An exhausted usage window (`quota_exhausted`, a
+back (its success says nothing about the smaller window) nor halve it again or extend
+the pause (the decrease already answered the burst it belonged to: one burst of 429s is
+one halving and one pause, not one per refused call). An exhausted usage window (`quota_exhausted`, a
 rate limit whose text says the quota or balance is spent: not retryable) is not pressure:
 the quota policy (the shared cooldown) handles it and the window stays as it is.
 
@@ -131,11 +132,11 @@ def settle(
         return replace(state, window=min(state.maximum, state.window + 1), streak=0)
     if outcome is Outcome.neutral:
         return replace(state, streak=0) if current else state
+    if not current:  # the decrease already answered its burst, Retry-After included
+        return state
     until = state.until
     if retry_after is not None and retry_after > 0:
         until = max(until, now + min(retry_after, MAX_COOLDOWN_S))
-    if not current:
-        return replace(state, until=until)
     return WindowState(
         window=max(1, state.window // 2),
         maximum=state.maximum,
