@@ -165,7 +165,7 @@ def run_storm(
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
-            )  # fmt: skip
+            )
             for n in shares
         ]
         for proc in procs:  # every process imported and ready: all start at once
@@ -240,7 +240,10 @@ def quota_check() -> dict[str, Any]:
 
 
 def table(rows: list[Row]) -> str:
-    head = "| mode | loop | calls | completed | ratio | 429s sent | peak served | wall s | mislabelled | failures |"
+    head = (
+        "| mode | loop | calls | completed | ratio | 429s sent | peak served | wall s "
+        "| mislabelled | failures |"
+    )
     lines = [head, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         failures = ", ".join(f"{k} {n}" for k, n in sorted(r.failed.items())) or "-"

@@ -8,9 +8,10 @@ one, up to its maximum. Every decrease starts a new *epoch*: a call carries the 
 entered in, and a call that entered before the last decrease can neither grow the window
 back (its success says nothing about the smaller window) nor halve it again or extend
 the pause (the decrease already answered the burst it belonged to: one burst of 429s is
-one halving and one pause, not one per refused call). An exhausted usage window (`quota_exhausted`, a
-rate limit whose text says the quota or balance is spent: not retryable) is not pressure:
-the quota policy (the shared cooldown) handles it and the window stays as it is.
+one halving and one pause, not one per refused call). An exhausted usage window
+(`quota_exhausted`, a rate limit whose text says the quota or balance is spent: not
+retryable) is not pressure: the quota policy (the shared cooldown) handles it and the
+window stays as it is.
 
 `WindowState` is immutable; `settle(state, outcome, entered_epoch, retry_after, now)` is the
 one transition, `admits(state, in_flight, now)` the one admission rule. `now` and `until`
