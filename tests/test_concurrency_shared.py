@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -22,16 +23,19 @@ from returns.result import Failure, Result, Success
 from agentport import create_llm_adapter
 from agentport.catalog import all_backends
 from agentport.core import (
+    AgentEvent,
     BackendKind,
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
     Message,
     ProviderError,
+    RuntimeHandle,
 )
 from agentport.policies import (
     ConcurrencyGate,
     CooldownStore,
+    GatedRuntime,
     RetryingAdapter,
     RetryPolicy,
     gate_key,
@@ -273,3 +277,89 @@ def test_agentport_quota_shows_the_shared_windows() -> None:
     table = CliRunner().invoke(app, ["quota", "openai_compat"])
     assert "openai_compat@127.0.0.1:9" in table.stdout
     assert "4 / 64" in table.stdout
+
+
+class _Turns:
+    """A runtime whose turns end as scripted (None = a final event), counting the turns that
+    run at once."""
+
+    def __init__(self, ends: Sequence[ProviderError | None], hold_s: float = 0.05) -> None:
+        self.ends = list(ends)
+        self.hold_s = hold_s
+        self.now = self.peak = 0
+        self.handle = RuntimeHandle(backend="probe")
+
+    async def __aenter__(self) -> _Turns:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    def send(self, prompt: object, config: object = None) -> Any:
+        return self._events()
+
+    async def _events(self) -> Any:
+        self.now += 1
+        self.peak = max(self.peak, self.now)
+        try:
+            await anyio.sleep(self.hold_s)
+            yield AgentEvent(type="text", content="hi")
+            end = self.ends.pop(0) if self.ends else None
+            if end is None:
+                yield AgentEvent(type="final", content="hi")
+            else:
+                yield AgentEvent(type="error", is_error=True, metadata={"error": end})
+        finally:
+            self.now -= 1
+
+
+@pytest.mark.anyio
+async def test_agent_runtime_turns_share_the_window(tmp_path: Path) -> None:
+    store = CooldownStore(tmp_path / "state" / "cooldown.sqlite3")
+    gate = _gate(store, initial=1, maximum=1)
+    inner = _Turns([])
+    seen: list[str] = []
+
+    async def turn(runtime: GatedRuntime) -> None:
+        async for event in runtime.send("go"):
+            seen.append(event.type)
+
+    async with GatedRuntime(inner, gate) as one, GatedRuntime(inner, gate) as two:  # type: ignore[arg-type]
+        async with anyio.create_task_group() as tg:
+            for runtime in (one, two, one, two):
+                tg.start_soon(turn, runtime)
+    assert inner.peak == 1
+    assert seen.count("final") == 4
+    assert _window(store) == (1, 0)
+
+
+@pytest.mark.anyio
+async def test_a_runtime_turns_429_halves_the_window_and_its_quota_does_not(
+    tmp_path: Path,
+) -> None:
+    store = CooldownStore(tmp_path / "state" / "cooldown.sqlite3")
+    limited = ProviderError(ErrorKind.rate_limited, "too many concurrent requests")
+    exhausted = ProviderError(ErrorKind.quota_exhausted, "weekly limit", window="weekly")
+    inner = _Turns([limited, exhausted, None], hold_s=30)
+    async with GatedRuntime(inner, _gate(store, initial=4, maximum=8)) as runtime:  # type: ignore[arg-type]
+        inner.hold_s = 0
+        assert [e.type async for e in runtime.send("a")][-1] == "error"
+        assert _window(store) == (2, 0)
+        assert [e.type async for e in runtime.send("b")][-1] == "error"
+        assert _window(store) == (2, 0)
+        inner.hold_s = 30  # a long turn, cancelled when the runtime's block ends
+        stream = runtime.send("c")
+        with anyio.fail_after(10):
+            while _window(store)[1] == 0:
+                await anyio.sleep(0.01)
+        await stream.aclose()  # type: ignore[attr-defined]
+    assert _window(store) == (2, 0)  # its slot given back
+
+
+def test_the_factory_gates_an_agent_clis_runtime(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentport import create_agent_runtime
+
+    monkeypatch.setenv("AGENTPORT_ALLOW_REAL_BACKENDS", "1")
+    runtime = create_agent_runtime("codex")
+    assert isinstance(runtime, GatedRuntime)
+    assert (runtime.gate.key, runtime.gate.initial) == ("codex", 1)

@@ -64,6 +64,7 @@ from .policies import (
     DEFAULT_FAILOVER_ON,
     ChainMember,
     FailoverAdapter,
+    GatedRuntime,
     RetryingAdapter,
     RetryPolicy,
     concurrency_gate,
@@ -331,6 +332,9 @@ def create_agent_runtime(
 ) -> AgentRuntime:
     """An `AgentRuntime` for *backend*; each turn's config is merged over the settings.
 
+    Each turn holds a slot of the backend's shared adaptive concurrency window
+    (`agentport.policies.GatedRuntime`; docs/concurrency.md).
+
     Raises `ProviderError` like `create_llm_adapter`, and `unsupported` for a completion-only
     backend."""
     settings = _settings(backend, cwd, overrides)
@@ -347,7 +351,10 @@ def create_agent_runtime(
             f"backend {capability.name!r} is completion-only; it has no AgentRuntime",
             backend=capability.name,
         )
-    return cast(AgentRuntime, _build(capability, settings, runtime=True))
+    runtime = cast(AgentRuntime, _build(capability, settings, runtime=True))
+    # each turn holds a slot of the backend's shared concurrency window, like each attempt
+    gate = concurrency_gate(capability, default_store(), getattr(runtime, "base_url", None))
+    return runtime if gate is None else GatedRuntime(runtime, gate)
 
 
 def complete_sync(

@@ -39,6 +39,7 @@ from ._cooldown import (
     state_dir,
 )
 from ._failover import ChainMember, FailoverAdapter
+from ._gated_runtime import GatedRuntime
 from ._headroom import QuotaStatus, quota_status
 from ._pressure import WindowRow, windows
 from ._receipt import receipt
@@ -59,6 +60,7 @@ __all__ = [
     "CooldownStore",
     "CooldownStoreWarning",
     "FailoverAdapter",
+    "GatedRuntime",
     "Outcome",
     "PlanFit",
     "QuotaStatus",
