@@ -288,6 +288,7 @@ class _Turns:
         self.hold_s = hold_s
         self.now = self.peak = 0
         self.handle = RuntimeHandle(backend="probe")
+        self.started: anyio.Event | None = None
 
     async def __aenter__(self) -> _Turns:
         return self
@@ -301,6 +302,8 @@ class _Turns:
     async def _events(self) -> Any:
         self.now += 1
         self.peak = max(self.peak, self.now)
+        if self.started is not None:
+            self.started.set()
         try:
             await anyio.sleep(self.hold_s)
             yield AgentEvent(type="text", content="hi")
@@ -324,10 +327,13 @@ async def test_agent_runtime_turns_share_the_window(tmp_path: Path) -> None:
         async for event in runtime.send("go"):
             seen.append(event.type)
 
-    async with GatedRuntime(inner, gate) as one, GatedRuntime(inner, gate) as two:  # type: ignore[arg-type]
-        async with anyio.create_task_group() as tg:
-            for runtime in (one, two, one, two):
-                tg.start_soon(turn, runtime)
+    async with (
+        GatedRuntime(inner, gate) as one,  # type: ignore[arg-type]
+        GatedRuntime(inner, gate) as two,  # type: ignore[arg-type]
+        anyio.create_task_group() as tg,
+    ):
+        for runtime in (one, two, one, two):
+            tg.start_soon(turn, runtime)
     assert inner.peak == 1
     assert seen.count("final") == 4
     assert _window(store) == (1, 0)
@@ -348,10 +354,11 @@ async def test_a_runtime_turns_429_halves_the_window_and_its_quota_does_not(
         assert [e.type async for e in runtime.send("b")][-1] == "error"
         assert _window(store) == (2, 0)
         inner.hold_s = 30  # a long turn, cancelled when the runtime's block ends
+        inner.started = anyio.Event()
         stream = runtime.send("c")
         with anyio.fail_after(10):
-            while _window(store)[1] == 0:
-                await anyio.sleep(0.01)
+            await inner.started.wait()
+        assert _window(store) == (2, 1)
         await stream.aclose()  # type: ignore[attr-defined]
     assert _window(store) == (2, 0)  # its slot given back
 
