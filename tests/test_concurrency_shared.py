@@ -370,3 +370,29 @@ def test_the_factory_gates_an_agent_clis_runtime(monkeypatch: pytest.MonkeyPatch
     runtime = create_agent_runtime("codex")
     assert isinstance(runtime, GatedRuntime)
     assert (runtime.gate.key, runtime.gate.initial) == ("codex", 1)
+
+
+@pytest.mark.anyio
+async def test_calls_cancelled_while_waiting_or_entering_leak_no_slot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import agentport.policies._concurrency as gate_module
+
+    def slow_enter(*args: Any) -> Any:  # a busy store: cancellations land mid-transaction
+        time.sleep(0.02)
+        return enter(*args)
+
+    monkeypatch.setattr(gate_module, "enter", slow_enter)
+    store = CooldownStore(tmp_path / "state" / "cooldown.sqlite3")
+    probe = _Probe(hold_s=0.05)
+    llm = _retrying(probe, store, _gate(store, initial=2, maximum=2))
+
+    async def one(i: int) -> None:
+        with anyio.move_on_after(0.003 * i):  # cancelled at every stage of entering
+            await llm.complete([Message.user("hi")])
+
+    async with anyio.create_task_group() as tg:
+        for i in range(40):
+            tg.start_soon(one, i)
+    assert _window(store) == (2, 0)
+    assert probe.peak <= 2

@@ -110,9 +110,12 @@ class ConcurrencyGate:
     async def _enter(self, line: _Line) -> Entry:
         while True:
             now = self._clock()
-            entry = await anyio.to_thread.run_sync(
-                enter, self.store, self.key, self.initial, self.maximum, now
-            )
+            # shielded: a lease taken in the worker thread must reach the caller's `finally`
+            # (no checkpoint between here and there), never be lost to a cancellation
+            with anyio.CancelScope(shield=True):
+                entry = await anyio.to_thread.run_sync(
+                    enter, self.store, self.key, self.initial, self.maximum, now
+                )
             if entry.lease is not None:
                 return entry
             wait = max(entry.state.until - now, 0.0) or _POLL_S * (0.5 + random.random())
@@ -138,15 +141,18 @@ class ConcurrencyGate:
         outcome `Slot.settle` noted). The span of the call gets the window's attributes."""
         line = self._line()
         began = time.monotonic()
-        async with line.lock:
-            entry = await self._enter(line)
-        assert entry.lease is not None
-        slot = Slot(entry.state, time.monotonic() - began, entry.in_flight + 1)
+        entry: Entry | None = None
+        slot: Slot | None = None
         try:
+            async with line.lock:
+                entry = await self._enter(line)
+            slot = Slot(entry.state, time.monotonic() - began, entry.in_flight + 1)
             yield slot
         finally:
-            after = await self._leave(slot, entry.lease, line)
-            note_window(self.key, slot, after)
+            if entry is not None and entry.lease is not None:
+                held = slot or Slot(entry.state, time.monotonic() - began, entry.in_flight + 1)
+                after = await self._leave(held, entry.lease, line)
+                note_window(self.key, held, after)
 
 
 def gate_key(backend: str, base_url: str | None = None) -> str:
