@@ -396,3 +396,26 @@ async def test_calls_cancelled_while_waiting_or_entering_leak_no_slot(
             tg.start_soon(one, i)
     assert _window(store) == (2, 0)
     assert probe.peak <= 2
+
+
+@pytest.mark.anyio
+async def test_a_deadline_passing_while_queued_says_so(tmp_path: Path) -> None:
+    store = CooldownStore(tmp_path / "state" / "cooldown.sqlite3")
+    probe = _Probe(hold_s=1.0)
+    llm = _retrying(probe, store, _gate(store, initial=1, maximum=1))
+    quick = CompletionConfig(total_timeout_s=0.2)
+    results: list[Result[CompletionResponse, ProviderError]] = []
+
+    async def call(config: CompletionConfig | None) -> None:
+        results.append(await llm.complete([Message.user("hi")], config))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(call, None)
+        await anyio.sleep(0.05)  # the first holds the only slot
+        tg.start_soon(call, quick)
+    queued = next(r for r in results if isinstance(r, Failure)).failure()
+    assert queued.kind is ErrorKind.timeout
+    assert queued.timeout == "total"
+    assert "waiting for room in the concurrency window of probe" in queued.message
+    assert queued.request_sent is False
+    assert probe.calls == 1

@@ -201,11 +201,9 @@ class RetryingAdapter:
                 if self.concurrency is not None:  # room in the shared window, by the deadline
                     with anyio.move_on_after(remaining):
                         slot = await stack.enter_async_context(self.concurrency.slot())
-                    if slot is None:
-                        return Failure(self._expired(config, attempts, last))
                     remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        return Failure(self._expired(config, attempts, last))
+                    if slot is None or remaining <= 0:
+                        return Failure(self._queued(config, attempts, last))
                     if remaining < bound:
                         bound, which = remaining, "total"
                 began = time.monotonic()
@@ -282,6 +280,17 @@ class RetryingAdapter:
                 )
             )
         return result
+
+    def _queued(
+        self, config: CompletionConfig, attempts: list[Attempt], last: ProviderError | None
+    ) -> ProviderError:
+        """The deadline passed while the attempt waited for room in the concurrency window."""
+        error = self._expired(config, attempts, last)
+        key = self.concurrency.key if self.concurrency is not None else self.backend
+        return error.replace(
+            message=f"{error.message}, waiting for room in the concurrency window of {key}",
+            details={**error.details, "concurrency_wait": True},
+        )
 
     def _expired(
         self,
