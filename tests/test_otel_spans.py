@@ -168,3 +168,19 @@ def test_without_the_package_nothing_is_imported_and_calls_still_answer() -> Non
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False []"
+
+
+async def test_a_call_span_shows_the_concurrency_window_it_ran_under(
+    spans: InMemorySpanExporter, server: FakeModelServer, tmp_path: Path
+) -> None:
+    server.script(HttpFault.rate_limited(retry_after=0), TextReply("ok"))
+    llm = _http(server, tmp_path, retry_base_delay_s=0.01)
+    assert (await llm.complete([Message.user("hi")])).unwrap().content == "ok"
+    (call,) = _by_name(spans, "chat fake-model")
+    attributes = dict(call.attributes or {})
+    # the 429 halved openai_compat's catalog start (8); the retry ran under the halved window
+    assert attributes["agentport.concurrency.key"] == f"openai_compat@127.0.0.1:{server.port}"
+    assert attributes["agentport.concurrency.window"] == 4
+    assert attributes["agentport.concurrency.outcome"] == "success"
+    assert attributes["agentport.concurrency.window_after"] == 4
+    assert attributes["agentport.concurrency.in_flight"] == 1

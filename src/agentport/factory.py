@@ -6,7 +6,8 @@
 `BackendSpec` (`SPEC`) driven by the generic `CliAdapter` / `CliRuntime`; other modules
 (acp, openai_compat, litellm, local, the test doubles) expose `create_adapter(capability,
 settings)` / `create_runtime(capability, settings)`. Adapters are wrapped in the policy layer
-(`agentport.policies`: retries inside the whole-call deadline, attempt history).
+(`agentport.policies`: retries inside the whole-call deadline, attempt history, the
+backend's shared adaptive concurrency window).
 
 Errors (one rule, docs/errors.md): setup problems found before any call (bad configuration,
 unknown backend, a missing Python extra, a runtime of a completion-only backend, real
@@ -63,8 +64,10 @@ from .policies import (
     DEFAULT_FAILOVER_ON,
     ChainMember,
     FailoverAdapter,
+    GatedRuntime,
     RetryingAdapter,
     RetryPolicy,
+    concurrency_gate,
     default_store,
     failover_kinds,
 )
@@ -280,9 +283,11 @@ def _with_policies(
         base_delay_s=settings.retry_base_delay_s,
         max_delay_s=settings.retry_max_delay_s,
     )
+    store = default_store()
     return RetryingAdapter(
-        adapter, policy, defaults=settings.completion_config(), cooldown=default_store(),
+        adapter, policy, defaults=settings.completion_config(), cooldown=store,
         capability=capability, hand_over=hand_over,
+        concurrency=concurrency_gate(capability, store, getattr(adapter, "base_url", None)),
     )  # fmt: skip
 
 
@@ -327,6 +332,9 @@ def create_agent_runtime(
 ) -> AgentRuntime:
     """An `AgentRuntime` for *backend*; each turn's config is merged over the settings.
 
+    Each turn holds a slot of the backend's shared adaptive concurrency window
+    (`agentport.policies.GatedRuntime`; docs/concurrency.md).
+
     Raises `ProviderError` like `create_llm_adapter`, and `unsupported` for a completion-only
     backend."""
     settings = _settings(backend, cwd, overrides)
@@ -343,7 +351,10 @@ def create_agent_runtime(
             f"backend {capability.name!r} is completion-only; it has no AgentRuntime",
             backend=capability.name,
         )
-    return cast(AgentRuntime, _build(capability, settings, runtime=True))
+    runtime = cast(AgentRuntime, _build(capability, settings, runtime=True))
+    # each turn holds a slot of the backend's shared concurrency window, like each attempt
+    gate = concurrency_gate(capability, default_store(), getattr(runtime, "base_url", None))
+    return runtime if gate is None else GatedRuntime(runtime, gate)
 
 
 def complete_sync(

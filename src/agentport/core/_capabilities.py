@@ -19,7 +19,15 @@ from pydantic import (
     model_validator,
 )
 
-__all__ = ["BackendCapability", "BackendKind", "Billing", "Param", "ParamSupport", "normalize_name"]
+__all__ = [
+    "BackendCapability",
+    "BackendKind",
+    "Billing",
+    "Concurrency",
+    "Param",
+    "ParamSupport",
+    "normalize_name",
+]
 
 
 class ParamSupport(enum.StrEnum):
@@ -71,6 +79,34 @@ class Billing(enum.StrEnum):
     none = "none"
 
 
+class Concurrency(BaseModel):
+    """A backend's adaptive concurrency window (`agentport.policies` halves it on a 429 and
+    grows it back): `initial` calls at once to start with, never more than `maximum`. None
+    on a backend means it is not gated (in-process and test backends)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    initial: int = Field(ge=1)
+    maximum: int = Field(ge=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Concurrency:
+        if self.initial > self.maximum:
+            raise ValueError(f"concurrency initial {self.initial} is above maximum {self.maximum}")
+        return self
+
+
+# Agent CLIs publish no concurrency limit and one login's parallel calls share one usage
+# window (14 parallel calls of one CLI once stampeded an exhausted quota): one at a time
+# until successes show more is fine. An HTTP endpoint serves several at once.
+_DEFAULT_CONCURRENCY: dict[str, Concurrency | None] = {
+    "cli": Concurrency(initial=1, maximum=8),
+    "http": Concurrency(initial=8, maximum=64),
+    "local": None,
+    "test": None,
+}
+
+
 def normalize_name(name: str) -> str:
     """Lower-case and fold spaces and dashes to underscores: `" Claude-Code "` -> `claude_code`."""
     return "_".join(name.strip().lower().replace("-", " ").split())
@@ -108,6 +144,9 @@ class BackendCapability(BaseModel):
         env_namespace: the CLI's own environment variables (`fnmatch` patterns such as
             `COPILOT_*`, from the CLI's docs: its endpoint, key and model settings), passed
             to it from the caller's environment unless `[llm.<backend>] base_url` is set.
+        concurrency: the adaptive concurrency window's start and ceiling (`Concurrency`);
+            by default agent CLIs start at 1 (up to 8), HTTP backends at 8 (up to 64), and
+            local and test backends are not gated (None).
     """
 
     model_config = ConfigDict(frozen=True, defer_build=True)
@@ -131,6 +170,15 @@ class BackendCapability(BaseModel):
     billing: tuple[Billing, ...] = ()
     billing_note: str = ""
     env_namespace: tuple[str, ...] = ()
+    concurrency: Concurrency | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _concurrency_default(cls, data: object) -> object:
+        """An entry that names no `concurrency` gets its kind's default."""
+        if isinstance(data, dict) and "concurrency" not in data and "kind" in data:
+            return {**data, "concurrency": _DEFAULT_CONCURRENCY.get(str(data["kind"]))}
+        return data
 
     @field_validator("name")
     @classmethod

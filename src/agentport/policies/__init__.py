@@ -10,7 +10,9 @@ call; `FailoverAdapter` = an ordered chain of backends (typed failover, optional
 `budget_exhausted` failure hit, typed; `parse_budget` reads the `--budget`
 spec, `BudgetSettings` the `[budget]` table); `quota_status` = the usage windows a backend
 last reported (remaining share, reset); `receipt` = how the backend treated each parameter
-of a call. With the `otel` extra every call through
+of a call; `ConcurrencyGate` = a backend's adaptive concurrency window, shared by the
+user's processes (halved by a 429, grown back by successes; `windows` lists them). With
+the `otel` extra every call through
 `RetryingAdapter` / `FailoverAdapter` is an OpenTelemetry span; `workflow_span` = a workflow
 run's span. These policies wrap any `LLMAdapter` and return the same Result; no backend
 retries or fails over on its own.
@@ -29,6 +31,7 @@ from ._budget_spec import (
     parse_duration,
 )
 from ._chain import DEFAULT_FAILOVER_ON, failover_kinds
+from ._concurrency import ConcurrencyGate, Slot, concurrency_gate, gate_key
 from ._cooldown import (
     Cooldown,
     CooldownStore,
@@ -38,10 +41,13 @@ from ._cooldown import (
     state_dir,
 )
 from ._failover import ChainMember, FailoverAdapter
+from ._gated_runtime import GatedRuntime
 from ._headroom import QuotaStatus, quota_status
+from ._pressure import WindowRow, windows
 from ._receipt import receipt
 from ._retry import DEADLINE_SLACK_S, RetryingAdapter, RetryPolicy, with_retry
 from ._tracing import workflow_span
+from ._window import Outcome, WindowState, outcome_of, settle
 
 __all__ = [
     "BUDGET_KEYS",
@@ -54,25 +60,36 @@ __all__ = [
     "BudgetScope",
     "BudgetSettings",
     "ChainMember",
+    "ConcurrencyGate",
     "Cooldown",
     "CooldownStore",
     "CooldownStoreWarning",
     "FailoverAdapter",
+    "GatedRuntime",
+    "Outcome",
     "PlanFit",
     "QuotaStatus",
     "RetryPolicy",
     "RetryingAdapter",
+    "Slot",
+    "WindowRow",
+    "WindowState",
+    "concurrency_gate",
     "cooldown_error",
     "default_store",
     "failover_kinds",
     "fit_plan",
     "format_budget",
+    "gate_key",
     "merge_budgets",
+    "outcome_of",
     "parse_budget",
     "parse_duration",
     "quota_status",
     "receipt",
+    "settle",
     "state_dir",
+    "windows",
     "with_retry",
     "workflow_span",
 ]

@@ -112,6 +112,7 @@ class CooldownStore:
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._key: tuple[int, int, int] | None = None  # (pid, st_dev, st_ino)
+        self._schemas: set[str] = set()  # schemas applied on `_conn`
 
     def _connect(self) -> sqlite3.Connection:
         # private to the user; a symlink could point the writes anywhere
@@ -166,6 +167,7 @@ class CooldownStore:
         if self._conn is not None and self._key is not None and self._key[0] == os.getpid():
             self._conn.close()
         self._conn = self._key = None
+        self._schemas = set()
 
     def _recreate(self, exc: Exception) -> None:
         self._close()
@@ -259,6 +261,35 @@ class CooldownStore:
             with self._db() as conn:
                 conn.execute(sql, values)
         return True
+
+    def _with_schema(self, schema: str) -> sqlite3.Connection:
+        conn = self._open()
+        if schema and schema not in self._schemas:  # once per connection (`_close` forgets)
+            conn.executescript(schema)
+            self._schemas.add(schema)
+        return conn
+
+    @contextmanager
+    def transaction(self, schema: str = "") -> Iterator[sqlite3.Connection]:
+        """The store's connection inside one `BEGIN IMMEDIATE` transaction (committed when
+        the block ends, rolled back when it raises): other processes' writes wait for it,
+        so a read-modify-write in the block is atomic. *schema* (`CREATE TABLE IF NOT
+        EXISTS ...` statements) is applied first; other policies keep their tables here."""
+        with self._lock:
+            try:
+                conn = self._with_schema(schema)
+            except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                    raise
+                self._recreate(exc)
+                conn = self._with_schema(schema)
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
 
     def clear(self, backend: str | None = None) -> None:
         """Forget *backend*'s cooldown (all of them when None)."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TypeVar
@@ -43,6 +44,7 @@ from ..core import (
 )
 from ..core._protocols import aclose_adapter
 from ..core._response import usage_of, with_usage
+from ._concurrency import ConcurrencyGate, Slot
 from ._cooldown import CooldownStore, cooling_error, note_exhausted
 from ._headroom import note_headroom
 from ._receipt import receipt
@@ -119,6 +121,9 @@ class RetryingAdapter:
     chain's member before the last: its rate limit, exhausted window, outage or missing
     install moves the chain to the next member instead of sleeping on this one's
     Retry-After; the attempt history still records it).
+
+    *concurrency*: the backend's shared adaptive window (`ConcurrencyGate`): each attempt
+    waits for room in it (within the deadline) and its outcome moves it.
     """
 
     def __init__(
@@ -131,8 +136,10 @@ class RetryingAdapter:
         cooldown: CooldownStore | None = None,
         capability: BackendCapability | None = None,
         hand_over: frozenset[ErrorKind] = frozenset(),
+        concurrency: ConcurrencyGate | None = None,
     ) -> None:
         self.inner = inner
+        self.concurrency = concurrency  # the backend's shared adaptive window, or None
         self.hand_over = hand_over
         self.policy = policy or RetryPolicy()
         self.defaults = defaults or CompletionConfig()
@@ -189,21 +196,21 @@ class RetryingAdapter:
                 cooling = await cooling_error(self.cooldown, self.backend)
                 if cooling is not None:
                     return Failure(cooling.replace(attempts=tuple(attempts)))
-            began = time.monotonic()
-            with anyio.move_on_after(bound + DEADLINE_SLACK_S) as backstop:
-                result = await self.inner.complete(
-                    messages, config.model_copy(update={"total_timeout_s": bound})
-                )
-            elapsed = time.monotonic() - began
-            if backstop.cancelled_caught:
-                result = Failure(
-                    ProviderError(
-                        ErrorKind.timeout,
-                        f"no answer within {bound:g}s and the backend did not stop itself",
-                        backend=self.backend,
-                        timeout=which,
-                    )
-                )
+            async with AsyncExitStack() as stack:
+                slot: Slot | None = None
+                if self.concurrency is not None:  # room in the shared window, by the deadline
+                    with anyio.move_on_after(remaining):
+                        slot = await stack.enter_async_context(self.concurrency.slot())
+                    remaining = deadline - time.monotonic()
+                    if slot is None or remaining <= 0:
+                        return Failure(self._queued(config, attempts, last))
+                    if remaining < bound:
+                        bound, which = remaining, "total"
+                began = time.monotonic()
+                result = await self._attempt(messages, config, bound, which)
+                elapsed = time.monotonic() - began
+                if slot is not None:
+                    slot.settle(result)
             if self.cooldown is not None:  # the usage windows the response reported
                 await note_headroom(self.cooldown.path.parent, self.backend, result)
             if isinstance(result, Success):
@@ -249,6 +256,41 @@ class RetryingAdapter:
             if time.monotonic() + delay >= deadline:
                 return Failure(self._expired(config, attempts, error, waiting_s=delay))
             await self._sleep(delay)
+
+    async def _attempt(
+        self,
+        messages: Sequence[Message],
+        config: CompletionConfig,
+        bound: float,
+        which: TimeoutWhich,
+    ) -> Result[CompletionResponse, ProviderError]:
+        """One attempt handed *bound* as its whole-call limit, cancelled `DEADLINE_SLACK_S`
+        after it when the backend does not stop itself."""
+        with anyio.move_on_after(bound + DEADLINE_SLACK_S) as backstop:
+            result = await self.inner.complete(
+                messages, config.model_copy(update={"total_timeout_s": bound})
+            )
+        if backstop.cancelled_caught:
+            return Failure(
+                ProviderError(
+                    ErrorKind.timeout,
+                    f"no answer within {bound:g}s and the backend did not stop itself",
+                    backend=self.backend,
+                    timeout=which,
+                )
+            )
+        return result
+
+    def _queued(
+        self, config: CompletionConfig, attempts: list[Attempt], last: ProviderError | None
+    ) -> ProviderError:
+        """The deadline passed while the attempt waited for room in the concurrency window."""
+        error = self._expired(config, attempts, last)
+        key = self.concurrency.key if self.concurrency is not None else self.backend
+        return error.replace(
+            message=f"{error.message}, waiting for room in the concurrency window of {key}",
+            details={**error.details, "concurrency_wait": True},
+        )
 
     def _expired(
         self,

@@ -11,6 +11,8 @@ agentport's own: `agentport.label` (the workflow phase or call site,
 `CompletionConfig.label`), `agentport.backend` (the backend that answered or failed last),
 `agentport.attempts` and `agentport.request_sent` on failure. A CLI's process is a child
 span (`exec <cli>`, from `agentport.backends`), which passes `TRACEPARENT` to the CLI.
+`note_window` adds the adaptive concurrency window an attempt ran under
+(`agentport.concurrency.*`: key, window, in_flight, waited_s, outcome, window_after).
 `workflow_span(name, ...)` is the span of one workflow run. Without opentelemetry-api all of
 it is a no-op that imports nothing (`agentport.core._telemetry`).
 """
@@ -24,9 +26,9 @@ from typing import Any
 from returns.result import Result, Success
 
 from ..core import CompletionConfig, CompletionResponse, ProviderError
-from ..core._telemetry import span
+from ..core._telemetry import _trace, span
 
-__all__ = ["call_span", "record", "workflow_span"]
+__all__ = ["call_span", "note_window", "record", "workflow_span"]
 
 
 @contextmanager
@@ -83,3 +85,25 @@ def workflow_span(name: str, **attributes: str | int | None) -> Iterator[None]:
     run nests under it. `attributes` become `agentport.<key>`."""
     with span(name, {f"agentport.{k}": v for k, v in attributes.items()}):
         yield
+
+
+def note_window(key: str, slot: Any, after: Any) -> None:
+    """Put an attempt's concurrency window on the current span (the call's): *slot* is the
+    `_concurrency.Slot` it ran in, *after* the `WindowState` its outcome left. A no-op
+    without the package or outside a span."""
+    trace = _trace()
+    if trace is None:
+        return
+    current = trace.get_current_span()
+    if not current.is_recording():
+        return
+    current.set_attributes(
+        {
+            "agentport.concurrency.key": key,
+            "agentport.concurrency.window": slot.state.window,
+            "agentport.concurrency.in_flight": slot.in_flight,
+            "agentport.concurrency.waited_s": round(slot.waited_s, 4),
+            "agentport.concurrency.outcome": slot.outcome.value,
+            "agentport.concurrency.window_after": after.window,
+        }
+    )

@@ -9,6 +9,8 @@
   Anthropic Messages and Gemini, with scripted replies (`TextReply`, `JsonReply`,
   `ToolCallReply`, `LargeReply`) and faults (`HttpFault`, `DropConnection`, `CutStream`,
   `Hang`); it records every request (`RecordedRequest`). See docs/fake-model-server.md.
+  `ConcurrencyLimit`: a reply that answers 429 above a hidden (optionally flapping)
+  concurrency limit.
 - `LoopbackWeb` / `WebPage` / `SearchHit`: a small web site on 127.0.0.1 (articles, redirects,
   404, slow/huge/binary/latin1 pages, a prompt-injection page, robots.txt, a SearxNG JSON API)
   for web-research tests; `DEFAULT_QUESTION` is the question its default pages answer.
@@ -31,6 +33,7 @@ from contextlib import contextmanager
 from .._guard import ALLOW_ENV, BLOCK_ENV
 from ._cassette import Cassette, CassetteRecorder, cassette_calls
 from ._echo import EchoAdapter, EchoRuntime
+from ._fake_limit import ConcurrencyLimit
 from ._fake_replies import (
     DEFAULT_SIDE_RULES,
     CutStream,
@@ -72,6 +75,7 @@ __all__ = [
     "Call",
     "Cassette",
     "CassetteRecorder",
+    "ConcurrencyLimit",
     "CutStream",
     "DropConnection",
     "EchoAdapter",
