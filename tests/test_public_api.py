@@ -28,6 +28,7 @@ def test_top_level_exports() -> None:
             "FilePart",
             "ImagePart",
             "LLMAdapter",
+            "McpServer",
             "Message",
             "MessageRole",
             "Param",
