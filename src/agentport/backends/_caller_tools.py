@@ -1,0 +1,54 @@
+"""The caller's tools for one call: its `functions` served as an MCP server, then passed on
+like its `mcp_servers` (`caller_tools`); and the per-CLI forms of those servers.
+
+Every adapter that takes MCP servers goes through `caller_tools`, so a call's functions are
+served exactly when the backend can reach them, for exactly the call's length.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from ..core import BackendCapability, CompletionConfig, McpServer, Param, ParamSupport
+
+__all__ = ["caller_tools", "mcp_json", "write_private"]
+
+
+@contextlib.asynccontextmanager
+async def caller_tools(
+    capability: BackendCapability, config: CompletionConfig
+) -> AsyncIterator[CompletionConfig]:
+    """*config* with its `functions` served (`transport.serve_functions`) and added to
+    `mcp_servers` as the server `functions`, while the block runs. Unchanged when it has no
+    functions or the backend IGNOREs them (the call's `on_ignored` policy then warns or
+    fails as for any ignored parameter)."""
+    if not config.functions or capability.support(Param.functions) is ParamSupport.IGNORED:
+        yield config
+        return
+    from ..transport._tool_host import serve_functions
+
+    async with serve_functions(config.functions) as server:
+        servers = (*config.mcp_servers, server)
+        yield config.model_copy(update={"mcp_servers": servers, "functions": ()})
+
+
+def mcp_json(server: McpServer, *, http_type: str | None = "http") -> dict[str, Any]:
+    """*server* in the `mcpServers` entry shape most CLIs share (claude's `--mcp-config`,
+    gemini's and qwen's settings): `{"command", "args", "env"}` for stdio,
+    `{"type": "http", "url", "headers"}` for HTTP (*http_type* None: no `type` key)."""
+    if server.url is not None:
+        entry: dict[str, Any] = {"url": server.url, "headers": server.plain_headers()}
+        return {"type": http_type, **entry} if http_type else entry
+    return {"command": server.command, "args": list(server.args), "env": server.plain_env()}
+
+
+def write_private(path: Path, data: Any) -> Path:
+    """Write *data* as JSON to *path* (in the call's private run folder), readable only by
+    this user: the file holds the servers' secrets (env values, headers)."""
+    path.touch(mode=0o600)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
