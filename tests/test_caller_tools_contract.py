@@ -40,7 +40,7 @@ pytestmark = [
     ),
 ]
 
-CLIS = ("claude", "codex", "gemini")
+CLIS = ("claude", "codex", "gemini", "qwen")
 
 # a stdio MCP server with one tool, planted in the user's own CLI configuration
 PLANTED = '''
@@ -100,6 +100,11 @@ def _setup(
         )
         return {"base_url": server.openai_base_url, "api_key": "test-key",
                 "request_max_retries": 0, "stream_max_retries": 0}  # fmt: skip
+    if name == "qwen":
+        (home / ".qwen").mkdir(exist_ok=True)
+        settings = {"mcpServers": {"planted": {**planted, "trust": True}}}
+        (home / ".qwen" / "settings.json").write_text(json.dumps(settings))
+        return {"base_url": server.openai_base_url, "api_key": "test-key", "max_retries": 0}
     raise AssertionError(name)
 
 
@@ -119,15 +124,18 @@ def _model(calls: list[str]) -> Callable[[RecordedRequest], ReplyLike]:
     its first turn while servers are still pending: its init event says `pending`), so a
     server that would load has loaded; then call the caller's tool once when it is offered,
     and answer with its result."""
-    waited = False
+    waited = searched = False
 
     def turn(req: RecordedRequest) -> ReplyLike:
-        nonlocal waited
+        nonlocal waited, searched
         names = _offered(req)
         if "WaitForMcpServers" in names and not waited:
             waited = True
             return ToolCallReply("WaitForMcpServers", {})
-        if calls and req.has_tool_result:
+        if "tool_search" in names and not searched:  # qwen defers MCP tools behind it
+            searched = True
+            return ToolCallReply("tool_search", {"query": "planted"})
+        if calls and req.has_tool_result and any("secret_sum" in n for n in names):
             return "The tool said: " + " ".join(req.tool_results)
         mine = [n for n in names if n.endswith("secret_sum")]
         if mine and not calls:
@@ -174,10 +182,12 @@ async def test_the_callers_function_runs_and_only_the_callers_servers_load(
     offered = sorted({n for r in requests for n in _offered(r)})
     assert called, f"{name} never offered the caller's tool: {offered}, {result}"
     assert not [n for n in offered if "planted" in n], f"{name} loaded the user's server"
+    found = " ".join(" ".join(r.tool_results) for r in requests)
+    assert "planted_probe" not in found, f"{name}'s tool search found the user's server"
     assert ran == [(2, 3)], f"the function did not run once with the model's arguments: {ran}"
     followed = [r for r in requests if r.has_tool_result]
     assert any(token in " ".join(r.tool_results) for r in followed), "result never reached"
-    assert result.unwrap().content.count(token) == 1, result
+    assert token in result.unwrap().content, result
 
 
 @pytest.mark.parametrize("name", CLIS)
@@ -190,8 +200,17 @@ async def test_the_users_server_loads_when_the_caller_asks_for_the_cli_defaults(
         pytest.skip(f"{name} not installed")
     home = tmp_path / "home"
     home.mkdir()
+    searched: list[str] = []
+
+    def turn(req: RecordedRequest) -> ReplyLike:
+        # qwen offers MCP tools behind its tool_search (deferred); claude waits for servers
+        if "tool_search" in req.tool_names and not searched:
+            searched.append("planted")
+            return ToolCallReply("tool_search", {"query": "planted"})
+        return _model([])(req) if "WaitForMcpServers" in req.tool_names else "done"
+
     with FakeModelServer(default="done") as server:
-        server.set_default(_model([]))
+        server.set_default(_model([]) if name == "claude" else turn)
         options = _setup(name, server, home, _planted_entry(tmp_path)) | {
             "executable": str(exe),
             "env": {"HOME": str(home)},
@@ -204,4 +223,6 @@ async def test_the_users_server_loads_when_the_caller_asks_for_the_cli_defaults(
         result = await adapter.complete([Message.user("Say done.")], config)
         requests = list(server.model_requests)
     offered = sorted({n for r in requests for n in _offered(r)})
-    assert [n for n in offered if "planted" in n], (name, ", ".join(offered), result)
+    found = " ".join(" ".join(r.tool_results) for r in requests)
+    loaded = [n for n in offered if "planted" in n] or "planted_probe" in found
+    assert loaded, (name, ", ".join(offered), found[-500:], result)

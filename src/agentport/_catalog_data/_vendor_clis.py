@@ -304,11 +304,12 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=T, max_turns=N, streaming=N, session_resume=I,
             cwd=N, web_search=I,
             images=N, files=T,
-            mcp_servers=I, functions=I,
+            mcp_servers=N, functions=T,
         ),
         notes={
-            Param.mcp_servers: MCP_NOT_WIRED,
-            Param.functions: FUNCTIONS_NO_MCP,
+            Param.mcp_servers: "mcpServers in a per-run system settings file "
+            "(QWEN_CODE_SYSTEM_SETTINGS_PATH) and --allowed-mcp-server-names=<those>",
+            Param.functions: FUNCTIONS_SERVED,
             Param.images: "@<file> references (as gemini); with base_url the run's model is "
             "marked image-capable (generationConfig.modalities)",
             Param.files: FILES_INLINED,

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from ..core import BackendCapability, CompletionConfig, McpServer, Param, ParamSupport
+from ._spec import CliCall
 
-__all__ = ["caller_tools", "mcp_json", "write_private"]
+__all__ = ["caller_tools", "mcp_json", "system_settings", "write_private"]
 
 
 @contextlib.asynccontextmanager
@@ -52,3 +54,28 @@ def write_private(path: Path, data: Any) -> Path:
     path.touch(mode=0o600)
     path.write_text(json.dumps(data), encoding="utf-8")
     return path
+
+
+def system_settings(call: CliCall, variable: str, default: str) -> Path:
+    """The call's MCP servers as `mcpServers` of a system settings file in the run's
+    private folder, for the Gemini CLI family (gemini `GEMINI_CLI_SYSTEM_SETTINGS_PATH`,
+    qwen `QWEN_CODE_SYSTEM_SETTINGS_PATH`: *variable*; the system tier overrides the user's
+    and the project's settings). The file starts as a copy of the system settings it
+    replaces (the file the user's own *variable* names, else *default*, an administrator's
+    `/etc/...`), so their other settings and MCP allow/deny lists still hold; only
+    `mcpServers` becomes the call's. Each server is trusted (no confirmation: headless
+    nothing can answer one); HTTP servers are `httpUrl` (streamable HTTP)."""
+    base: dict[str, Any] = {}
+    try:
+        loaded = json.loads(Path(os.environ.get(variable) or default).read_text("utf-8"))
+        base = loaded if isinstance(loaded, dict) else {}
+    except (OSError, ValueError):
+        pass
+    servers: dict[str, Any] = {}
+    for server in call.config.mcp_servers:
+        entry = mcp_json(server, http_type=None)
+        if server.is_http:
+            entry = {"httpUrl": entry.pop("url"), **entry}
+        timeout_ms = int(server.timeout_s * 1000)
+        servers[server.name] = {**entry, "timeout": timeout_ms, "trust": True}
+    return write_private(call.run_dir / "system-settings.json", base | {"mcpServers": servers})

@@ -132,8 +132,9 @@ def mcp_flags(call: CliCall) -> list[str]:
 def build(call: CliCall) -> Invocation:
     """argv: `claude -p --output-format stream-json --verbose [--model=M] [--effort=E]
     [--append-system-prompt=S] [--json-schema=J] [--max-turns=N] [tool flags] [MCP flags]
-    [--resume=ID]` (`tool_flags`, `mcp_flags`; `=` forms so no caller text can become a flag, and the variadic tool
-    flags cannot swallow anything); the prompt goes through stdin."""
+    [--resume=ID]` (`tool_flags`, `mcp_flags`; `=` forms so no caller text can become a
+    flag, and the variadic tool flags cannot swallow anything); the prompt goes through
+    stdin."""
     opts, config = call.options, call.config
     argv = [call.executable, "-p", "--output-format", "stream-json", "--verbose"]
     if opts.get("bare"):

@@ -23,10 +23,8 @@ leaves the sandbox to the CLI), `extra_args`, plus the generic `executable`, `en
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from ..core import (
@@ -38,7 +36,7 @@ from ..core import (
     ToolPolicy,
     Usage,
 )
-from ._caller_tools import mcp_json, write_private
+from ._caller_tools import system_settings
 from ._classify import kind_from_status, kind_from_text
 from ._policy import endpoint_passthrough, refuse
 from ._retry_notice import stderr_notice
@@ -130,31 +128,6 @@ def mcp_allow_rules(servers: Sequence[str]) -> list[str]:
     ]
 
 
-def mcp_settings_file(call: CliCall) -> Path:
-    """The call's MCP servers as `mcpServers` of a system settings file in the run's
-    private folder, named by `GEMINI_CLI_SYSTEM_SETTINGS_PATH` (the system tier overrides
-    the user's and the project's settings). The file starts as a copy of the system
-    settings this one replaces (an administrator's `/etc/gemini-cli/settings.json`, or the
-    file the user's own variable names), so their other settings and MCP allow/deny lists
-    still hold; only `mcpServers` becomes the call's. Each server is trusted (no
-    confirmation: headless nothing can answer one)."""
-    base: dict[str, Any] = {}
-    system = os.environ.get(SYSTEM_SETTINGS_ENV) or "/etc/gemini-cli/settings.json"
-    try:
-        loaded = json.loads(Path(system).read_text(encoding="utf-8"))
-        base = loaded if isinstance(loaded, dict) else {}
-    except (OSError, ValueError):
-        pass
-    servers: dict[str, Any] = {}
-    for server in call.config.mcp_servers:
-        entry = mcp_json(server, http_type=None)
-        if server.is_http:
-            entry = {"httpUrl": entry.pop("url"), **entry}
-        timeout_ms = int(server.timeout_s * 1000)
-        servers[server.name] = {**entry, "timeout": timeout_ms, "trust": True}
-    return write_private(call.run_dir / "system-settings.json", base | {"mcpServers": servers})
-
-
 def build(call: CliCall) -> Invocation:
     """argv: `gemini --output-format stream-json --skip-trust [--model=M]
     [--approval-mode=A]`; the prompt goes through stdin. The sandbox picks the approval mode
@@ -186,7 +159,8 @@ def build(call: CliCall) -> Invocation:
     argv += workspace
     env: dict[str, str] = {}
     if servers:
-        env[SYSTEM_SETTINGS_ENV] = str(mcp_settings_file(call))
+        path = system_settings(call, SYSTEM_SETTINGS_ENV, "/etc/gemini-cli/settings.json")
+        env[SYSTEM_SETTINGS_ENV] = str(path)
     if opts.get("base_url"):
         env["GOOGLE_GEMINI_BASE_URL"] = str(opts["base_url"]).rstrip("/")
     if "api_key" in opts:
