@@ -25,9 +25,10 @@ from typing import Any
 
 import pytest
 
+from _acp_agents import acp_options
 from _more_clis_util import cli_executable, network_isolated
 from agentport import create_llm_adapter
-from agentport.core import CompletionConfig, Message, ToolPolicy
+from agentport.core import CompletionConfig, Message, Sandbox, ToolPolicy
 from agentport.testing import ALLOW_ENV, FakeModelServer, RecordedRequest, ReplyLike, ToolCallReply
 
 pytest.importorskip("mcp")
@@ -226,3 +227,41 @@ async def test_the_users_server_loads_when_the_caller_asks_for_the_cli_defaults(
     found = " ".join(" ".join(r.tool_results) for r in requests)
     loaded = [n for n in offered if "planted" in n] or "planted_probe" in found
     assert loaded, (name, ", ".join(offered), found[-500:], result)
+
+
+@pytest.mark.xfail(
+    reason="gemini --acp 0.61 takes session/new mcpServers but its one model request offers "
+    "none of their tools (measured); strict: a release that does offer them fails this mark",
+    strict=True,
+)
+async def test_acp_session_new_carries_the_callers_function(tmp_path: Path) -> None:
+    """ACP (`gemini --acp`): the call's servers travel in `session/new` `mcpServers`. The
+    agent asks permission for each tool call, and the call's tool policy answers: here it
+    names the caller's tool."""
+    exe = cli_executable("gemini")
+    if exe is None:
+        pytest.skip("gemini not installed")
+    ran: list[tuple[int, int]] = []
+    token = "acp-token-" + secrets.token_hex(6)
+
+    def secret_sum(a: int, b: int) -> str:
+        """Add two integers and return the sum with a token."""
+        ran.append((a, b))
+        return f"{a + b} {token}"
+
+    called: list[str] = []
+    with FakeModelServer(default="done") as server:
+        server.set_default(_model(called))
+        options = acp_options("gemini", server, tmp_path / "home", exe=exe)
+        assert options is not None
+        adapter = create_llm_adapter("acp", retry=False, acp=options)
+        config = CompletionConfig(
+            functions=(secret_sum,),
+            tools=ToolPolicy(allowed_tools=("secret_sum",), sandbox=Sandbox.full),
+            total_timeout_s=150,
+        )
+        result = await adapter.complete([Message.user("What is 2 + 3? Use the tool.")], config)
+        requests = list(server.model_requests)
+    assert called, ([r.tool_names for r in requests], result)
+    assert ran == [(2, 3)], result
+    assert token in result.unwrap().content, result

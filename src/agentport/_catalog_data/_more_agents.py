@@ -419,7 +419,8 @@ ENTRIES: tuple[BackendCapability, ...] = (
         ),
         notes={
             Param.mcp_servers: "session/new mcpServers (the call's servers replace the mcp_servers "
-            "option)",
+            "option); the agent decides what it loads: gemini --acp 0.61 offered none of their "
+            "tools (tests/test_caller_tools_contract.py)",
             Param.functions: FUNCTIONS_SERVED,
             Param.images: "ACP image content blocks are not sent yet",
             Param.files: FILES_INLINED,

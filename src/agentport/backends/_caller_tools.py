@@ -17,7 +17,7 @@ from typing import Any
 from ..core import BackendCapability, CompletionConfig, McpServer, Param, ParamSupport
 from ._spec import CliCall
 
-__all__ = ["caller_tools", "mcp_json", "system_settings", "write_private"]
+__all__ = ["acp_server", "caller_tools", "mcp_json", "system_settings", "write_private"]
 
 
 @contextlib.asynccontextmanager
@@ -79,3 +79,19 @@ def system_settings(call: CliCall, variable: str, default: str) -> Path:
         timeout_ms = int(server.timeout_s * 1000)
         servers[server.name] = {**entry, "timeout": timeout_ms, "trust": True}
     return write_private(call.run_dir / "system-settings.json", base | {"mcpServers": servers})
+
+
+def acp_server(server: McpServer) -> dict[str, Any]:
+    """*server* in the Agent Client Protocol's `McpServer` shape (`session/new`): stdio
+    `{name, command, args, env: [{name, value}]}`, HTTP `{type: "http", name, url,
+    headers: [{name, value}]}`."""
+    if server.url is not None:
+        headers = [{"name": k, "value": v} for k, v in server.plain_headers().items()]
+        return {"type": "http", "name": server.name, "url": server.url, "headers": headers}
+    env = [{"name": k, "value": v} for k, v in server.plain_env().items()]
+    return {
+        "name": server.name,
+        "command": server.command,
+        "args": list(server.args),
+        "env": env,
+    }

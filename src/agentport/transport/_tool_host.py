@@ -20,7 +20,7 @@ import hmac
 import inspect
 import secrets
 import socket
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import anyio
@@ -82,6 +82,20 @@ class _Bearer:
         await self.app(scope, receive, send)
 
 
+def _quiet_server_class() -> Any:
+    import uvicorn
+
+    class QuietServer(uvicorn.Server):
+        """A uvicorn server that leaves the process's signal handlers alone: it serves one
+        call inside the caller's program, whose Ctrl+C is its own."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    return QuietServer
+
+
 @contextlib.asynccontextmanager
 async def serve_functions(functions: Sequence[ToolFunction]) -> AsyncIterator[McpServer]:
     """Serve *functions* (annotated callables; `CompletionConfig.functions`) as the MCP
@@ -119,8 +133,7 @@ async def serve_functions(functions: Sequence[ToolFunction]) -> AsyncIterator[Mc
         access_log=False,
         timeout_graceful_shutdown=2,
     )
-    web = uvicorn.Server(config)
-    web.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    web = _quiet_server_class()(config)
     stopped = anyio.Event()
 
     async def run() -> None:
@@ -133,7 +146,8 @@ async def serve_functions(functions: Sequence[ToolFunction]) -> AsyncIterator[Mc
         group.start_soon(run)
         try:
             with anyio.fail_after(10):
-                while not web.started and not stopped.is_set():
+                # uvicorn says it is listening only through this flag
+                while not web.started and not stopped.is_set():  # noqa: ASYNC110
                     await anyio.sleep(0.01)
             if stopped.is_set():
                 raise RuntimeError("the functions MCP server did not start")
