@@ -29,6 +29,8 @@ ToolFunction = Callable[..., Any]
 # Server names become parts of tool names (`mcp__<server>__<tool>` in claude, a TOML key in
 # codex's `-c mcp_servers.<name>`, a JSON key elsewhere): one safe spelling everywhere.
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,39}$")
+# a function's name is its tool's name (a Python identifier, as MCP tool names allow)
+_FUNCTION = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
 
 class McpServer(BaseModel):
@@ -104,7 +106,7 @@ def check_function(fn: Any) -> str:
     if not callable(fn):
         raise ValueError(f"functions: {fn!r} is not callable")
     name = getattr(fn, "__name__", "")
-    if not _NAME.match(name) or name == "<lambda>":
+    if not _FUNCTION.match(name):
         raise ValueError(f"functions: {fn!r} needs a plain name (a def, not a lambda)")
     try:
         signature = inspect.signature(fn)
