@@ -108,7 +108,8 @@ async def main() -> None:
     args = parser.parse_args()
     os.environ[ALLOW_ENV] = "1"
     print(
-        f"{'cli':8} {'mode':10} {'call s':>8} {'first request s':>16}  ({args.servers} user servers)"
+        f"{'cli':8} {'mode':10} {'call s':>8} {'first request s':>16}"
+        f"  ({args.servers} user servers)"
     )
     for name in ("claude", "gemini"):
         exe = _bin(name)
