@@ -41,7 +41,7 @@ pytestmark = [
     ),
 ]
 
-CLIS = ("claude", "codex", "gemini", "qwen")
+CLIS = ("claude", "codex", "gemini", "qwen", "opencode")
 
 # a stdio MCP server with one tool, planted in the user's own CLI configuration
 PLANTED = '''
@@ -106,6 +106,13 @@ def _setup(
         settings = {"mcpServers": {"planted": {**planted, "trust": True}}}
         (home / ".qwen" / "settings.json").write_text(json.dumps(settings))
         return {"base_url": server.openai_base_url, "api_key": "test-key", "max_retries": 0}
+    if name == "opencode":
+        (home / ".config" / "opencode").mkdir(parents=True, exist_ok=True)
+        local = {"type": "local", "command": [planted["command"], *planted["args"]],
+                 "environment": planted["env"], "enabled": True}  # fmt: skip
+        settings = {"mcp": {"planted": local}}
+        (home / ".config" / "opencode" / "opencode.json").write_text(json.dumps(settings))
+        return {"base_url": server.openai_base_url, "api_key": "test-key"}
     raise AssertionError(name)
 
 

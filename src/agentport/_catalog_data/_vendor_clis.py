@@ -243,11 +243,13 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=T, sandbox=T, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=I,
             images=N, files=T,
-            mcp_servers=I, functions=I,
+            mcp_servers=N, functions=T,
         ),
         notes={
-            Param.mcp_servers: MCP_NOT_WIRED,
-            Param.functions: FUNCTIONS_NO_MCP,
+            Param.mcp_servers: "mcp in the run's OPENCODE_CONFIG_CONTENT, every server of the "
+            "user's and the folder's config turned off (enabled: false); their tools "
+            "(<server>_*) allowed in the run's permission rules",
+            Param.functions: FUNCTIONS_SERVED,
             Param.images: "--file=<file> per image; with base_url the run's model entry takes "
             "images (modalities)",
             Param.files: FILES_INLINED,
