@@ -28,6 +28,7 @@ def test_top_level_exports() -> None:
             "FilePart",
             "ImagePart",
             "LLMAdapter",
+            "McpServer",
             "Message",
             "MessageRole",
             "Param",
@@ -83,6 +84,7 @@ IMPORT_SET = [
     "agentport.core._config",
     "agentport.core._errors",
     "agentport.core._events",
+    "agentport.core._mcp_servers",
     "agentport.core._messages",
     "agentport.core._parts",
     "agentport.core._printable",  # the one terminal sanitiser, exported by core

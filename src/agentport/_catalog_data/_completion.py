@@ -6,7 +6,7 @@ Part of `agentport.catalog` (the single source of truth); import from there.
 from __future__ import annotations
 
 from ..core import BackendCapability, BackendKind, Billing, Param
-from ._support import FILES_INLINED, I, N, T, params
+from ._support import FILES_INLINED, MCP_COMPLETION, I, N, T, params
 
 ENTRIES: tuple[BackendCapability, ...] = (
     BackendCapability(
@@ -23,8 +23,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=N, max_turns=I, streaming=I, session_resume=I,
             cwd=I, web_search=I,
             images=I, files=T,
+            mcp_servers=I, functions=I,
         ),
         notes={
+            Param.mcp_servers: MCP_COMPLETION,
+            Param.functions: MCP_COMPLETION,
             Param.images: "scripted replies: images are not looked at",
             Param.files: FILES_INLINED,
             Param.output_schema: "replies are validated against the schema",
@@ -46,8 +49,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=N, max_turns=I, streaming=N, session_resume=N,
             cwd=I, web_search=I,
             images=I, files=T,
+            mcp_servers=I, functions=I,
         ),
         notes={
+            Param.mcp_servers: MCP_COMPLETION,
+            Param.functions: MCP_COMPLETION,
             Param.images: "echoes the text only",
             Param.files: FILES_INLINED,
             Param.output_schema: "the echoed text is validated against the schema",
@@ -70,8 +76,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=N, max_turns=I, streaming=I, session_resume=I,
             cwd=I, web_search=I,
             images=N, files=T,
+            mcp_servers=I, functions=I,
         ),
         notes={
+            Param.mcp_servers: MCP_COMPLETION,
+            Param.functions: MCP_COMPLETION,
             Param.images: "image_url parts with base64 data URLs (the Chat Completions vision "
             "input)",
             Param.files: FILES_INLINED,
@@ -107,8 +116,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=N, max_turns=I, streaming=I, session_resume=I,
             cwd=I, web_search=I,
             images=N, files=T,
+            mcp_servers=I, functions=I,
         ),
         notes={
+            Param.mcp_servers: MCP_COMPLETION,
+            Param.functions: MCP_COMPLETION,
             Param.images: "image_url parts with base64 data URLs; LiteLLM converts them per "
             "provider",
             Param.files: FILES_INLINED,
@@ -146,8 +158,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=N, max_turns=I, streaming=I, session_resume=I,
             cwd=I, web_search=I,
             images=I, files=T,
+            mcp_servers=I, functions=I,
         ),
         notes={
+            Param.mcp_servers: MCP_COMPLETION,
+            Param.functions: MCP_COMPLETION,
             Param.images: "the embedded model has no vision projector",
             Param.files: FILES_INLINED,
             Param.reasoning_effort: "llama.cpp has no reasoning setting",

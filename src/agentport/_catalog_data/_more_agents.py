@@ -6,7 +6,18 @@ Part of `agentport.catalog` (the single source of truth); import from there.
 from __future__ import annotations
 
 from ..core import BackendCapability, BackendKind, Billing, Param
-from ._support import FILES_INLINED, IMAGES_UNVERIFIED, OWN_WEB, I, N, T, params
+from ._support import (
+    FILES_INLINED,
+    FUNCTIONS_NO_MCP,
+    FUNCTIONS_SERVED,
+    IMAGES_UNVERIFIED,
+    MCP_NOT_WIRED,
+    OWN_WEB,
+    I,
+    N,
+    T,
+    params,
+)
 
 ENTRIES: tuple[BackendCapability, ...] = (
     BackendCapability(
@@ -33,8 +44,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=I, max_turns=N, streaming=I, session_resume=I,
             cwd=N, web_search=I,
             images=I, files=T,
+            mcp_servers=I, functions=I,
         ),
         notes={
+            Param.mcp_servers: MCP_NOT_WIRED,
+            Param.functions: FUNCTIONS_NO_MCP,
             Param.images: IMAGES_UNVERIFIED,
             Param.files: FILES_INLINED,
             Param.reasoning_effort: "the CLI has no reasoning flag",
@@ -85,8 +99,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=T, sandbox=T, max_turns=N, streaming=N, session_resume=N,
             cwd=N, web_search=I,
             images=I, files=T,
+            mcp_servers=I, functions=I,
         ),
         notes={
+            Param.mcp_servers: MCP_NOT_WIRED,
+            Param.functions: FUNCTIONS_NO_MCP,
             Param.images: IMAGES_UNVERIFIED,
             Param.files: FILES_INLINED,
             Param.reasoning_effort: "not run here (no binary); no reasoning flag is documented",
@@ -132,8 +149,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=T, max_turns=I, streaming=T, session_resume=N,
             cwd=N, web_search=I,
             images=I, files=T,
+            mcp_servers=I, functions=I,
         ),
         notes={
+            Param.mcp_servers: MCP_NOT_WIRED,
+            Param.functions: FUNCTIONS_NO_MCP,
             Param.images: IMAGES_UNVERIFIED,
             Param.files: FILES_INLINED,
             Param.reasoning_effort: "not run here (no binary); no reasoning flag is documented",
@@ -179,8 +199,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=T, sandbox=T, max_turns=I, streaming=N, session_resume=N,
             cwd=N, web_search=I,
             images=I, files=T,
+            mcp_servers=I, functions=I,
         ),
         notes={
+            Param.mcp_servers: MCP_NOT_WIRED,
+            Param.functions: FUNCTIONS_NO_MCP,
             Param.images: IMAGES_UNVERIFIED,
             Param.files: FILES_INLINED,
             Param.reasoning_effort: "not run here (no binary); no reasoning flag is documented",
@@ -231,8 +254,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=I, sandbox=I, max_turns=T, streaming=I, session_resume=I,
             cwd=N, web_search=I,
             images=I, files=T,
+            mcp_servers=I, functions=I,
         ),
         notes={
+            Param.mcp_servers: MCP_NOT_WIRED,
+            Param.functions: FUNCTIONS_NO_MCP,
             Param.images: IMAGES_UNVERIFIED,
             Param.files: FILES_INLINED,
             Param.reasoning_effort: "grok-cli 0.0.34 has no reasoning flag",
@@ -284,8 +310,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=I, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=I,
             images=I, files=T,
+            mcp_servers=I, functions=I,
         ),
         notes={
+            Param.mcp_servers: MCP_NOT_WIRED,
+            Param.functions: FUNCTIONS_NO_MCP,
             Param.images: "not sent: gjc's source has @<file> images, but no real gjc has run "
             "them here",
             Param.files: FILES_INLINED,
@@ -336,8 +365,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=I, sandbox=T, max_turns=I, streaming=I, session_resume=N,
             cwd=N, web_search=I,
             images=I, files=T,
+            mcp_servers=I, functions=I,
         ),
         notes={
+            Param.mcp_servers: MCP_NOT_WIRED,
+            Param.functions: FUNCTIONS_NO_MCP,
             Param.images: IMAGES_UNVERIFIED,
             Param.files: FILES_INLINED,
             Param.reasoning_effort: "the CLI has no reasoning flag",
@@ -383,8 +415,13 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=T, sandbox=T, max_turns=I, streaming=N, session_resume=N,
             cwd=N, web_search=I,
             images=I, files=T,
+            mcp_servers=N, functions=T,
         ),
         notes={
+            Param.mcp_servers: "session/new mcpServers (the call's servers replace the mcp_servers "
+            "option); the agent decides what it loads: gemini --acp 0.61 offered none of their "
+            "tools (tests/test_caller_tools_contract.py)",
+            Param.functions: FUNCTIONS_SERVED,
             Param.images: "ACP image content blocks are not sent yet",
             Param.files: FILES_INLINED,
             Param.reasoning_effort: "ACP has no reasoning parameter",

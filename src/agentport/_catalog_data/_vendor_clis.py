@@ -6,7 +6,17 @@ Part of `agentport.catalog` (the single source of truth); import from there.
 from __future__ import annotations
 
 from ..core import BackendCapability, BackendKind, Billing, Param
-from ._support import FILES_INLINED, OWN_WEB, I, N, T, params
+from ._support import (
+    FILES_INLINED,
+    FUNCTIONS_NO_MCP,
+    FUNCTIONS_SERVED,
+    MCP_NOT_WIRED,
+    OWN_WEB,
+    I,
+    N,
+    T,
+    params,
+)
 
 ENTRIES: tuple[BackendCapability, ...] = (
     BackendCapability(
@@ -36,8 +46,12 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=T, max_turns=N, streaming=N, session_resume=N,
             cwd=N, web_search=N,
             images=N, files=T,
+            mcp_servers=N, functions=T,
         ),
         notes={
+            Param.mcp_servers: "--mcp-config FILE (in the run's folder) and --strict-mcp-config; "
+            "the servers' tools added to --allowedTools (mcp__<server>)",
+            Param.functions: FUNCTIONS_SERVED,
             Param.images: "base64 image blocks in a stream-json user message "
             "(--input-format=stream-json)",
             Param.files: FILES_INLINED,
@@ -97,8 +111,12 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=T, sandbox=N, max_turns=I, streaming=N, session_resume=N,
             cwd=N, web_search=N,
             images=N, files=T,
+            mcp_servers=N, functions=T,
         ),
         notes={
+            Param.mcp_servers: "-c mcp_servers={...}: the whole table, so no server of the user's "
+            "config.toml is loaded",
+            Param.functions: FUNCTIONS_SERVED,
             Param.images: "--image=<file> per image (written to the run's folder): input_image "
             "parts",
             Param.files: FILES_INLINED,
@@ -164,8 +182,13 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=T, sandbox=T, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=N,
             images=N, files=T,
+            mcp_servers=N, functions=T,
         ),
         notes={
+            Param.mcp_servers: "mcpServers in a per-run system settings file "
+            "(GEMINI_CLI_SYSTEM_SETTINGS_PATH), --allowed-mcp-server-names=<those>, and "
+            "their tools allowed in the per-run policy",
+            Param.functions: FUNCTIONS_SERVED,
             Param.images: "@<file> references in the prompt, their folder added with "
             "--include-directories: inline data parts",
             Param.files: FILES_INLINED,
@@ -220,8 +243,13 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=T, sandbox=T, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=I,
             images=N, files=T,
+            mcp_servers=N, functions=T,
         ),
         notes={
+            Param.mcp_servers: "mcp in the run's OPENCODE_CONFIG_CONTENT, every server of the "
+            "user's and the folder's config turned off (enabled: false); their tools "
+            "(<server>_*) allowed in the run's permission rules",
+            Param.functions: FUNCTIONS_SERVED,
             Param.images: "--file=<file> per image; with base_url the run's model entry takes "
             "images (modalities)",
             Param.files: FILES_INLINED,
@@ -278,8 +306,12 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=T, max_turns=N, streaming=N, session_resume=I,
             cwd=N, web_search=I,
             images=N, files=T,
+            mcp_servers=N, functions=T,
         ),
         notes={
+            Param.mcp_servers: "mcpServers in a per-run system settings file "
+            "(QWEN_CODE_SYSTEM_SETTINGS_PATH) and --allowed-mcp-server-names=<those>",
+            Param.functions: FUNCTIONS_SERVED,
             Param.images: "@<file> references (as gemini); with base_url the run's model is "
             "marked image-capable (generationConfig.modalities)",
             Param.files: FILES_INLINED,
@@ -334,8 +366,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=I, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=I,
             images=N, files=T,
+            mcp_servers=I, functions=I,
         ),
         notes={
+            Param.mcp_servers: "pi has no MCP client",
+            Param.functions: FUNCTIONS_NO_MCP,
             Param.images: "@<file> arguments; with base_url the models.json model lists image "
             "input",
             Param.files: FILES_INLINED,
@@ -387,8 +422,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=T, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=I,
             images=N, files=T,
+            mcp_servers=I, functions=I,
         ),
         notes={
+            Param.mcp_servers: MCP_NOT_WIRED,
+            Param.functions: FUNCTIONS_NO_MCP,
             Param.images: "--attachment=<file> per image",
             Param.files: FILES_INLINED,
             Param.reasoning_effort: "--reasoning-effort low|medium|high",

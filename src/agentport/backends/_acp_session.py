@@ -35,6 +35,7 @@ from ..core import (
 from ..transport import DEFAULT_MAX_LINE_BYTES, child_env
 from ._acp_rpc import PROTOCOL_VERSION, AgentConnection, RpcFailure
 from ._acp_wire import choose_option, decode_update, permission_allowed, usage_of
+from ._caller_tools import acp_server
 from ._endstate import ToolLedger, refusal_error
 from ._policy import inherit_env
 from ._spec import text_after_last_tool
@@ -200,10 +201,18 @@ class Session:
         caps = self.init.get("agentCapabilities")
         return caps if isinstance(caps, dict) else {}
 
+    def _servers(self, config: CompletionConfig) -> list[Any]:
+        """The `mcpServers` of `session/new` / `session/load`: the call's own servers
+        (`CompletionConfig.mcp_servers`, its served functions among them) when it names any,
+        else the `mcp_servers` option (ACP's own shape, passed as given)."""
+        if config.mcp_servers:
+            return [acp_server(s) for s in config.mcp_servers]
+        return list(self.options.get("mcp_servers", []))
+
     async def _new(self, config: CompletionConfig) -> None:
         assert self.agent is not None
         assert self.cwd is not None
-        params = {"cwd": str(self.cwd), "mcpServers": list(self.options.get("mcp_servers", []))}
+        params = {"cwd": str(self.cwd), "mcpServers": self._servers(config)}
         try:
             answer = await self.agent.request(
                 "session/new", params, limit_s=config.startup_timeout_s, which="startup"
@@ -243,7 +252,7 @@ class Session:
                 {
                     "sessionId": session_id,
                     "cwd": str(self.cwd),
-                    "mcpServers": list(self.options.get("mcp_servers", [])),
+                    "mcpServers": self._servers(config),
                 },
                 limit_s=config.startup_timeout_s,
                 which="startup",

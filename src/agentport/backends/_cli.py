@@ -65,6 +65,7 @@ from ..transport import (
     run_process,
 )
 from ..transport._live import LiveProcess
+from ._caller_tools import caller_tools
 from ._cli_warm import Launch, finish, run_turn
 from ._endstate import (
     DEFAULT_ERROR_GRACE_S,
@@ -144,9 +145,12 @@ class CliAdapter:
     def _warm_size(self, call: CliCall) -> int:
         """Idle processes to keep for this call (0: a process of its own, cold): the spec
         must say how one process serves many calls and that this call fits one, and a
-        resumed session runs cold."""
+        resumed session runs cold, and so does a call with MCP servers of its own (their
+        config is the call's: a kept process would serve the next call with them)."""
         warm = self.spec.warm
         if warm is None or call.session_id is not None or not warm.fits(call):
+            return 0
+        if call.config.mcp_servers:
             return 0
         return pool_size(self.warm)
 
@@ -179,8 +183,15 @@ class CliAdapter:
         config: CompletionConfig | None = None,
         sink: Sink | None = None,
     ) -> Result[CompletionResponse, ProviderError]:
-        """`complete`, also handing every decoded event to *sink* as it arrives."""
+        """`complete`, also handing every decoded event to *sink* as it arrives; the call's
+        `functions` are served for its length (`caller_tools`)."""
         config = merge_config(config, self.default_config)
+        async with caller_tools(self.capability, config) as served:
+            return await self._run(messages, served, sink)
+
+    async def _run(
+        self, messages: Sequence[Message], config: CompletionConfig, sink: Sink | None
+    ) -> Result[CompletionResponse, ProviderError]:
         deadline = time.monotonic() + config.attempt_budget_s  # re-prompts share it
         prepared = prepare_messages(self.capability, messages, config)
         if isinstance(prepared, Failure):

@@ -66,6 +66,7 @@ from ..transport import (
 from ._acp_rpc import PROTOCOL_VERSION
 from ._acp_session import Session, agent_env
 from ._acp_wire import absolute_cwd, decode_update, permission_allowed, prompt_text, schema_or_plain
+from ._caller_tools import caller_tools
 from ._endstate import with_progress
 
 __all__ = [
@@ -130,14 +131,16 @@ class AcpAdapter:
         self, messages: Sequence[Message], config: CompletionConfig | None = None
     ) -> Result[CompletionResponse, ProviderError]:
         config = merge_config(config, self.default_config)
-        return await schema_or_plain(
-            self.capability, messages, config, lambda convo: self._once(convo, config)
-        )
+        async with caller_tools(self.capability, config) as served:
+            return await schema_or_plain(
+                self.capability, messages, served, lambda convo: self._once(convo, served)
+            )
 
     async def _once(
         self, messages: Sequence[Message], config: CompletionConfig
     ) -> Result[CompletionResponse, ProviderError]:
-        pool = self.warm_pool()
+        # a kept agent's session has the MCP servers of the call that opened it
+        pool = None if config.mcp_servers else self.warm_pool()
         session: Session | None = None
         result: Result[CompletionResponse, ProviderError] = Failure(
             ProviderError(ErrorKind.timeout, f"still running after {config.total_timeout_s:g}s",
@@ -347,7 +350,15 @@ class AcpRuntime:
                 timeout="total", backend=self.capability.name,
             ))  # fmt: skip
 
-        result = await schema_or_plain(self.capability, messages, config, once)
+        if config.functions:  # the session outlives a turn; a turn's server would not
+            result: Result[CompletionResponse, ProviderError] = Failure(ProviderError(
+                ErrorKind.unsupported,
+                "functions on an ACP runtime: use complete() (one session per call), or "
+                "serve them yourself and pass mcp_servers",
+                backend=self.capability.name, retryable=False, request_sent=False,
+            ))  # fmt: skip
+        else:
+            result = await schema_or_plain(self.capability, messages, config, once)
         if isinstance(result, Failure):
             error = result.failure()
             if isinstance(error, ProviderError) and error.kind in (

@@ -37,6 +37,7 @@ from ..core import (
     Usage,
 )
 from ..structured import schema_dict
+from ._caller_tools import mcp_json, write_private
 from ._classify import kind_from_status, kind_from_text
 from ._policy import endpoint_passthrough, refuse
 from ._spec import (
@@ -113,11 +114,28 @@ def tool_flags(tools: ToolPolicy, *, web: bool = False) -> list[str]:
     return flags
 
 
+def mcp_flags(call: CliCall) -> list[str]:
+    """The call's own MCP servers (`CompletionConfig.mcp_servers`, its served `functions`
+    among them): `--mcp-config=FILE` (an `mcpServers` file in the run's private folder, so
+    no two calls share one) with `--strict-mcp-config` (no server of the user's or a
+    project's configuration is loaded), and `--allowedTools=mcp__<server>` for each: the
+    caller named them, so their tools run without a permission prompt (headless, an
+    unapproved tool call is refused). None: no flags."""
+    servers = call.config.mcp_servers
+    if not servers:
+        return []
+    doc = {"mcpServers": {s.name: mcp_json(s) for s in servers}}
+    path = write_private(call.run_dir / "mcp-servers.json", doc)
+    allowed = ",".join(f"mcp__{s.name}" for s in servers)
+    return [f"--mcp-config={path}", "--strict-mcp-config", f"--allowedTools={allowed}"]
+
+
 def build(call: CliCall) -> Invocation:
     """argv: `claude -p --output-format stream-json --verbose [--model=M] [--effort=E]
-    [--append-system-prompt=S] [--json-schema=J] [--max-turns=N] [tool flags] [--resume=ID]`
-    (`tool_flags`; `=` forms so no caller text can become a flag, and the variadic tool
-    flags cannot swallow anything); the prompt goes through stdin."""
+    [--append-system-prompt=S] [--json-schema=J] [--max-turns=N] [tool flags] [MCP flags]
+    [--resume=ID]` (`tool_flags`, `mcp_flags`; `=` forms so no caller text can become a
+    flag, and the variadic tool flags cannot swallow anything); the prompt goes through
+    stdin."""
     opts, config = call.options, call.config
     argv = [call.executable, "-p", "--output-format", "stream-json", "--verbose"]
     if opts.get("bare"):
@@ -134,6 +152,7 @@ def build(call: CliCall) -> Invocation:
     if config.max_turns is not None:
         argv.append(f"--max-turns={config.max_turns}")
     argv += tool_flags(config.tools, web=config.web_search)
+    argv += mcp_flags(call)
     if call.session_id:
         argv.append(f"--resume={call.session_id}")
     argv += [str(a) for a in opts.get("extra_args", ())]
@@ -144,6 +163,8 @@ def build(call: CliCall) -> Invocation:
         env["ANTHROPIC_API_KEY"] = str(opts["api_key"])
     # agentport owns retries: claude's own are off unless `max_retries` says
     env["CLAUDE_CODE_MAX_RETRIES"] = str(opts.get("max_retries", 0))
+    if config.mcp_servers:  # how long claude waits for a server to start, in ms
+        env["MCP_TIMEOUT"] = str(int(max(s.timeout_s for s in config.mcp_servers) * 1000))
     stdin = call.prompt.encode("utf-8")
     if call.images:  # content blocks need the stream-json input: one user message
         argv.insert(2, "--input-format=stream-json")

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ from ..core import (
     EndSignal,
     ErrorKind,
     EventType,
+    McpServer,
     ProviderError,
     Sandbox,
     ToolPolicy,
@@ -111,6 +114,85 @@ def tool_flags(tools: ToolPolicy, web_search: bool = False) -> list[str]:
     return flags
 
 
+def mcp_settings(servers: Sequence[McpServer]) -> tuple[list[str], dict[str, str]]:
+    """The call's MCP servers as ONE `-c mcp_servers={...}`: the whole table, so no server
+    of the user's `config.toml` is loaded (strict), and the child's environment that carries
+    their secrets: argv is readable by every local user (`/proc/PID/cmdline`), so a stdio
+    server's `env` is forwarded by name (`env_vars`) and an HTTP server's headers come from
+    variables (`env_http_headers`). Each server is `required` (codex waits for it before the
+    first model request) and its tools are approved (`default_tools_approval_mode`): the
+    caller named them, and headless nothing can answer a prompt. No servers: no flags."""
+    if not servers:
+        return [], {}
+    env: dict[str, str] = {}
+    entries = []
+    for server in servers:
+        fields = [
+            "required = true",
+            f"startup_timeout_sec = {_toml(server.timeout_s)}",
+            'default_tools_approval_mode = "approve"',
+        ]
+        if server.url is not None:
+            fields.append(f"url = {_toml(server.url)}")
+            headers = []
+            for number, (header, value) in enumerate(server.plain_headers().items()):
+                variable = f"AGENTPORT_MCP_{server.name.upper().replace('-', '_')}_{number}"
+                env[variable] = value
+                headers.append(f"{_toml(header)} = {_toml(variable)}")
+            fields.append(f"env_http_headers = {{{', '.join(headers)}}}")
+        else:
+            fields.append(f"command = {_toml(server.command)}")
+            fields.append(f"args = [{', '.join(_toml(a) for a in server.args)}]")
+            for key, value in server.plain_env().items():
+                if env.get(key, value) != value:
+                    raise ProviderError(
+                        ErrorKind.unsupported,
+                        f"codex: two MCP servers set {key} to different values (codex "
+                        "forwards a server's env by name from its own environment)",
+                        retryable=False, request_sent=False,
+                    )  # fmt: skip
+                env[key] = value
+            fields.append(f"env_vars = [{', '.join(_toml(k) for k in server.env)}]")
+        entries.append(f"{_toml(server.name)} = {{{', '.join(fields)}}}")
+    return ["-c", f"mcp_servers={{{', '.join(entries)}}}"], env
+
+
+def user_servers_off(call: CliCall) -> list[str]:
+    """`-c mcp_servers.<name>.enabled=false` for every MCP server of the user's
+    `<CODEX_HOME>/config.toml` and the working folder's `.codex/config.toml` that the call
+    did not name, when the call names servers of its own or allows no tools: codex merges a
+    `-c mcp_servers={...}` into the configured table instead of replacing it (measured on
+    codex-cli 0.171.0), so each one is turned off by name. Raises `unsupported` for a name
+    a `-c` path cannot spell (codex splits the path at dots)."""
+    config = call.config
+    if not config.mcp_servers and config.tools.allowed_tools != ():
+        return []
+    user_env = dict(call.options.get("env") or {})
+    home = call.options.get("home") or user_env.get("CODEX_HOME") or os.environ.get("CODEX_HOME")
+    if not home:
+        base = user_env.get("HOME") or os.environ.get("HOME") or str(Path.home())
+        home = str(Path(base) / ".codex")
+    named = {s.name for s in config.mcp_servers}
+    flags: list[str] = []
+    for path in (Path(str(home)) / "config.toml", call.cwd / ".codex" / "config.toml"):
+        try:
+            with path.open("rb") as handle:
+                table = tomllib.load(handle).get("mcp_servers")
+        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+            continue
+        for name in table if isinstance(table, dict) else ():
+            if name in named or f"mcp_servers.{name}.enabled=false" in flags:
+                continue
+            if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
+                raise ProviderError(
+                    ErrorKind.unsupported,
+                    f"codex: cannot turn off the MCP server {name!r} of {path} for this call",
+                    retryable=False, request_sent=False,
+                )  # fmt: skip
+            flags += ["-c", f"mcp_servers.{name}.enabled=false"]
+    return flags
+
+
 def _catalog_path(call: CliCall) -> Path | None:
     """Where `prepare` writes the rewritten model catalog, or None when the call needs none
     (`ToolPolicy.cli_defaults()` without web search: codex's own catalog and tools)."""
@@ -153,10 +235,11 @@ def settings(call: CliCall, *, app_server: bool = False) -> tuple[list[str], Inv
     `exec` implies: nothing may wait on an approval)."""
     opts = call.options
     flags = tool_flags(call.config.tools, call.config.web_search)
+    servers, env = mcp_settings(call.config.mcp_servers)
+    flags += servers + user_servers_off(call)
     if app_server:
         mode = flags[0].removeprefix("--sandbox=")
         flags[:1] = ["-c", f"sandbox_mode={_toml(mode)}", "-c", 'approval_policy="never"']
-    env: dict[str, str] = {}
     passthrough: tuple[str, ...] = _PASSTHROUGH
     if call.config.model:
         model = call.config.model

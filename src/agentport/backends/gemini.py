@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from ..core import (
@@ -36,6 +37,7 @@ from ..core import (
     ToolPolicy,
     Usage,
 )
+from ._caller_tools import system_settings
 from ._classify import kind_from_status, kind_from_text
 from ._policy import endpoint_passthrough, refuse
 from ._retry_notice import stderr_notice
@@ -115,6 +117,18 @@ def policy_toml(tools: ToolPolicy, *, web: bool = False) -> str | None:
     return "\n".join(rules)
 
 
+SYSTEM_SETTINGS_ENV = "GEMINI_CLI_SYSTEM_SETTINGS_PATH"
+
+
+def mcp_allow_rules(servers: Sequence[str]) -> list[str]:
+    """Policy rules that allow every tool of the call's own MCP servers (`mcpName`: all the
+    server's tools), above the deny-all rule of `policy_toml`: the caller named them."""
+    return [
+        f'\n[[rule]]\nmcpName = {json.dumps(name)}\ndecision = "allow"\npriority = 999\n'
+        for name in servers
+    ]
+
+
 def build(call: CliCall) -> Invocation:
     """argv: `gemini --output-format stream-json --skip-trust [--model=M]
     [--approval-mode=A]`; the prompt goes through stdin. The sandbox picks the approval mode
@@ -133,14 +147,21 @@ def build(call: CliCall) -> Invocation:
     if approval:
         argv.append(f"--approval-mode={approval}")
     policy = policy_toml(config.tools, web=config.web_search)
+    servers = [s.name for s in config.mcp_servers]
     if policy is not None:
+        policy += "".join(mcp_allow_rules(servers))
         path = call.run_dir / "agentport-policy.toml"
         path.write_text(policy, encoding="utf-8")
-        argv += [f"--policy={path}", f"--allowed-mcp-server-names={_NO_SERVER}"]
+        argv.append(f"--policy={path}")
+    if policy is not None or servers:
+        argv.append(f"--allowed-mcp-server-names={','.join(servers) or _NO_SERVER}")
     argv += [str(a) for a in opts.get("extra_args", ())]
     prompt, workspace = at_prompt(call)  # `@` escaped; images as `@path`
     argv += workspace
     env: dict[str, str] = {}
+    if servers:
+        path = system_settings(call, SYSTEM_SETTINGS_ENV, "/etc/gemini-cli/settings.json")
+        env[SYSTEM_SETTINGS_ENV] = str(path)
     if opts.get("base_url"):
         env["GOOGLE_GEMINI_BASE_URL"] = str(opts["base_url"]).rstrip("/")
     if "api_key" in opts:

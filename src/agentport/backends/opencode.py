@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from pathlib import Path
 from typing import Any
 
 from ..core import (
@@ -149,6 +150,62 @@ def permissions(tools: ToolPolicy) -> dict[str, str] | None:
     return rules
 
 
+def _user_mcp_names(call: CliCall) -> list[str]:
+    """Names of the MCP servers in the user's opencode config files (`~/.config/opencode/
+    opencode.json[c]`, the file `OPENCODE_CONFIG` names) and the working folder's
+    `opencode.json[c]`. Raises `unsupported` when a file mentions `mcp` but cannot be read
+    as JSON (with `//` line comments): its servers could not be turned off."""
+    user_env = dict(call.options.get("env") or {})
+    home = Path(user_env.get("HOME") or os.environ.get("HOME") or Path.home())
+    xdg = user_env.get("XDG_CONFIG_HOME") or os.environ.get("XDG_CONFIG_HOME")
+    base = (Path(xdg) if xdg else home / ".config") / "opencode"
+    files = [base / "opencode.json", base / "opencode.jsonc", base / "config.json"]
+    files += [call.cwd / "opencode.json", call.cwd / "opencode.jsonc"]
+    explicit = user_env.get("OPENCODE_CONFIG") or os.environ.get("OPENCODE_CONFIG")
+    files += [Path(explicit).expanduser()] if explicit else []
+    names: list[str] = []
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        try:
+            table = json.loads(re.sub(r"(?m)^\s*//.*$", "", text)).get("mcp")
+        except (ValueError, AttributeError):
+            if '"mcp"' not in text:
+                continue
+            raise ProviderError(
+                ErrorKind.unsupported,
+                f"opencode: cannot read the MCP servers of {path} to turn them off",
+                retryable=False, request_sent=False,
+            ) from None  # fmt: skip
+        names += [n for n in (table if isinstance(table, dict) else ()) if n not in names]
+    return names
+
+
+def mcp_config(call: CliCall) -> dict[str, Any]:
+    """The `mcp` table of the run's config: the call's own servers (`local` with `command`
+    and `environment`, `remote` with `url` and `headers`), and every server of the user's
+    and the folder's config turned off (`enabled: false`): strict. The config travels in the
+    child's environment (`OPENCODE_CONFIG_CONTENT`), never in argv. Empty when the call
+    names no server."""
+    servers = call.config.mcp_servers
+    if not servers:
+        return {}
+    table: dict[str, Any] = {name: {"enabled": False} for name in _user_mcp_names(call)}
+    for server in servers:
+        timeout = int(server.timeout_s * 1000)
+        if server.url is not None:
+            table[server.name] = {"type": "remote", "url": server.url,
+                                  "headers": server.plain_headers(), "enabled": True,
+                                  "timeout": timeout}  # fmt: skip
+        else:
+            table[server.name] = {"type": "local", "command": [server.command, *server.args],
+                                  "environment": server.plain_env(), "enabled": True,
+                                  "timeout": timeout}  # fmt: skip
+    return table
+
+
 def build(call: CliCall) -> Invocation:
     """argv: `opencode run --format json [-m=PROVIDER/MODEL] [--agent=A]`; the message goes
     through stdin; a per-run config goes in `OPENCODE_CONFIG_CONTENT` (nothing written to the
@@ -174,6 +231,11 @@ def build(call: CliCall) -> Invocation:
         "share": "disabled",
     }
     rules = permissions(call.config.tools)
+    servers = mcp_config(call)
+    if servers:
+        config["mcp"] = servers
+        if rules is not None:  # the call's servers are a grant: their tools `<server>_*`
+            rules |= {f"{s.name}_*": "allow" for s in call.config.mcp_servers}
     if rules is not None:
         config["permission"] = rules
         agents = (*_AGENTS, str(opts["agent"])) if opts.get("agent") else _AGENTS

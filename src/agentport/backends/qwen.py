@@ -44,6 +44,7 @@ from ..core import (
     Usage,
 )
 from ..structured import schema_dict
+from ._caller_tools import system_settings
 from ._classify import kind_from_status, kind_from_text
 from ._node import blocking_stdio_env
 from ._policy import endpoint_passthrough
@@ -120,6 +121,9 @@ _ALL_TOOLS = (
 )  # fmt: skip
 
 
+SYSTEM_SETTINGS_ENV = "QWEN_CODE_SYSTEM_SETTINGS_PATH"
+
+
 def tool_flags(tools: ToolPolicy) -> list[str]:
     """The tool list as qwen flags: `--core-tools=L --allowed-tools=L` (no confirmation for
     those) and `--exclude-tools` listing every other built-in and meta tool, no MCP server
@@ -174,6 +178,11 @@ def build(call: CliCall) -> Invocation:
     if config.max_turns is not None:
         argv.append(f"--max-session-turns={config.max_turns}")
     argv += tool_flags(config.tools)
+    servers = [s.name for s in config.mcp_servers]
+    if servers:  # only the call's own servers (the flag given last wins)
+        argv.append(f"--allowed-mcp-server-names={','.join(servers)}")
+        path = system_settings(call, SYSTEM_SETTINGS_ENV, "/etc/qwen-code/settings.json")
+        env[SYSTEM_SETTINGS_ENV] = str(path)
     sandbox = config.tools.sandbox
     approval = _APPROVAL[sandbox] if sandbox else opts.get("approval_mode")
     if approval:

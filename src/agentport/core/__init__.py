@@ -37,6 +37,7 @@ from ._errors import (
     register_secret,
 )
 from ._events import EventStream, until_consumer_leaves
+from ._mcp_servers import FUNCTIONS_SERVER, McpServer, ToolFunction
 from ._messages import Message, MessageRole, Part, as_messages, inline_files, split_system
 from ._parts import FilePart, ImagePart, sniff_image
 from ._printable import printable
@@ -64,6 +65,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "FUNCTIONS_SERVER",
     "MAX_WINDOW",
     "AgentEvent",
     "AgentRuntime",
@@ -82,6 +84,7 @@ __all__ = [
     "IgnoredPolicy",
     "ImagePart",
     "LLMAdapter",
+    "McpServer",
     "Message",
     "MessageRole",
     "OutputSchema",
@@ -97,6 +100,7 @@ __all__ = [
     "Sandbox",
     "SkippedBackend",
     "TimeoutWhich",
+    "ToolFunction",
     "ToolPolicy",
     "Usage",
     "as_messages",

@@ -57,6 +57,8 @@ class Param(enum.StrEnum):
     web_search = "web_search"
     images = "images"
     files = "files"
+    mcp_servers = "mcp_servers"
+    functions = "functions"
 
 
 class BackendKind(enum.StrEnum):

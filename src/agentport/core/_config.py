@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ._capabilities import Param
+from ._mcp_servers import FUNCTIONS_SERVER, McpServer, ToolFunction, check_function
 from ._messages import Message, MessageRole
 
 __all__ = [
@@ -151,6 +152,14 @@ class CompletionConfig(BaseModel):
             `warn` (recorded in `CompletionResponse.warnings`) or `fail` (`ErrorKind.unsupported`).
         label: a free-form name for the call site (e.g. "verify"); backends ignore it,
             `agentport.testing.ScriptedAdapter` matches on it.
+        mcp_servers: MCP servers (`McpServer`: stdio command or HTTP url) for this call only;
+            their tools are offered to the agent on top of what `tools` allows. Strict: a
+            call that names servers or functions loads only those, never the MCP servers
+            of the user's own CLI configuration (docs/tools.md).
+        functions: Python callables with annotated parameters, offered to the agent as
+            tools: agentport serves them for the call as an MCP server on 127.0.0.1 (a
+            per-call bearer token), so every backend that takes `mcp_servers` can call
+            them; an exception becomes a tool error the agent sees.
     """
 
     model_config = ConfigDict(
@@ -176,6 +185,8 @@ class CompletionConfig(BaseModel):
     session_id: str | None = None
     on_ignored: IgnoredPolicy = "warn"
     label: str | None = None
+    mcp_servers: tuple[McpServer, ...] = ()
+    functions: tuple[ToolFunction, ...] = ()
 
     @model_validator(mode="after")
     def _one_output_constraint(self) -> CompletionConfig:
@@ -187,6 +198,13 @@ class CompletionConfig(BaseModel):
             problem = json_schema_problem(self.output_schema)
             if problem:
                 raise ValueError(f"output_schema is not a valid JSON schema: {problem}")
+        servers = [s.name for s in self.mcp_servers]
+        servers += [FUNCTIONS_SERVER] if self.functions else []
+        tools = [check_function(f) for f in self.functions]
+        for field, names in (("mcp_servers", servers), ("functions", tools)):
+            doubled = sorted({n for n in names if names.count(n) > 1})
+            if doubled:
+                raise ValueError(f"{field}: names used twice: {', '.join(doubled)}")
         return self
 
     def with_defaults(self, defaults: CompletionConfig) -> CompletionConfig:
@@ -226,5 +244,7 @@ class CompletionConfig(BaseModel):
             Param.web_search: self.web_search,
             Param.images: any(m.images for m in messages),
             Param.files: any(m.files for m in messages),
+            Param.mcp_servers: bool(self.mcp_servers),
+            Param.functions: bool(self.functions),
         }
         return frozenset(p for p, on in checks.items() if on)
