@@ -64,6 +64,7 @@ from ..transport import (
     private_tempdir,
     run_process,
 )
+from ..transport._binary import check_binary
 from ..transport._live import LiveProcess
 from ._cli_warm import Launch, finish, run_turn
 from ._endstate import (
@@ -250,6 +251,10 @@ class CliAdapter:
         if refused is not None:
             return refused
         assert exe is not None
+        # the binary this process first ran, or a typed failure: never a silent switch
+        binary = await check_binary(self.backend, exe, self.options.get("on_binary_change", "fail"))
+        if isinstance(binary, ProviderError):
+            return self._fail(binary)
         grace = self.spec.error_grace_s or DEFAULT_ERROR_GRACE_S
         with ExitStack() as stack:
             run_dir = stack.enter_context(private_tempdir(f"agentport-{self.backend}-"))
@@ -282,6 +287,12 @@ class CliAdapter:
                     current.set_attributes({k: v for k, v in found.items() if v is not None})
         await turn.emit(*turn.ledger.close())
         result = self._settle(outcome, turn, env, config, native_schema, started)
+        if isinstance(result, Success):
+            result = Success(result.unwrap().model_copy(update={"binary": binary}))
+        else:
+            error = result.failure()
+            failed = {**error.details, "binary": binary.model_dump(mode="json")}
+            result = Failure(error.replace(details=failed))
         if pool is not None and live is not None:
             await finish(pool, live, isinstance(result, Success))
         return result

@@ -40,7 +40,14 @@ from ._messages import Message, MessageRole, Part, as_messages, inline_files, sp
 from ._parts import FilePart, ImagePart, sniff_image
 from ._printable import printable
 from ._protocols import AgentEvent, AgentRuntime, EventType, LLMAdapter, RuntimeHandle
-from ._response import CompletionResponse, ParamReceipt, RawInfo, SkippedBackend, Usage
+from ._response import (
+    BinaryInfo,
+    CompletionResponse,
+    ParamReceipt,
+    RawInfo,
+    SkippedBackend,
+    Usage,
+)
 
 if TYPE_CHECKING:
     from ._headroom import Headroom, headroom_from_headers
@@ -70,6 +77,7 @@ __all__ = [
     "BackendCapability",
     "BackendKind",
     "Billing",
+    "BinaryInfo",
     "CompletionConfig",
     "CompletionResponse",
     "ErrorKind",
