@@ -43,6 +43,7 @@ from ..core import (
     merge_config,
     prepare_messages,
 )
+from ..core._billing import BillingRoute, key_handed, route_for
 from ..core._telemetry import span, trace_env
 from ..structured import (
     complete_with_choices,
@@ -233,6 +234,8 @@ class CliAdapter:
             error = withheld_hint(error, self.backend, os.environ, env)
         if events is not None:  # the CLI ran: what it printed says how far the request got
             error = with_progress(error, events, self.spec.usage_mode)
+        if env is not None:
+            error = error.replace(usage=self._routed(error.usage, env, events or ()))
         return Failure(as_quota(error).with_backend(self.backend))
 
     async def _once(
@@ -455,7 +458,9 @@ class CliAdapter:
             CompletionResponse(
                 content=end.text,
                 model=(None if self._model_ignored else config.model) or model,
-                usage=reported_usage(events, self.spec.usage_mode) or Usage(),
+                usage=self._routed(
+                    reported_usage(events, self.spec.usage_mode) or Usage(), env, events
+                ),
                 finish_reason=end.finish_reason,
                 warnings=end.warnings,
                 backend=self.backend,
@@ -468,6 +473,20 @@ class CliAdapter:
                 ),
             )
         )
+
+    def _routed(self, usage: Usage, env: Mapping[str, str], events: Sequence[AgentEvent]) -> Usage:
+        """*usage* with the route the facts give: what the CLI said (claude's init), else
+        whether a provider key was handed to it, among the catalog's routes."""
+        said = next(
+            (
+                BillingRoute(str(e.metadata["billing_route"]))
+                for e in events
+                if e.metadata.get("billing_route") in BillingRoute.__members__
+            ),
+            None,
+        )
+        route = route_for(self.capability.billing, key=key_handed(env), said=said)
+        return usage.model_copy(update={"billing_route": route})
 
     def _shape(self, events: Sequence[AgentEvent], config: CompletionConfig, text: str) -> str:
         """The natively enforced value: the CLI's structured output event when it printed

@@ -7,6 +7,7 @@ patterns cost more at import than a caller of the types needs.
 
 from typing import TYPE_CHECKING, Any
 
+from ._billing import BillingRoute, CostState
 from ._capabilities import (
     BackendCapability,
     BackendKind,
@@ -77,9 +78,11 @@ __all__ = [
     "BackendCapability",
     "BackendKind",
     "Billing",
+    "BillingRoute",
     "BinaryInfo",
     "CompletionConfig",
     "CompletionResponse",
+    "CostState",
     "ErrorKind",
     "EventStream",
     "EventType",

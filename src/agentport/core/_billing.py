@@ -1,4 +1,10 @@
-"""A billing balance used up: the providers' and the CLIs' own words, in one table.
+"""Who pays for a call and how well its cost is known; a used-up balance in one table.
+
+Every usage record and receipt says `billing_route` (`BillingRoute`: api_key, subscription,
+local, unknown) and `cost_state` (`CostState`: priced, lower_bound, unpriced): closed enums,
+joined by `join_route` / `join_cost` when usages are summed, decided from the facts a backend
+gives by `route_for` (the catalog's possible routes, whether a provider key was handed over,
+what the backend itself said).
 
 A used-up balance (prepaid credits at zero, a spending cap reached, billing not set up, a
 plan's monthly allowance spent) is `ErrorKind.quota_exhausted` on every backend and transport:
@@ -12,9 +18,110 @@ Pure, no I/O.
 
 from __future__ import annotations
 
+import enum
+import ipaddress
 import re
+from collections.abc import Iterable, Mapping
+from urllib.parse import urlsplit
 
-__all__ = ["BILLING_WORDS", "billing_said"]
+from ._capabilities import Billing
+
+__all__ = [
+    "BILLING_WORDS",
+    "BillingRoute",
+    "CostState",
+    "billing_said",
+    "join_cost",
+    "join_route",
+    "key_handed",
+    "loopback_url",
+    "route_for",
+]
+
+
+class BillingRoute(enum.StrEnum):
+    """On whose bill a call ran: `api_key` (metered by a provider key), `subscription` (a
+    logged-in plan's usage windows), `local` (your own hardware, or a test double: nothing
+    billed), `unknown` (the facts do not tell, or summed calls went different ways)."""
+
+    api_key = "api_key"
+    subscription = "subscription"
+    local = "local"
+    unknown = "unknown"
+
+
+class CostState(enum.StrEnum):
+    """How far `Usage.cost_usd` can be trusted: `priced` (every request had a price: the
+    backend's own figure, or 0 on local hardware), `lower_bound` (some requests had no price:
+    the sum is at least what was spent), `unpriced` (no request had a price)."""
+
+    priced = "priced"
+    lower_bound = "lower_bound"
+    unpriced = "unpriced"
+
+
+def join_route(a: BillingRoute | None, b: BillingRoute | None) -> BillingRoute | None:
+    """The route of two usages summed: None (not yet stated) is the identity; two different
+    routes are `unknown`."""
+    if a is None or b is None:
+        return b if a is None else a
+    return a if a is b else BillingRoute.unknown
+
+
+def join_cost(a: CostState | None, b: CostState | None) -> CostState | None:
+    """The cost state of two usages summed: None is the identity; equal states stay; any mix
+    is a `lower_bound` (a priced part plus an unknown rest)."""
+    if a is None or b is None:
+        return b if a is None else a
+    return a if a is b else CostState.lower_bound
+
+
+def route_for(
+    billing: Iterable[Billing], *, key: bool | None, said: BillingRoute | None = None
+) -> BillingRoute:
+    """The route of one call. *billing*: the catalog's possible routes of the backend;
+    *key*: whether a provider key was handed to it (None: cannot tell); *said*: what the
+    backend itself reported (claude's `apiKeySource`), which wins."""
+    if said is not None:
+        return said
+    routes = set(billing)
+    if not routes:
+        return BillingRoute.unknown
+    if routes <= {Billing.local, Billing.none}:
+        return BillingRoute.local
+    if len(routes) == 1 and Billing.cloud not in routes:
+        return BillingRoute(next(iter(routes)).value)
+    if key and Billing.api_key in routes:
+        return BillingRoute.api_key
+    if key is False:  # no key: the login, else the local server
+        if Billing.subscription in routes:
+            return BillingRoute.subscription
+        if Billing.local in routes:
+            return BillingRoute.local
+    return BillingRoute.unknown
+
+
+# a provider key a CLI reads from its environment (ANTHROPIC_API_KEY, OPENAI_API_KEY,
+# GEMINI_API_KEY, ...) or a bearer token for a metered endpoint; an OAuth token of a login
+# (CLAUDE_CODE_OAUTH_TOKEN) is not one
+_KEY_NAME = re.compile(r"(?:^|_)API_KEY$|^ANTHROPIC_AUTH_TOKEN$")
+
+
+def key_handed(env: Mapping[str, str]) -> bool:
+    """Whether *env* (a child's environment) carries a non-empty provider key variable."""
+    return any(value and _KEY_NAME.search(name) for name, value in env.items())
+
+
+def loopback_url(url: str) -> bool:
+    """Whether *url*'s host is this machine (`localhost`, 127.0.0.0/8, ::1)."""
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
 
 BILLING_WORDS: tuple[tuple[str, str], ...] = (
     # Anthropic API, HTTP 400 invalid_request_error: "Your credit balance is too low to access

@@ -45,7 +45,7 @@ from ..core._protocols import aclose_adapter
 from ..core._response import usage_of, with_usage
 from ._cooldown import CooldownStore, cooling_error, note_exhausted
 from ._headroom import note_headroom
-from ._receipt import receipt
+from ._receipt import billed_result, receipt
 from ._tracing import call_span, record
 
 __all__ = ["DEADLINE_SLACK_S", "RetryPolicy", "RetryingAdapter", "with_retry"]
@@ -155,6 +155,7 @@ class RetryingAdapter:
         failed: list[ProviderError] = []  # every failed attempt: how far the call got
         with call_span(self.backend, merged) as current:
             result = self._total(await self._attempts(messages, merged, failed), failed)
+            result = billed_result(self.capability, result)  # route and cost state set
             record(current, result)
         return result
 
