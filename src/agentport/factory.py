@@ -59,6 +59,7 @@ from .core import (
     sniff_image,
 )
 from .core._parts import MAX_PART_BYTES
+from .core._runaway import RunawayGuard
 from .policies import (
     DEFAULT_FAILOVER_ON,
     ChainMember,
@@ -282,7 +283,7 @@ def _with_policies(
     )
     return RetryingAdapter(
         adapter, policy, defaults=settings.completion_config(), cooldown=default_store(),
-        capability=capability, hand_over=hand_over,
+        capability=capability, hand_over=hand_over, runaway=RunawayGuard(),
     )  # fmt: skip
 
 

@@ -29,6 +29,7 @@ from returns.result import Failure, Result, Success
 from ..core import (
     AgentEvent,
     BackendCapability,
+    BillingRoute,
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
@@ -43,7 +44,7 @@ from ..core import (
     merge_config,
     prepare_messages,
 )
-from ..core._billing import BillingRoute, key_handed, route_for
+from ..core._billing import key_handed, route_for
 from ..core._telemetry import span, trace_env
 from ..structured import (
     complete_with_choices,

@@ -41,6 +41,7 @@ from returns.result import Failure, Result
 from ..config import LLMSettings
 from ..core import (
     BackendCapability,
+    BillingRoute,
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
@@ -53,7 +54,7 @@ from ..core import (
     prepare_messages,
 )
 from ..core import _bounded as bounded
-from ..core._billing import BillingRoute, loopback_url
+from ..core._billing import loopback_url
 from ..core._headroom import with_headroom
 from ..structured import complete_constrained, restore_answer, schema_dict, strict_schema
 from ..transport import tls_context

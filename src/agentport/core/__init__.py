@@ -7,7 +7,6 @@ patterns cost more at import than a caller of the types needs.
 
 from typing import TYPE_CHECKING, Any
 
-from ._billing import BillingRoute, CostState
 from ._capabilities import (
     BackendCapability,
     BackendKind,
@@ -27,6 +26,7 @@ from ._config import (
     json_schema_problem,
     merge_config,
 )
+from ._cost import BillingRoute, CostState
 from ._errors import (
     Attempt,
     ErrorKind,

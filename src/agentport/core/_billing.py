@@ -1,10 +1,8 @@
 """Who pays for a call and how well its cost is known; a used-up balance in one table.
 
-Every usage record and receipt says `billing_route` (`BillingRoute`: api_key, subscription,
-local, unknown) and `cost_state` (`CostState`: priced, lower_bound, unpriced): closed enums,
-joined by `join_route` / `join_cost` when usages are summed, decided from the facts a backend
-gives by `route_for` (the catalog's possible routes, whether a provider key was handed over,
-what the backend itself said).
+Every usage record and receipt says `billing_route` and `cost_state` (closed enums,
+`core._cost`); `route_for` decides the route from the facts a backend gives (the catalog's
+possible routes, whether a provider key was handed over, what the backend itself said).
 
 A used-up balance (prepaid credits at zero, a spending cap reached, billing not set up, a
 plan's monthly allowance spent) is `ErrorKind.quota_exhausted` on every backend and transport:
@@ -18,62 +16,15 @@ Pure, no I/O.
 
 from __future__ import annotations
 
-import enum
 import ipaddress
 import re
 from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit
 
 from ._capabilities import Billing
+from ._cost import BillingRoute
 
-__all__ = [
-    "BILLING_WORDS",
-    "BillingRoute",
-    "CostState",
-    "billing_said",
-    "join_cost",
-    "join_route",
-    "key_handed",
-    "loopback_url",
-    "route_for",
-]
-
-
-class BillingRoute(enum.StrEnum):
-    """On whose bill a call ran: `api_key` (metered by a provider key), `subscription` (a
-    logged-in plan's usage windows), `local` (your own hardware, or a test double: nothing
-    billed), `unknown` (the facts do not tell, or summed calls went different ways)."""
-
-    api_key = "api_key"
-    subscription = "subscription"
-    local = "local"
-    unknown = "unknown"
-
-
-class CostState(enum.StrEnum):
-    """How far `Usage.cost_usd` can be trusted: `priced` (every request had a price: the
-    backend's own figure, or 0 on local hardware), `lower_bound` (some requests had no price:
-    the sum is at least what was spent), `unpriced` (no request had a price)."""
-
-    priced = "priced"
-    lower_bound = "lower_bound"
-    unpriced = "unpriced"
-
-
-def join_route(a: BillingRoute | None, b: BillingRoute | None) -> BillingRoute | None:
-    """The route of two usages summed: None (not yet stated) is the identity; two different
-    routes are `unknown`."""
-    if a is None or b is None:
-        return b if a is None else a
-    return a if a is b else BillingRoute.unknown
-
-
-def join_cost(a: CostState | None, b: CostState | None) -> CostState | None:
-    """The cost state of two usages summed: None is the identity; equal states stay; any mix
-    is a `lower_bound` (a priced part plus an unknown rest)."""
-    if a is None or b is None:
-        return b if a is None else a
-    return a if a is b else CostState.lower_bound
+__all__ = ["BILLING_WORDS", "billing_said", "key_handed", "loopback_url", "route_for"]
 
 
 def route_for(

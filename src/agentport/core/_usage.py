@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from ._billing import BillingRoute, CostState, join_cost, join_route
+from ._cost import BillingRoute, CostState, join_cost, join_route
 
 __all__ = ["Usage"]
 
@@ -19,7 +19,7 @@ class Usage(BaseModel):
             backend or the policy layer's receipt states it.
         cost_state: how far `cost_usd` is known (`CostState`). Derived when not given: a
             `cost_usd` is `priced`, tokens without one are `unpriced`, an empty usage is None
-            (nothing to price: the identity of a sum). Summing joins both (`core._billing`).
+            (nothing to price: the identity of a sum). Summing joins both (`core._cost`).
     """
 
     model_config = ConfigDict(frozen=True, defer_build=True)

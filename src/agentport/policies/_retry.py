@@ -43,6 +43,7 @@ from ..core import (
 )
 from ..core._protocols import aclose_adapter
 from ..core._response import usage_of, with_usage
+from ..core._runaway import RunawayGuard, input_digest
 from ._cooldown import CooldownStore, cooling_error, note_exhausted
 from ._headroom import note_headroom
 from ._receipt import billed_result, receipt
@@ -119,6 +120,11 @@ class RetryingAdapter:
     chain's member before the last: its rate limit, exhausted window, outage or missing
     install moves the chain to the next member instead of sleeping on this one's
     Retry-After; the attempt history still records it).
+
+    *runaway*: a `RunawayGuard` kept across calls (the factory gives each adapter one): a
+    call whose input already failed the same way `bound` times in a row on this backend,
+    counting every attempt, is refused as `ErrorKind.runaway` before it is sent
+    (`core._runaway`).
     """
 
     def __init__(
@@ -131,7 +137,9 @@ class RetryingAdapter:
         cooldown: CooldownStore | None = None,
         capability: BackendCapability | None = None,
         hand_over: frozenset[ErrorKind] = frozenset(),
+        runaway: RunawayGuard | None = None,
     ) -> None:
+        self.runaway = runaway  # stops a loop repeating one failure (core._runaway), or None
         self.inner = inner
         self.hand_over = hand_over
         self.policy = policy or RetryPolicy()
@@ -153,8 +161,18 @@ class RetryingAdapter:
     ) -> Result[CompletionResponse, ProviderError]:
         merged = merge_config(config, self.defaults)
         failed: list[ProviderError] = []  # every failed attempt: how far the call got
+        digest = "" if self.runaway is None else input_digest(messages, merged.model)
         with call_span(self.backend, merged) as current:
-            result = self._total(await self._attempts(messages, merged, failed), failed)
+            stop = None if self.runaway is None else self.runaway.refusal(
+                digest, self.backend, merged.label
+            )  # fmt: skip
+            if stop is not None:
+                result: Result[CompletionResponse, ProviderError] = Failure(stop)
+            else:
+                result = self._total(await self._attempts(messages, merged, failed), failed)
+                if self.runaway is not None:
+                    error = result.failure() if isinstance(result, Failure) else None
+                    self.runaway.observe(digest, self.backend, error)
             result = billed_result(self.capability, result)  # route and cost state set
             record(current, result)
         return result
