@@ -99,7 +99,9 @@ def test_route_table_from_the_facts() -> None:
     assert route_for(sub_key, key=None) is BillingRoute.unknown
     said = BillingRoute.subscription
     assert route_for(sub_key, key=True, said=said) is said  # the CLI's own word wins
-    assert route_for((Billing.api_key, Billing.local), key=False) is BillingRoute.local
+    # no key in the env of a CLI that usually runs on one: it may sit in its config file
+    assert route_for((Billing.api_key, Billing.subscription), key=False) is BillingRoute.unknown
+    assert route_for((Billing.api_key, Billing.local), key=False) is BillingRoute.unknown
     assert route_for((Billing.local,), key=True) is BillingRoute.local
     assert route_for((Billing.none,), key=None) is BillingRoute.local
     assert route_for((Billing.api_key, Billing.cloud), key=False) is BillingRoute.unknown

@@ -30,25 +30,25 @@ __all__ = ["BILLING_WORDS", "billing_said", "key_handed", "loopback_url", "route
 def route_for(
     billing: Iterable[Billing], *, key: bool | None, said: BillingRoute | None = None
 ) -> BillingRoute:
-    """The route of one call. *billing*: the catalog's possible routes of the backend;
-    *key*: whether a provider key was handed to it (None: cannot tell); *said*: what the
-    backend itself reported (claude's `apiKeySource`), which wins."""
+    """The route of one call. *billing*: the catalog's possible routes of the backend, the
+    usual one first; *key*: whether a provider key was handed to it (None: cannot tell);
+    *said*: what the backend itself reported (claude's `apiKeySource`), which wins.
+
+    No key handed is the login only for a CLI whose usual route is a subscription: a CLI
+    that usually runs on a key may keep one in its own config file (`unknown`)."""
     if said is not None:
         return said
-    routes = set(billing)
+    routes = tuple(billing)
     if not routes:
         return BillingRoute.unknown
-    if routes <= {Billing.local, Billing.none}:
+    if set(routes) <= {Billing.local, Billing.none}:
         return BillingRoute.local
-    if len(routes) == 1 and Billing.cloud not in routes:
-        return BillingRoute(next(iter(routes)).value)
+    if len(set(routes)) == 1 and Billing.cloud not in routes:
+        return BillingRoute(routes[0].value)
     if key and Billing.api_key in routes:
         return BillingRoute.api_key
-    if key is False:  # no key: the login, else the local server
-        if Billing.subscription in routes:
-            return BillingRoute.subscription
-        if Billing.local in routes:
-            return BillingRoute.local
+    if key is False and routes[0] is Billing.subscription:
+        return BillingRoute.subscription
     return BillingRoute.unknown
 
 
