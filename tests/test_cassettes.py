@@ -5,6 +5,7 @@ executables through the real adapters; a real codex recorded through the adapter
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -168,6 +169,13 @@ async def test_a_real_codex_run_recorded_then_replayed_offline(
     assert live.unwrap().content == "recorded hello"
     *aux, main = recorder.runs(server)
     assert [run.command for run in aux] == [("debug", "models")]  # the catalog read first
+    # the cassette names the real binary that answered: file, bytes and version
+    assert main.binary is not None
+    real = Path(CODEX).resolve()  # noqa: ASYNC240 - a test's own read
+    assert main.binary["real_path"] == str(real)
+    assert main.binary["sha256"] == hashlib.sha256(real.read_bytes()).hexdigest()
+    assert main.version is not None
+    assert main.version == main.binary["version"]
     main.save(tmp_path / "fixtures", "say-hi")
     loaded = Cassette.load(tmp_path / "fixtures", "say-hi")
     assert loaded == main

@@ -47,7 +47,8 @@ def test_each_kind_says_by_itself_whether_the_request_left() -> None:
     for kind in ErrorKind:
         error = ProviderError(kind, "x")
         if kind in (ErrorKind.config, ErrorKind.not_installed, ErrorKind.unsupported,
-                    ErrorKind.budget_exhausted):  # fmt: skip
+                    ErrorKind.budget_exhausted, ErrorKind.binary_changed,
+                    ErrorKind.runaway):  # fmt: skip
             assert error.request_sent is False, kind
         elif kind in (ErrorKind.timeout, ErrorKind.network, ErrorKind.process_failed,
                       ErrorKind.auth_required, ErrorKind.context_length,

@@ -82,6 +82,7 @@ IMPORT_SET = [
     "agentport.core._capabilities",
     "agentport.core._checks",
     "agentport.core._config",
+    "agentport.core._cost",  # the billing route and cost state every Usage carries
     "agentport.core._errors",
     "agentport.core._events",
     "agentport.core._mcp_servers",

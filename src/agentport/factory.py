@@ -60,6 +60,7 @@ from .core import (
     sniff_image,
 )
 from .core._parts import MAX_PART_BYTES
+from .core._runaway import RunawayGuard
 from .policies import (
     DEFAULT_FAILOVER_ON,
     ChainMember,
@@ -286,7 +287,7 @@ def _with_policies(
     store = default_store()
     return RetryingAdapter(
         adapter, policy, defaults=settings.completion_config(), cooldown=store,
-        capability=capability, hand_over=hand_over,
+        capability=capability, hand_over=hand_over, runaway=RunawayGuard(),
         concurrency=concurrency_gate(capability, store, getattr(adapter, "base_url", None)),
     )  # fmt: skip
 

@@ -29,6 +29,7 @@ from returns.result import Failure, Result, Success
 from ..core import (
     AgentEvent,
     BackendCapability,
+    BillingRoute,
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
@@ -43,6 +44,7 @@ from ..core import (
     merge_config,
     prepare_messages,
 )
+from ..core._billing import key_handed, route_for
 from ..core._telemetry import span, trace_env
 from ..structured import (
     complete_with_choices,
@@ -64,6 +66,7 @@ from ..transport import (
     private_tempdir,
     run_process,
 )
+from ..transport._binary import check_binary
 from ..transport._live import LiveProcess
 from ._caller_tools import caller_tools
 from ._cli_warm import Launch, finish, run_turn
@@ -243,6 +246,8 @@ class CliAdapter:
             error = withheld_hint(error, self.backend, os.environ, env)
         if events is not None:  # the CLI ran: what it printed says how far the request got
             error = with_progress(error, events, self.spec.usage_mode)
+        if env is not None:
+            error = error.replace(usage=self._routed(error.usage, env, events or ()))
         return Failure(as_quota(error).with_backend(self.backend))
 
     async def _once(
@@ -261,6 +266,10 @@ class CliAdapter:
         if refused is not None:
             return refused
         assert exe is not None
+        # the binary this process first ran, or a typed failure: never a silent switch
+        binary = await check_binary(self.backend, exe, self.options.get("on_binary_change", "fail"))
+        if isinstance(binary, ProviderError):
+            return self._fail(binary)
         grace = self.spec.error_grace_s or DEFAULT_ERROR_GRACE_S
         with ExitStack() as stack:
             run_dir = stack.enter_context(private_tempdir(f"agentport-{self.backend}-"))
@@ -293,6 +302,12 @@ class CliAdapter:
                     current.set_attributes({k: v for k, v in found.items() if v is not None})
         await turn.emit(*turn.ledger.close())
         result = self._settle(outcome, turn, env, config, native_schema, started)
+        if isinstance(result, Success):
+            result = Success(result.unwrap().model_copy(update={"binary": binary}))
+        else:
+            error = result.failure()
+            failed = {**error.details, "binary": binary.model_dump(mode="json")}
+            result = Failure(error.replace(details=failed))
         if pool is not None and live is not None:
             await finish(pool, live, isinstance(result, Success))
         return result
@@ -455,7 +470,9 @@ class CliAdapter:
             CompletionResponse(
                 content=end.text,
                 model=(None if self._model_ignored else config.model) or model,
-                usage=reported_usage(events, self.spec.usage_mode) or Usage(),
+                usage=self._routed(
+                    reported_usage(events, self.spec.usage_mode) or Usage(), env, events
+                ),
                 finish_reason=end.finish_reason,
                 warnings=end.warnings,
                 backend=self.backend,
@@ -468,6 +485,20 @@ class CliAdapter:
                 ),
             )
         )
+
+    def _routed(self, usage: Usage, env: Mapping[str, str], events: Sequence[AgentEvent]) -> Usage:
+        """*usage* with the route the facts give: what the CLI said (claude's init), else
+        whether a provider key was handed to it, among the catalog's routes."""
+        said = next(
+            (
+                BillingRoute(str(e.metadata["billing_route"]))
+                for e in events
+                if e.metadata.get("billing_route") in BillingRoute.__members__
+            ),
+            None,
+        )
+        route = route_for(self.capability.billing, key=key_handed(env), said=said)
+        return usage.model_copy(update={"billing_route": route})
 
     def _shape(self, events: Sequence[AgentEvent], config: CompletionConfig, text: str) -> str:
         """The natively enforced value: the CLI's structured output event when it printed

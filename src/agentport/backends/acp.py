@@ -63,6 +63,7 @@ from ..transport import (
     pool_size,
     private_tempdir,
 )
+from ..transport._binary import check_binary
 from ._acp_rpc import PROTOCOL_VERSION
 from ._acp_session import Session, agent_env
 from ._acp_wire import absolute_cwd, decode_update, permission_allowed, prompt_text, schema_or_plain
@@ -137,6 +138,19 @@ class AcpAdapter:
             )
 
     async def _once(
+        self, messages: Sequence[Message], config: CompletionConfig
+    ) -> Result[CompletionResponse, ProviderError]:
+        try:  # the agent's executable: the one this process first ran, or a typed failure
+            exe = Session(self.capability, self.options).command()[0]
+        except ProviderError as exc:
+            return Failure(exc.with_backend(self.backend))
+        binary = await check_binary(self.backend, exe, self.options.get("on_binary_change", "fail"))
+        if isinstance(binary, ProviderError):
+            return Failure(binary)
+        result = await self._prompted(messages, config)
+        return result.map(lambda r: r.model_copy(update={"binary": binary}))
+
+    async def _prompted(
         self, messages: Sequence[Message], config: CompletionConfig
     ) -> Result[CompletionResponse, ProviderError]:
         # a kept agent's session has the MCP servers of the call that opened it

@@ -240,6 +240,10 @@ def decode(obj: Any) -> AgentEvent | None:
         sub = obj.get("subtype")
         if sub == "init":
             init = {"session_id": obj.get("session_id"), "model": obj.get("model")}
+            # which credential answers: "none" is the logged-in plan, else the key's source
+            source = obj.get("apiKeySource")
+            if isinstance(source, str) and source:
+                init["billing_route"] = "subscription" if source == "none" else "api_key"
             return AgentEvent(type=EventType.init, raw=obj, metadata=init)
         if sub == "api_retry":
             note = f"API retry {obj.get('attempt')}/{obj.get('max_retries')}: {obj.get('error')}"

@@ -41,6 +41,7 @@ from returns.result import Failure, Result
 from ..config import LLMSettings
 from ..core import (
     BackendCapability,
+    BillingRoute,
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
@@ -53,6 +54,7 @@ from ..core import (
     prepare_messages,
 )
 from ..core import _bounded as bounded
+from ..core._billing import loopback_url
 from ..core._headroom import with_headroom
 from ..structured import complete_constrained, restore_answer, schema_dict, strict_schema
 from ..transport import tls_context
@@ -204,9 +206,18 @@ class OpenAICompatAdapter:
                 update={
                     "warnings": warnings + r.warnings,
                     "duration_s": time.monotonic() - started,
+                    "usage": r.usage.model_copy(update={"billing_route": self.billing_route}),
                 }
             )
         )
+
+    @property
+    def billing_route(self) -> BillingRoute:
+        """A server on this machine is `local`; a key sent to another is `api_key`; a remote
+        server without a key cannot be told (`unknown`)."""
+        if loopback_url(self._endpoint.base_url):
+            return BillingRoute.local
+        return BillingRoute.api_key if self._endpoint.api_key else BillingRoute.unknown
 
     async def _complete(
         self, messages: Sequence[Message], config: CompletionConfig

@@ -27,6 +27,7 @@ from ._config import (
     merge_config,
 )
 from ._endsignal import EndSignal
+from ._cost import BillingRoute, CostState
 from ._errors import (
     Attempt,
     ErrorKind,
@@ -42,7 +43,14 @@ from ._messages import Message, MessageRole, Part, as_messages, inline_files, sp
 from ._parts import FilePart, ImagePart, sniff_image
 from ._printable import printable
 from ._protocols import AgentEvent, AgentRuntime, EventType, LLMAdapter, RuntimeHandle
-from ._response import CompletionResponse, ParamReceipt, RawInfo, SkippedBackend, Usage
+from ._response import (
+    BinaryInfo,
+    CompletionResponse,
+    ParamReceipt,
+    RawInfo,
+    SkippedBackend,
+    Usage,
+)
 
 if TYPE_CHECKING:
     from ._headroom import Headroom, headroom_from_headers
@@ -73,9 +81,12 @@ __all__ = [
     "BackendCapability",
     "BackendKind",
     "Billing",
+    "BillingRoute",
+    "BinaryInfo",
     "CompletionConfig",
     "CompletionResponse",
     "EndSignal",
+    "CostState",
     "ErrorKind",
     "EventStream",
     "EventType",

@@ -1,4 +1,8 @@
-"""A billing balance used up: the providers' and the CLIs' own words, in one table.
+"""Who pays for a call and how well its cost is known; a used-up balance in one table.
+
+Every usage record and receipt says `billing_route` and `cost_state` (closed enums,
+`core._cost`); `route_for` decides the route from the facts a backend gives (the catalog's
+possible routes, whether a provider key was handed over, what the backend itself said).
 
 A used-up balance (prepaid credits at zero, a spending cap reached, billing not set up, a
 plan's monthly allowance spent) is `ErrorKind.quota_exhausted` on every backend and transport:
@@ -12,9 +16,63 @@ Pure, no I/O.
 
 from __future__ import annotations
 
+import ipaddress
 import re
+from collections.abc import Iterable, Mapping
+from urllib.parse import urlsplit
 
-__all__ = ["BILLING_WORDS", "billing_said"]
+from ._capabilities import Billing
+from ._cost import BillingRoute
+
+__all__ = ["BILLING_WORDS", "billing_said", "key_handed", "loopback_url", "route_for"]
+
+
+def route_for(
+    billing: Iterable[Billing], *, key: bool | None, said: BillingRoute | None = None
+) -> BillingRoute:
+    """The route of one call. *billing*: the catalog's possible routes of the backend, the
+    usual one first; *key*: whether a provider key was handed to it (None: cannot tell);
+    *said*: what the backend itself reported (claude's `apiKeySource`), which wins.
+
+    No key handed is the login only for a CLI whose usual route is a subscription: a CLI
+    that usually runs on a key may keep one in its own config file (`unknown`)."""
+    if said is not None:
+        return said
+    routes = tuple(billing)
+    if not routes:
+        return BillingRoute.unknown
+    if set(routes) <= {Billing.local, Billing.none}:
+        return BillingRoute.local
+    if len(set(routes)) == 1 and Billing.cloud not in routes:
+        return BillingRoute(routes[0].value)
+    if key and Billing.api_key in routes:
+        return BillingRoute.api_key
+    if key is False and routes[0] is Billing.subscription:
+        return BillingRoute.subscription
+    return BillingRoute.unknown
+
+
+# a provider key a CLI reads from its environment (ANTHROPIC_API_KEY, OPENAI_API_KEY,
+# GEMINI_API_KEY, ...) or a bearer token for a metered endpoint; an OAuth token of a login
+# (CLAUDE_CODE_OAUTH_TOKEN) is not one
+_KEY_NAME = re.compile(r"(?:^|_)API_KEY$|^ANTHROPIC_AUTH_TOKEN$")
+
+
+def key_handed(env: Mapping[str, str]) -> bool:
+    """Whether *env* (a child's environment) carries a non-empty provider key variable."""
+    return any(value and _KEY_NAME.search(name) for name, value in env.items())
+
+
+def loopback_url(url: str) -> bool:
+    """Whether *url*'s host is this machine (`localhost`, 127.0.0.0/8, ::1)."""
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
 
 BILLING_WORDS: tuple[tuple[str, str], ...] = (
     # Anthropic API, HTTP 400 invalid_request_error: "Your credit balance is too low to access

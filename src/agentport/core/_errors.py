@@ -10,7 +10,8 @@ Exception
            context_length · invalid_request · bad_output · schema_mismatch(raw_text)
            process_failed(exit_code, stderr_tail) · server_error · overloaded · network
            content_filter (a refusal or a safety block) · model_not_found · unsupported
-           config
+           config · binary_changed (the CLI executable changed under a running batch)
+           runaway (the same failure repeated past a bound: details["loop"])
 ```
 
 Every error also says whether the request reached the provider (`request_sent`: False,
@@ -87,6 +88,13 @@ class ErrorKind(enum.StrEnum):
     model_not_found = "model_not_found"
     unsupported = "unsupported"
     config = "config"
+    #: the CLI executable changed since this process first called it (another file, or the
+    #: same file with other bytes): never a silent switch mid-batch
+    #: (`[llm.<backend>] on_binary_change = "reverify"` accepts the new one instead)
+    binary_changed = "binary_changed"
+    #: the same failure (kind, backend, input) repeated past a bound across retries,
+    #: failover and a workflow's loop; `details["loop"]` names it (policies.RunawayAdapter)
+    runaway = "runaway"
 
 
 _RETRYABLE_BY_DEFAULT = frozenset(
@@ -114,7 +122,14 @@ _SENT_BY_KIND = frozenset(
 )
 # kinds agentport decides before it sends anything
 _UNSENT_BY_KIND = frozenset(
-    {ErrorKind.not_installed, ErrorKind.budget_exhausted, ErrorKind.unsupported, ErrorKind.config}
+    {
+        ErrorKind.not_installed,
+        ErrorKind.budget_exhausted,
+        ErrorKind.unsupported,
+        ErrorKind.config,
+        ErrorKind.binary_changed,
+        ErrorKind.runaway,
+    }
 )
 
 

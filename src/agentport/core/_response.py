@@ -11,7 +11,14 @@ from ._capabilities import Param, ParamSupport
 from ._errors import ErrorKind, ProviderError, redact, redact_value
 from ._usage import Usage
 
-__all__ = ["CompletionResponse", "ParamReceipt", "RawInfo", "SkippedBackend", "Usage"]
+__all__ = [
+    "BinaryInfo",
+    "CompletionResponse",
+    "ParamReceipt",
+    "RawInfo",
+    "SkippedBackend",
+    "Usage",
+]
 
 
 class RawInfo(BaseModel):
@@ -68,6 +75,27 @@ class ParamReceipt(BaseModel):
     note: str = ""
 
 
+class BinaryInfo(BaseModel):
+    """The CLI executable that answered a call, as checked before the call.
+
+    Attributes:
+        path: the executable as found (on PATH, or `[llm.<backend>] executable`), absolute.
+        chain: *path*, then each symbolic link's target in turn, the last the real file.
+        real_path: the file that runs, every link resolved.
+        sha256: hex digest of *real_path*'s bytes.
+        version: the version its package declares (the `package.json` an npm CLI is installed
+            from), or None when nothing beside it says.
+    """
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    path: str
+    chain: tuple[str, ...]
+    real_path: str
+    sha256: str
+    version: str | None = None
+
+
 class CompletionResponse(BaseModel):
     """A successful completion.
 
@@ -85,6 +113,7 @@ class CompletionResponse(BaseModel):
             that answered, in order (`SkippedBackend`).
         receipt: each parameter the call set and how `backend` treated it
             (NATIVE / TRANSLATED / IGNORED with the catalog's note), when known.
+        binary: for a CLI backend, the executable that answered (`BinaryInfo`), else None.
     """
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)
@@ -100,6 +129,7 @@ class CompletionResponse(BaseModel):
     raw: RawInfo = Field(default_factory=RawInfo)
     skipped: tuple[SkippedBackend, ...] = ()
     receipt: tuple[ParamReceipt, ...] = ()
+    binary: BinaryInfo | None = None
 
     @field_validator("warnings")
     @classmethod

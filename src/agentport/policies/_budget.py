@@ -16,6 +16,13 @@ Calls already running finish; each is bounded by the time left of `deadline_s` (
 a call ended by the deadline is `budget_exhausted` too (`details["cut"]`). The call ceiling
 is never passed. A workflow that catches `budget_exhausted` ends with what it
 has finished (a partial result: `run_research(budget=...)`, `run_loop(budget=...)`).
+
+A money ceiling does not pretend a precision it lacks: once a call came back without a price
+(`Usage.cost_state` not `priced`: a CLI that reports tokens only, an endpoint without a price
+table) the money spent is a lower bound. *on_unpriced* decides, like `on_ignored` does for
+parameters: `warn` (default) keeps going, says so in the answer's warnings and writes
+"lower bound" in the ceiling's reason; `fail` refuses the next call (`budget_exhausted`,
+`details["unpriced"]`). `details["spent"]` carries `cost_state` either way.
 """
 
 from __future__ import annotations
@@ -24,13 +31,15 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from typing import Literal
 
 import anyio
-from returns.result import Failure, Result
+from returns.result import Failure, Result, Success
 
 from ..core import (
     CompletionConfig,
     CompletionResponse,
+    CostState,
     ErrorKind,
     LLMAdapter,
     Message,
@@ -41,6 +50,8 @@ from ..core import (
 from ..core._protocols import aclose_adapter
 from ..core._response import usage_of
 from ._budget_limit import DETAILS_KEY, BudgetLimit, BudgetLimitName
+
+_LOWER_BOUND = frozenset({CostState.lower_bound, CostState.unpriced})
 
 __all__ = ["Budget", "BudgetAdapter"]
 
@@ -71,7 +82,11 @@ class BudgetAdapter:
         budget: Budget,
         *,
         clock: Callable[[], float] = time.monotonic,
+        on_unpriced: Literal["warn", "fail"] = "warn",
     ) -> None:
+        if on_unpriced not in ("warn", "fail"):
+            raise ValueError(f"on_unpriced must be 'warn' or 'fail' (got {on_unpriced!r})")
+        self.on_unpriced = on_unpriced
         self.inner = inner
         self.budget = budget
         self.calls = 0
@@ -113,6 +128,17 @@ class BudgetAdapter:
         for name, ceiling, used, next_call in checks:
             if ceiling is None:
                 continue
+            if name == "cost_usd" and self.unpriced:  # a call had no price: a lower bound
+                if self.on_unpriced == "fail":
+                    return BudgetLimit(name=name, ceiling=ceiling, used=used, no_price=True)
+                if used >= ceiling:
+                    return BudgetLimit(name=name, ceiling=ceiling, used=used, lower_bound=True)
+                if used + share * next_call > ceiling:
+                    return BudgetLimit(
+                        name=name, ceiling=ceiling, used=used, next_call=next_call,
+                        lower_bound=True,
+                    )  # fmt: skip
+                continue
             if used >= ceiling:
                 return BudgetLimit(name=name, ceiling=ceiling, used=used)
             if used + share * next_call > ceiling:
@@ -134,9 +160,10 @@ class BudgetAdapter:
                     retryable=False,
                     details={
                         "budget": {k: v for k, v in asdict(self.budget).items() if v is not None},
-                        "spent": {"calls": self.calls, **self.spent.model_dump()},
+                        "spent": {"calls": self.calls, **self.spent.model_dump(mode="json")},
                         DETAILS_KEY: limit.model_dump(),
-                    },
+                    }
+                    | ({"unpriced": True} if self.unpriced and self.budget.cost_usd else {}),
                 )
             )
         self.calls += 1  # counted at the start: calls running together never pass it
@@ -153,7 +180,20 @@ class BudgetAdapter:
             self.running -= 1
         self.finished += 1
         self.spent = self.spent + usage_of(result)
+        unpriced = usage_of(result).cost_state in _LOWER_BOUND
+        if self.budget.cost_usd is not None and isinstance(result, Success) and unpriced:
+            note = (
+                f"budget usd={self.budget.cost_usd:g}: this call had no price; the "
+                f"${self.spent.cost_usd or 0.0:g} counted is a lower bound"
+            )
+            response = result.unwrap()
+            result = Success(response.model_copy(update={"warnings": (*response.warnings, note)}))
         return result
+
+    @property
+    def unpriced(self) -> bool:
+        """Whether the money counted so far is only a lower bound (a call had no price)."""
+        return self.spent.cost_state in _LOWER_BOUND
 
     async def _call(
         self, messages: Sequence[Message], config: CompletionConfig | None

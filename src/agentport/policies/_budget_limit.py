@@ -44,6 +44,9 @@ class BudgetLimit(BaseModel):
         next_call: the estimate of the next call's share (the mean of the finished calls)
             when the ceiling is not reached yet but would be; None when it is reached.
         scope: whose ceiling (`BudgetScope`).
+        lower_bound: `cost_usd` only: a call had no price, so *used* is a lower bound.
+        no_price: `cost_usd` only: refused because a call had no price and the budget's
+            `on_unpriced` is `fail` (the money spent cannot be known).
 
     `str()` is the short form the workflows report: "calls 3/3", "output_tokens 400/500,
     next call ~200", "deadline_s 5" (a cut call), "calls 2/2 (this question's share of the
@@ -57,6 +60,8 @@ class BudgetLimit(BaseModel):
     used: float | None = None
     next_call: float | None = None
     scope: BudgetScope = "budget"
+    lower_bound: bool = False
+    no_price: bool = False
 
     def __str__(self) -> str:
         note = _SCOPE_NOTE[self.scope]
@@ -65,6 +70,10 @@ class BudgetLimit(BaseModel):
         if self.used is None:
             return f"{self.name} {self.ceiling:g}{note}"
         shown = f"{self.used:.3g}" if self.name == "deadline_s" else f"{self.used:g}"
+        if self.no_price:
+            return f"{self.name} {shown}/{self.ceiling:g} is a lower bound: a call had no price"
+        if self.lower_bound:
+            shown += " (lower bound)"
         text = f"{self.name} {shown}/{self.ceiling:g}"
         if self.next_call is not None:
             text += f", next call ~{self.next_call:.3g}"

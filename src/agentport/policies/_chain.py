@@ -23,6 +23,7 @@ DEFAULT_FAILOVER_ON: frozenset[ErrorKind] = frozenset(
         ErrorKind.network,
         ErrorKind.process_failed,
         ErrorKind.unsupported,
+        ErrorKind.runaway,  # this member's loop is stopped; another may answer
     }
 )
 """Failures another backend can fix: the chain moves on. Never the caller's own

@@ -58,7 +58,7 @@ from ..core._protocols import aclose_adapter
 from ._chain import DEFAULT_FAILOVER_ON
 from ._cooldown import CooldownStore, cooling_error
 from ._headroom import quota_status
-from ._receipt import receipt
+from ._receipt import billed, receipt
 from ._tracing import call_span, record
 
 __all__ = ["ChainMember", "FailoverAdapter"]
@@ -305,14 +305,18 @@ class FailoverAdapter:
         skipped = tuple(o.skipped for o in outcomes if o.skipped is not None)
         errors = [o.error for o in outcomes if o.error is not None]
         # every request the call made: failed members' and hedged losers' that reported usage
-        spent = sum((e.usage for e in errors), Usage())
+        # (a member refused before sending spent nothing: its route does not mix in)
+        spent = sum((e.usage for e in errors if e.request_sent is not False), Usage())
         spent = sum((s.usage for s in skipped if s.kind is None and s.usage), spent)
         if winner is not None and winner.result is not None:
             response = winner.result.unwrap()
             member = self.members[winner.index]
+            usage = response.usage
+            if member.capability is not None:  # a member built without the retry policy
+                usage = billed(member.capability, usage)
             update: dict[str, object] = {
                 "skipped": skipped + response.skipped,
-                "usage": spent + response.usage,
+                "usage": spent + usage,
             }
             if not response.receipt and member.capability is not None:
                 update["receipt"] = receipt(member.capability, messages, config)

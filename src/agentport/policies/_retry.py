@@ -44,10 +44,11 @@ from ..core import (
 )
 from ..core._protocols import aclose_adapter
 from ..core._response import usage_of, with_usage
+from ..core._runaway import RunawayGuard, input_digest
 from ._concurrency import ConcurrencyGate, Slot
 from ._cooldown import CooldownStore, cooling_error, note_exhausted
 from ._headroom import note_headroom
-from ._receipt import receipt
+from ._receipt import billed_result, receipt
 from ._tracing import call_span, record
 
 __all__ = ["DEADLINE_SLACK_S", "RetryPolicy", "RetryingAdapter", "with_retry"]
@@ -124,6 +125,10 @@ class RetryingAdapter:
 
     *concurrency*: the backend's shared adaptive window (`ConcurrencyGate`): each attempt
     waits for room in it (within the deadline) and its outcome moves it.
+    *runaway*: a `RunawayGuard` kept across calls (the factory gives each adapter one): a
+    call whose input already failed the same way `bound` times in a row on this backend,
+    counting every attempt, is refused as `ErrorKind.runaway` before it is sent
+    (`core._runaway`).
     """
 
     def __init__(
@@ -137,7 +142,9 @@ class RetryingAdapter:
         capability: BackendCapability | None = None,
         hand_over: frozenset[ErrorKind] = frozenset(),
         concurrency: ConcurrencyGate | None = None,
+        runaway: RunawayGuard | None = None,
     ) -> None:
+        self.runaway = runaway  # stops a loop repeating one failure (core._runaway), or None
         self.inner = inner
         self.concurrency = concurrency  # the backend's shared adaptive window, or None
         self.hand_over = hand_over
@@ -160,8 +167,19 @@ class RetryingAdapter:
     ) -> Result[CompletionResponse, ProviderError]:
         merged = merge_config(config, self.defaults)
         failed: list[ProviderError] = []  # every failed attempt: how far the call got
+        digest = "" if self.runaway is None else input_digest(messages, merged.model)
         with call_span(self.backend, merged) as current:
-            result = self._total(await self._attempts(messages, merged, failed), failed)
+            stop = None if self.runaway is None else self.runaway.refusal(
+                digest, self.backend, merged.label
+            )  # fmt: skip
+            if stop is not None:
+                result: Result[CompletionResponse, ProviderError] = Failure(stop)
+            else:
+                result = self._total(await self._attempts(messages, merged, failed), failed)
+                if self.runaway is not None:
+                    error = result.failure() if isinstance(result, Failure) else None
+                    self.runaway.observe(digest, self.backend, error)
+            result = billed_result(self.capability, result)  # route and cost state set
             record(current, result)
         return result
 

@@ -4,7 +4,8 @@ A `Cassette` holds what a CLI did in one run: the argv it was called with, the b
 printed on stdout and stderr, its exit code, the stdin it was given, and the model requests
 it made (from `FakeModelServer`, when the run was pointed at one). On disk it is the layout
 of agentport's transcript fixtures: `<case>.stdout`, `<case>.stderr`, `<case>.meta.json`
-(argv, exit code, version, stdin) and `<case>.requests.jsonl`, so a recorded run and the
+(argv, exit code, version, stdin, and `binary`: the recorded CLI's path, link chain, sha256
+and version) and `<case>.requests.jsonl`, so a recorded run and the
 fixtures of tests/fixtures/cli load alike.
 
 Record through the adapter, the way a user's code calls the CLI:
@@ -34,12 +35,15 @@ alters the command line).
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core import BinaryInfo
+from ..transport._binary import identify
 from ..transport._fs import atomic_write
 from ._fake_replies import RecordedRequest
 from ._fake_server import FakeModelServer
@@ -58,7 +62,10 @@ class Cassette:
         exit_code: the exit status (a negative number: killed by that signal).
         stdin: what the CLI was given on stdin, or None.
         requests: the model requests it made, as `FakeModelServer` recorded them (dicts).
-        version: the CLI's `--version`, when known.
+        version: the CLI's version, when known (a recorder fills it from the binary's
+            package).
+        binary: the executable that answered, as `agentport.core.BinaryInfo` fields (path,
+            chain, real_path, sha256, version), when recorded.
     """
 
     cli: str
@@ -70,6 +77,7 @@ class Cassette:
     requests: tuple[dict[str, Any], ...] = ()
     version: str | None = None
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
+    binary: dict[str, Any] | None = None
 
     @property
     def flags(self) -> tuple[str, ...]:
@@ -110,6 +118,7 @@ class Cassette:
             requests=tuple(requests),
             version=meta.get("version"),
             meta=meta,
+            binary=meta.get("binary") if isinstance(meta.get("binary"), dict) else None,
         )
 
     def save(self, folder: Path | str, case: str) -> None:
@@ -128,6 +137,7 @@ class Cassette:
             "exit_code": self.exit_code,
             "stdin": self.stdin,
             "version": self.version,
+            "binary": self.binary,
             "model_requests": len(self.requests),
         }
         atomic_write(base / f"{case}.meta.json", json.dumps(meta, indent=2).encode() + b"\n")
@@ -253,6 +263,7 @@ class CassetteRecorder:
         """Every recorded run, oldest first (auxiliary ones such as `codex debug models`
         included); the last holds the model requests *server* recorded."""
         requests = tuple(_request(r) for r in server.model_requests) if server else ()
+        binary = _binary(self.real)
         folders = sorted((self.folder / "runs").glob("*/meta.json"))
         found = []
         for number, meta_path in enumerate(folders, 1):
@@ -267,6 +278,8 @@ class CassetteRecorder:
                     exit_code=int(meta["exit_code"]),
                     stdin=meta["stdin"],
                     requests=requests if number == len(folders) else (),
+                    version=None if binary is None else binary.version,
+                    binary=None if binary is None else binary.model_dump(mode="json"),
                 )
             )
         return found
@@ -277,6 +290,15 @@ class CassetteRecorder:
         if not runs:
             raise FileNotFoundError(f"{self.folder / 'runs'}: no run was recorded")
         return runs[-1]
+
+
+def _binary(real: str) -> BinaryInfo | None:
+    """The real CLI as it is on disk now (found on PATH like the recorder finds it), or None
+    when it cannot be read."""
+    try:
+        return identify(shutil.which(real) or real)[0]
+    except OSError:
+        return None
 
 
 def _request(req: RecordedRequest) -> dict[str, Any]:

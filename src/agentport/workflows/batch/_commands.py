@@ -43,7 +43,8 @@ class BatchBudget(BudgetAdapter):
 
     def _record(self) -> None:
         ceilings = {k: v for k, v in asdict(self.budget).items() if v is not None}
-        spent = {"calls": self.calls, **self.spent.model_dump(exclude={"cached_tokens"})}
+        usage = self.spent.model_dump(mode="json", exclude={"cached_tokens"})
+        spent = {"calls": self.calls, **usage}
         self._state.extra["budget"] = {"ceilings": ceilings, "spent": spent}
 
     async def complete(

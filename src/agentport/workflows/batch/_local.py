@@ -183,7 +183,10 @@ def summary_markdown(state: BatchState, questions: list[Question]) -> str:
         "",
     ]
     if spent:
-        shown = ", ".join(f"{k} {v:g}" for k, v in spent.items() if v)
+        numbers = {k: v for k, v in spent.items() if isinstance(v, int | float) and v}
+        shown = ", ".join(f"{k} {v:g}" for k, v in numbers.items())
+        if "cost_usd" in numbers and spent.get("cost_state") in ("lower_bound", "unpriced"):
+            shown += " (cost a lower bound: a call had no price)"
         lines += [f"Budget: spent so far {shown or 'nothing'}.", ""]
     lines += [
         "| line | status | question | report | error |",
