@@ -16,6 +16,10 @@ def test_top_level_exports() -> None:
     assert sorted(agentport.__all__) == sorted(
         [
             "AgentEvent",
+            "Allow",
+            "Deny",
+            "PermissionKind",
+            "PermissionRequest",
             "AgentRuntime",
             "Attempt",
             "BackendCapability",

@@ -23,12 +23,14 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=N, max_turns=I, streaming=I, session_resume=I,
             cwd=I, web_search=I,
             images=I, files=T,
+            approvals=I,
         ),
         notes={
             Param.images: "scripted replies: images are not looked at",
             Param.files: FILES_INLINED,
             Param.output_schema: "replies are validated against the schema",
             Param.reasoning_effort: "scripted replies: nothing thinks",
+            Param.approvals: "no tools run: nothing to approve",
         },
     ),
     BackendCapability(
@@ -46,12 +48,14 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=N, max_turns=I, streaming=N, session_resume=N,
             cwd=I, web_search=I,
             images=I, files=T,
+            approvals=I,
         ),
         notes={
             Param.images: "echoes the text only",
             Param.files: FILES_INLINED,
             Param.output_schema: "the echoed text is validated against the schema",
             Param.reasoning_effort: "echoes the prompt: nothing thinks",
+            Param.approvals: "no tools run: nothing to approve",
         },
     ),
     BackendCapability(
@@ -70,6 +74,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=N, max_turns=I, streaming=I, session_resume=I,
             cwd=I, web_search=I,
             images=N, files=T,
+            approvals=I,
         ),
         notes={
             Param.images: "image_url parts with base64 data URLs (the Chat Completions vision "
@@ -89,6 +94,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.session_resume: "stateless API: send the history as messages",
             Param.cwd: "no working directory: nothing runs",
             Param.web_search: "no web tools",
+            Param.approvals: "a completion API runs no tools: nothing to approve",
         },
     ),
     BackendCapability(
@@ -107,6 +113,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=N, max_turns=I, streaming=I, session_resume=I,
             cwd=I, web_search=I,
             images=N, files=T,
+            approvals=I,
         ),
         notes={
             Param.images: "image_url parts with base64 data URLs; LiteLLM converts them per "
@@ -126,6 +133,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.session_resume: "stateless API: send the history as messages",
             Param.cwd: "no working directory: nothing runs",
             Param.web_search: "not requested (provider web tools are not wired)",
+            Param.approvals: "a completion API runs no tools: nothing to approve",
         },
     ),
     BackendCapability(
@@ -146,6 +154,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=N, max_turns=I, streaming=I, session_resume=I,
             cwd=I, web_search=I,
             images=I, files=T,
+            approvals=I,
         ),
         notes={
             Param.images: "the embedded model has no vision projector",
@@ -165,6 +174,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.session_resume: "stateless: send the history as messages",
             Param.cwd: "no working directory: nothing runs",
             Param.web_search: "no web access",
+            Param.approvals: "an embedded model runs no tools: nothing to approve",
         },
     ),
 )  # fmt: skip

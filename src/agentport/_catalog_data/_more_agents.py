@@ -33,6 +33,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=I, max_turns=N, streaming=I, session_resume=I,
             cwd=N, web_search=I,
             images=I, files=T,
+            approvals=I,
         ),
         notes={
             Param.images: IMAGES_UNVERIFIED,
@@ -61,6 +62,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             "web_extract needs Firecrawl, Tavily, Exa or Parallel, private and loopback URLs are "
             "refused, and -z prints only the final reply, so agentport cannot see or count the "
             "searches (hermes-agent 0.19.0)" + OWN_WEB,
+            Param.approvals: "headless runs never ask: the static ToolPolicy decides",
         },
     ),
     BackendCapability(
@@ -85,6 +87,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=T, sandbox=T, max_turns=N, streaming=N, session_resume=N,
             cwd=N, web_search=I,
             images=I, files=T,
+            approvals=I,
         ),
         notes={
             Param.images: IMAGES_UNVERIFIED,
@@ -108,6 +111,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.web_search: "not turned on: not run here (no binary); goose has no built-in "
             "web search (the computercontroller extension only scrapes a URL; search comes from "
             "an MCP extension, e.g. Firecrawl's hosted server, which needs a key)" + OWN_WEB,
+            Param.approvals: "headless runs never ask: the static ToolPolicy decides",
         },
     ),
     BackendCapability(
@@ -132,6 +136,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=T, max_turns=I, streaming=T, session_resume=N,
             cwd=N, web_search=I,
             images=I, files=T,
+            approvals=I,
         ),
         notes={
             Param.images: IMAGES_UNVERIFIED,
@@ -156,6 +161,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.web_search: "not turned on: kiro-cli documents built-in web_search and "
             "web_fetch tools, but it was not run here (no binary; headless needs KIRO_API_KEY) "
             "and its plain-text output shows no tool events to count" + OWN_WEB,
+            Param.approvals: "headless runs never ask: the static ToolPolicy decides",
         },
     ),
     BackendCapability(
@@ -179,6 +185,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=T, sandbox=T, max_turns=I, streaming=N, session_resume=N,
             cwd=N, web_search=I,
             images=I, files=T,
+            approvals=I,
         ),
         notes={
             Param.images: IMAGES_UNVERIFIED,
@@ -204,6 +211,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.cwd: "the process working directory and --add-dir",
             Param.web_search: "not turned on: agy's web tools were not run here (no binary; "
             "it needs a Google login), so turning on only them is unproven" + OWN_WEB,
+            Param.approvals: "headless runs never ask: the static ToolPolicy decides",
         },
     ),
     BackendCapability(
@@ -231,6 +239,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=I, sandbox=I, max_turns=T, streaming=I, session_resume=I,
             cwd=N, web_search=I,
             images=I, files=T,
+            approvals=I,
         ),
         notes={
             Param.images: IMAGES_UNVERIFIED,
@@ -255,6 +264,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.session_resume: "headless mode keeps no session",
             Param.cwd: "--directory",
             Param.web_search: "grok-cli 0.0.34 has no web tool" + OWN_WEB,
+            Param.approvals: "headless runs never ask: the static ToolPolicy decides",
         },
     ),
     BackendCapability(
@@ -284,6 +294,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=I, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=I,
             images=I, files=T,
+            approvals=I,
         ),
         notes={
             Param.images: "not sent: gjc's source has @<file> images, but no real gjc has run "
@@ -309,6 +320,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.cwd: "the process working directory",
             Param.web_search: "not turned on: its web tool is not a documented --tools name"
             + OWN_WEB,
+            Param.approvals: "headless runs never ask: the static ToolPolicy decides",
         },
     ),
     BackendCapability(
@@ -336,6 +348,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=I, sandbox=T, max_turns=I, streaming=I, session_resume=N,
             cwd=N, web_search=I,
             images=I, files=T,
+            approvals=I,
         ),
         notes={
             Param.images: IMAGES_UNVERIFIED,
@@ -358,6 +371,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.cwd: "--cwd and the process working directory",
             Param.web_search: "not turned on: no web tool is documented for its --json mode"
             + OWN_WEB,
+            Param.approvals: "headless runs never ask: the static ToolPolicy decides",
         },
     ),
     BackendCapability(
@@ -383,6 +397,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=T, sandbox=T, max_turns=I, streaming=N, session_resume=N,
             cwd=N, web_search=I,
             images=I, files=T,
+            approvals=N,
         ),
         notes={
             Param.images: "ACP image content blocks are not sent yet",
@@ -409,6 +424,9 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.cwd: "session/new cwd and the agent's working directory",
             Param.web_search: "not turned on: ACP has no switch for an agent's web tools (the "
             "agent decides what it offers)" + OWN_WEB,
+            Param.approvals: "session/request_permission: the call's ToolPolicy first, then "
+            "the hook; the option is chosen by its kind (allow_once/allow_always, "
+            "reject_once/reject_always), none of that kind -> the cancelled outcome",
         },
     ),
 )  # fmt: skip

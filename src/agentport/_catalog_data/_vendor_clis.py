@@ -36,6 +36,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=T, max_turns=N, streaming=N, session_resume=N,
             cwd=N, web_search=N,
             images=N, files=T,
+            approvals=I,
         ),
         notes={
             Param.images: "base64 image blocks in a stream-json user message "
@@ -67,6 +68,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             "itself (http upgraded to https; a claude.ai domain check first unless the user's "
             "settings say skipWebFetchPreflight) and summarises it with a second request; "
             "searches and fetches are tool events with metadata web=search|fetch",
+            Param.approvals: "PENDING",
         },
     ),
     BackendCapability(
@@ -97,6 +99,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=T, sandbox=N, max_turns=I, streaming=N, session_resume=N,
             cwd=N, web_search=N,
             images=N, files=T,
+            approvals=I,
         ),
         notes={
             Param.images: "--image=<file> per image (written to the run's folder): input_image "
@@ -134,6 +137,9 @@ ENTRIES: tuple[BackendCapability, ...] = (
             "use_responses_lite false: 'lite' requests never offer web_search); "
             "off (web_search=\"disabled\") unless the call asks; "
             "searches and opened pages are tool events with metadata web=search|fetch",
+            Param.approvals: "`codex exec` never asks (it implies approval_policy never) "
+            "and the warm `codex app-server` runs with approval_policy "
+            "never: the static ToolPolicy decides",
         },
     ),
     BackendCapability(
@@ -164,6 +170,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=T, sandbox=T, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=N,
             images=N, files=T,
+            approvals=I,
         ),
         notes={
             Param.images: "@<file> references in the prompt, their folder added with "
@@ -193,6 +200,9 @@ ENTRIES: tuple[BackendCapability, ...] = (
             "the provider to read the urls (urlContext tool) and fetches them itself only as "
             "a fallback; it refuses private and loopback hosts; searches and fetches are "
             "tool events with metadata web=search|fetch",
+            Param.approvals: "headless `gemini -p` never asks: the static ToolPolicy "
+            "decides; the acp backend with `gemini --acp` asks (NATIVE "
+            "there)",
         },
     ),
     BackendCapability(
@@ -220,6 +230,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=T, sandbox=T, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=I,
             images=N, files=T,
+            approvals=I,
         ),
         notes={
             Param.images: "--file=<file> per image; with base_url the run's model entry takes "
@@ -251,6 +262,8 @@ ENTRIES: tuple[BackendCapability, ...] = (
             "OPENCODE_ENABLE_PARALLEL, and sends the queries to Exa's or Parallel's hosted MCP "
             "service (URLs fixed in the binary): not self-hostable, not testable offline"
             + OWN_WEB,
+            Param.approvals: "`opencode run` never asks: the static ToolPolicy decides; "
+            "the acp backend with `opencode acp` asks (NATIVE there)",
         },
     ),
     BackendCapability(
@@ -278,6 +291,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=T, max_turns=N, streaming=N, session_resume=I,
             cwd=N, web_search=I,
             images=N, files=T,
+            approvals=I,
         ),
         notes={
             Param.images: "@<file> references (as gemini); with base_url the run's model is "
@@ -307,6 +321,9 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.web_search: "not turned on: qwen-code 0.24.4 has no web search tool (only "
             "web_fetch, deferred behind tool_search, whose page text a second model request "
             "summarises)" + OWN_WEB,
+            Param.approvals: "headless `qwen -p` never asks: the static ToolPolicy "
+            "decides; the acp backend with `qwen --acp` asks (NATIVE "
+            "there)",
         },
     ),
     BackendCapability(
@@ -334,6 +351,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=I, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=I,
             images=N, files=T,
+            approvals=I,
         ),
         notes={
             Param.images: "@<file> arguments; with base_url the models.json model lists image "
@@ -358,6 +376,8 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.session_resume: "runs with --no-session (ephemeral)",
             Param.cwd: "the process working directory",
             Param.web_search: "pi 0.73.1 has no web tool (bash, read, edit, write)" + OWN_WEB,
+            Param.approvals: "pi has no permission prompts (its tools run or are not "
+            "offered): the static ToolPolicy decides",
         },
     ),
     BackendCapability(
@@ -387,6 +407,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=T, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=I,
             images=N, files=T,
+            approvals=I,
         ),
         notes={
             Param.images: "--attachment=<file> per image",
@@ -410,6 +431,9 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.cwd: "the process working directory",
             Param.web_search: "not turned on: 1.0.102 with a BYOK endpoint offers web_fetch but "
             "no web search tool" + OWN_WEB,
+            Param.approvals: "`copilot -p` never asks (tools are allowed or denied by "
+            "flags): the static ToolPolicy decides; the acp backend with "
+            "`copilot --acp` asks (NATIVE there)",
         },
     ),
 )  # fmt: skip

@@ -24,17 +24,21 @@ from returns.result import Failure, Result, Success
 
 from ..core import (
     AgentEvent,
+    Allow,
     BackendCapability,
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
+    PermissionRequest,
     ProviderError,
     RawInfo,
     ToolPolicy,
 )
+from ..core._approvals import choose_option
 from ..transport import DEFAULT_MAX_LINE_BYTES, child_env
 from ._acp_rpc import PROTOCOL_VERSION, AgentConnection, RpcFailure
-from ._acp_wire import choose_option, decode_update, permission_allowed, usage_of
+from ._acp_wire import decode_update, permission_allowed, permission_request, usage_of
+from ._approvals import decide, denied_error, denied_event
 from ._endstate import ToolLedger, refusal_error
 from ._policy import inherit_env
 from ._spec import text_after_last_tool
@@ -66,6 +70,7 @@ class Turn:
     permissions: list[dict[str, Any]] = field(default_factory=list)
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     tools: ToolLedger = field(default_factory=ToolLedger)  # calls with no result yet
+    denied: list[tuple[PermissionRequest, str]] = field(default_factory=list)
 
 
 class Session:
@@ -86,6 +91,7 @@ class Session:
         self.cwd: Path | None = None
         self._turn: Turn | None = None
         self._tools = ToolPolicy()
+        self._config = CompletionConfig()  # the running prompt's: its hook and deadline
         self.events: list[AgentEvent] = []  # the last turn's, kept after it ends
         self.uses = 0  # calls served (a warm pool recycles the agent after its max_uses)
         self.workdir: ExitStack | None = None  # a warm agent's own folder, closed with it
@@ -299,20 +305,34 @@ class Session:
                 turn.scope.cancel()
 
     async def _on_request(self, method: str, params: Any) -> Any:
+        """Answer `session/request_permission`: the call's `ToolPolicy` first, then the
+        caller's hook (`decide`); the option is chosen by its kind, never by position
+        (`choose_option`), and no option of the decision's kind is the `cancelled` outcome
+        (a refusal). A denied call is a `permission_denied` event of the turn."""
         if method != "session/request_permission" or not isinstance(params, dict):
             raise RpcFailure(-32601, f"method not found: {method}")
         raw_call = params.get("toolCall")
         tool_call: dict[str, Any] = raw_call if isinstance(raw_call, dict) else {}
-        allowed = permission_allowed(tool_call, self._tools, self.cwd or Path.cwd())
-        option = choose_option(params.get("options") or [], allowed)
-        if self._turn is not None:
-            self._turn.permissions.append(
+        request = permission_request(self.backend, tool_call, params.get("options"))
+        hook = self._config.on_permission is not None
+        policy = permission_allowed(tool_call, self._tools, self.cwd or Path.cwd(), hook=hook)
+        decision = await decide(request, self._config, policy_allows=policy)
+        option = choose_option(request.options, decision)
+        allowed = isinstance(decision, Allow) and option is not None
+        reason = "" if allowed else getattr(decision, "reason", "no allow option was offered")
+        turn = self._turn
+        if turn is not None:
+            turn.permissions.append(
                 {"tool": tool_call.get("title"), "kind": tool_call.get("kind"),
-                 "allowed": allowed, "option": option}
+                 "allowed": allowed, "option": option.option_id if option else None,
+                 "reason": reason}
             )  # fmt: skip
+            if not allowed:
+                turn.denied.append((request, reason))
+                await self._emit(turn, denied_event(request, reason))
         if option is None:
             return {"outcome": {"outcome": "cancelled"}}
-        return {"outcome": {"outcome": "selected", "optionId": option}}
+        return {"outcome": {"outcome": "selected", "optionId": option.option_id}}
 
     async def _drain_late(self) -> bool:
         """Keep the turn open after `session/prompt` answered until the agent has been quiet
@@ -347,7 +367,7 @@ class Session:
         started = time.monotonic()
         if config.model:
             await self._set_model(config.model, config)
-        self._tools = config.tools
+        self._tools, self._config = config.tools, config
         turn = self._turn = Turn(sink)
         self.events = turn.events
         params = {"sessionId": self.session_id, "prompt": [{"type": "text", "text": text}]}
@@ -379,6 +399,10 @@ class Session:
             await self._emit(turn, closed)
         result = result if isinstance(result, dict) else {}
         stop = str(result.get("stopReason") or "end_turn")
+        stopped = stop == "cancelled" or not text_after_last_tool(turn.events).strip()
+        if turn.denied and stopped:  # the agent gave up on the denied call
+            request, reason = turn.denied[-1]
+            return Failure(denied_error(request, reason, self.backend))
         if stop == "max_turn_requests":
             return Failure(ProviderError(
                 ErrorKind.process_failed, "the agent reached its turn limit (max_turn_requests)",

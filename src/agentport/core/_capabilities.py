@@ -49,6 +49,8 @@ class Param(enum.StrEnum):
     web_search = "web_search"
     images = "images"
     files = "files"
+    #: the caller's approval hook (`CompletionConfig.on_permission`), asked before a tool runs
+    approvals = "approvals"
 
 
 class BackendKind(enum.StrEnum):

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ._approvals import PermissionHook
 from ._capabilities import Param
 from ._messages import Message, MessageRole
 
@@ -151,6 +152,12 @@ class CompletionConfig(BaseModel):
             `warn` (recorded in `CompletionResponse.warnings`) or `fail` (`ErrorKind.unsupported`).
         label: a free-form name for the call site (e.g. "verify"); backends ignore it,
             `agentport.testing.ScriptedAdapter` matches on it.
+        on_permission: the caller's approval hook, sync or async, `(PermissionRequest) ->
+            Allow | Deny`, asked before a tool runs where the backend can ask (the catalog's
+            `approvals` row); it only narrows the `tools` policy. Raising is a deny with the
+            error as the reason. docs/approvals.md.
+        permission_timeout_s: seconds the hook has to answer one request; no answer in time
+            is a deny.
     """
 
     model_config = ConfigDict(
@@ -176,6 +183,8 @@ class CompletionConfig(BaseModel):
     session_id: str | None = None
     on_ignored: IgnoredPolicy = "warn"
     label: str | None = None
+    on_permission: PermissionHook | None = None
+    permission_timeout_s: float = Field(default=60.0, gt=0)
 
     @model_validator(mode="after")
     def _one_output_constraint(self) -> CompletionConfig:
@@ -226,5 +235,6 @@ class CompletionConfig(BaseModel):
             Param.web_search: self.web_search,
             Param.images: any(m.images for m in messages),
             Param.files: any(m.files for m in messages),
+            Param.approvals: self.on_permission is not None,
         }
         return frozenset(p for p, on in checks.items() if on)

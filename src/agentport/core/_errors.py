@@ -10,7 +10,7 @@ Exception
            context_length · invalid_request · bad_output · schema_mismatch(raw_text)
            process_failed(exit_code, stderr_tail) · server_error · overloaded · network
            content_filter (a refusal or a safety block) · model_not_found · unsupported
-           config
+           config · permission_denied (the caller's approval hook stopped the run)
 ```
 
 Every error also says whether the request reached the provider (`request_sent`: False,
@@ -87,6 +87,9 @@ class ErrorKind(enum.StrEnum):
     model_not_found = "model_not_found"
     unsupported = "unsupported"
     config = "config"
+    #: the run stopped because a tool call was denied (the caller's approval hook, its
+    #: deadline, or the call's `ToolPolicy` under a hook); docs/approvals.md
+    permission_denied = "permission_denied"
 
 
 _RETRYABLE_BY_DEFAULT = frozenset(
@@ -110,6 +113,7 @@ _SENT_BY_KIND = frozenset(
         ErrorKind.overloaded,
         ErrorKind.content_filter,
         ErrorKind.model_not_found,
+        ErrorKind.permission_denied,  # the model asked for the tool: its request was sent
     }
 )
 # kinds agentport decides before it sends anything

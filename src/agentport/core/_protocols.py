@@ -29,6 +29,9 @@ class EventType(enum.StrEnum):
     usage = "usage"
     error = "error"
     final = "final"
+    #: a tool call the caller's approval hook (or the call's `ToolPolicy`) refused; metadata
+    #: `request` (a `PermissionRequest`) and `reason`; the tool did not run
+    permission_denied = "permission_denied"
 
 
 class AgentEvent(BaseModel):
@@ -37,7 +40,8 @@ class AgentEvent(BaseModel):
 
     `raw` is the decoded source line (dict) or the raw text; `metadata` carries typed extras:
     `session_id` on init, `usage` (a `Usage`) on usage/final, `error` (a `ProviderError`) on
-    error events, `response` (a `CompletionResponse`) on the final event.
+    error events, `response` (a `CompletionResponse`) on the final event, `request` (a
+    `PermissionRequest`) and `reason` on permission_denied events.
     """
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)
