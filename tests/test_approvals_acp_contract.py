@@ -115,6 +115,29 @@ async def test_an_allowed_tool_runs_after_the_hook_was_asked(
     assert (work / "made.txt").exists()
     assert not [e for e in events if e.type is EventType.permission_denied]
     assert events[-1].type is EventType.final, events[-1]
+    assert events[-1].metadata["response"].warnings == ()
+
+
+async def test_an_agent_that_runs_a_tool_without_asking_is_named_in_the_warnings(
+    server: FakeModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # opencode's `permission` defaults to allow: it never asks, so the hook cannot decide;
+    # the answer says so instead of passing for an approved run
+    options = acp_options("opencode", server, tmp_path / "home")
+    if options is None:
+        pytest.skip("opencode CLI not installed")
+    monkeypatch.setenv("AGENTPORT_ALLOW_REAL_BACKENDS", "1")
+    options["env"][MARKER_ENV] = new_marker()
+
+    async def deny(request: PermissionRequest) -> Deny:
+        return Deny("never")
+
+    work = tmp_path / "work"
+    work.mkdir()
+    events, asked = await _run(("opencode", options), server, work, deny)
+    assert asked == []
+    warnings = events[-1].metadata["response"].warnings
+    assert any("without asking permission" in w and "bash" in w for w in warnings), warnings
 
 
 @pytest.mark.parametrize("how", ["deny", "deadline"])

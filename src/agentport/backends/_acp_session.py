@@ -29,12 +29,14 @@ from ..core import (
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
+    EventType,
+    PermissionKind,
     PermissionRequest,
     ProviderError,
     RawInfo,
     ToolPolicy,
 )
-from ..core._approvals import choose_option
+from ..core._approvals import choose_option, permission_kind
 from ..transport import DEFAULT_MAX_LINE_BYTES, child_env
 from ._acp_rpc import PROTOCOL_VERSION, AgentConnection, RpcFailure
 from ._acp_wire import decode_update, permission_allowed, permission_request, usage_of
@@ -71,6 +73,23 @@ class Turn:
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     tools: ToolLedger = field(default_factory=ToolLedger)  # calls with no result yet
     denied: list[tuple[PermissionRequest, str]] = field(default_factory=list)
+    asked: set[str] = field(default_factory=set)  # tool call ids the agent asked about
+
+
+def unasked_warnings(turn: Turn, config: CompletionConfig) -> tuple[str, ...]:
+    """With an approval hook: one warning per tool call (other than a read) the agent ran
+    without asking (its own configuration allows it: opencode's `permission` defaults to
+    allow), so a hook that was never asked is never taken for one that allowed."""
+    if config.on_permission is None:
+        return ()
+    return tuple(
+        f"the agent ran {e.content or e.metadata.get('id')!r} without asking permission: "
+        "the approval hook was not asked (the agent's own configuration allows the tool)"
+        for e in turn.events
+        if e.type is EventType.tool_call
+        and str(e.metadata.get("id")) not in turn.asked
+        and permission_kind(e.metadata.get("tool")) is not PermissionKind.read
+    )
 
 
 class Session:
@@ -322,6 +341,7 @@ class Session:
         reason = "" if allowed else getattr(decision, "reason", "no allow option was offered")
         turn = self._turn
         if turn is not None:
+            turn.asked.add(request.call_id or "")
             turn.permissions.append(
                 {"tool": tool_call.get("title"), "kind": tool_call.get("kind"),
                  "allowed": allowed, "option": option.option_id if option else None,
@@ -419,6 +439,7 @@ class Session:
         warnings: tuple[str, ...] = ()
         if stop == "max_tokens":
             warnings = ("the answer was cut at the token limit (stopReason max_tokens)",)
+        warnings += unasked_warnings(turn, config)
         if still_talking:
             warnings += (
                 f"the agent was still sending updates {LATE_MAX_S:g}s after it answered "
