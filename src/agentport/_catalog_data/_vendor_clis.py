@@ -36,7 +36,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=T, max_turns=N, streaming=N, session_resume=N,
             cwd=N, web_search=N,
             images=N, files=T,
-            approvals=I,
+            approvals=N,
         ),
         notes={
             Param.images: "base64 image blocks in a stream-json user message "
@@ -68,7 +68,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             "itself (http upgraded to https; a claude.ai domain check first unless the user's "
             "settings say skipWebFetchPreflight) and summarises it with a second request; "
             "searches and fetches are tool events with metadata web=search|fetch",
-            Param.approvals: "PENDING",
+            Param.approvals: "--permission-prompt-tool=mcp__agentport_approvals__approve: "
+            "an MCP server agentport serves for the call on 127.0.0.1 with a per-call token "
+            "(the mcp extra) asks the hook; --allowedTools is left out so listed tools are "
+            "asked about, and full runs in the default permission mode instead of "
+            "bypassPermissions",
         },
     ),
     BackendCapability(
