@@ -18,7 +18,13 @@ from hypothesis import strategies as st
 
 from _fake_clis_util import FAKE_CLIS
 from agentport.backends._acp_wire import permission_request
+from agentport.backends._approval_server import (
+    ApprovalEndpoint,
+    approval_server,
+    claude_policy_allows,
+)
 from agentport.backends._approvals import POLICY_DENIES, decide
+from agentport.backends.claude import tool_flags as claude_tool_flags
 from agentport.catalog import all_backends
 from agentport.core import (
     Allow,
@@ -33,6 +39,7 @@ from agentport.core import (
     PermissionKind,
     PermissionOption,
     PermissionRequest,
+    Sandbox,
     ToolPolicy,
 )
 from agentport.core._approvals import SUMMARY_CHARS, choose_option
@@ -171,9 +178,9 @@ async def test_no_answer_within_the_deadline_is_a_deny(sync: bool) -> None:
 # ---------------------------------------------------------------- the catalog
 
 
-def test_every_backend_declares_approvals_and_only_acp_asks_natively() -> None:
+def test_every_backend_declares_approvals_and_acp_and_claude_ask_natively() -> None:
     native = {c.name for c in all_backends() if c.support(Param.approvals) is ParamSupport.NATIVE}
-    assert native == {"acp"}
+    assert native == {"acp", "claude"}
     for c in all_backends():
         assert Param.approvals in c.notes, (
             f"{c.name}: say why approvals are {c.support(Param.approvals)}"
@@ -271,3 +278,69 @@ async def test_acp_runtime_streams_a_typed_denial_and_the_deadline_denies(record
     tool_results = [e for e in events if e.type is EventType.tool_result]
     assert tool_results[0].is_error  # the agent did not run it
     assert events[-1].type is EventType.final
+
+
+# ---------------------------------------------------------------- claude
+
+
+@pytest.mark.parametrize(
+    ("tools", "tool", "args", "allowed"),
+    [
+        (ToolPolicy(), "Bash", {}, False),  # no tools: nothing may run
+        (ToolPolicy(allowed_tools=("Read",)), "Bash", {}, False),  # not listed
+        (ToolPolicy(sandbox=Sandbox.read_only), "Write", {"file_path": "x"}, False),
+        (ToolPolicy(sandbox=Sandbox.read_only), "Read", {"file_path": "/etc/x"}, True),
+        (ToolPolicy(sandbox=Sandbox.workspace_write), "Write", {"file_path": "a/b"}, True),
+        (ToolPolicy(sandbox=Sandbox.workspace_write), "Write", {"file_path": "/etc/x"}, False),
+        (ToolPolicy(sandbox=Sandbox.workspace_write), "Edit", {"file_path": "../x"}, False),
+        (ToolPolicy(sandbox=Sandbox.workspace_write), "Bash", {}, False),
+        (ToolPolicy(allowed_tools=("Bash",), sandbox=Sandbox.full), "Bash", {}, True),
+        (ToolPolicy.cli_defaults(), "mcp__other__tool", {}, True),
+    ],
+)
+def test_claude_policy_bounds_what_the_hook_may_allow(
+    tools: ToolPolicy, tool: str, args: dict[str, Any], allowed: bool, tmp_path: Path
+) -> None:
+    assert claude_policy_allows(tool, args, tools, tmp_path) is allowed
+
+
+def test_claude_argv_asks_the_prompt_tool_and_never_preapproves() -> None:
+    endpoint = ApprovalEndpoint("http://127.0.0.1:1/mcp", "tok")
+    listed = ToolPolicy(allowed_tools=("Bash",), sandbox=Sandbox.full)
+    flags = claude_tool_flags(listed, asks=True)
+    assert "--tools=Bash" in flags
+    assert not [f for f in flags if f.startswith("--allowedTools")]
+    assert "--permission-mode=bypassPermissions" not in flags  # it would never ask
+    assert "--permission-mode=bypassPermissions" in claude_tool_flags(listed)
+    config = json.loads(endpoint.mcp_config())
+    server = config["mcpServers"]["agentport_approvals"]
+    assert server == {
+        "type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer tok"}
+    }  # fmt: skip
+
+
+async def test_the_approval_server_refuses_a_caller_without_the_token() -> None:
+    import httpx
+
+    asked: list[PermissionRequest] = []
+
+    def hook(request: PermissionRequest) -> Allow:
+        asked.append(request)
+        return Allow()
+
+    async def emit(event: Any) -> None:
+        pass
+
+    config = CompletionConfig(on_permission=hook)
+    async with approval_server("claude", config, emit) as endpoint:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+        headers = {"Accept": "application/json, text/event-stream"}
+        async with httpx.AsyncClient() as client:
+            for token in (None, "wrong", endpoint.token[:-1]):
+                sent = headers | ({"Authorization": f"Bearer {token}"} if token else {})
+                answer = await client.post(endpoint.url, json=body, headers=sent)
+                assert answer.status_code == 401
+            good = headers | {"Authorization": f"Bearer {endpoint.token}"}
+            answer = await client.post(endpoint.url, json=body, headers=good)
+            assert answer.status_code != 401
+    assert asked == []

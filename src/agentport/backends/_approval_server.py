@@ -131,6 +131,20 @@ class _Bearer:
         await self.app(scope, receive, send)
 
 
+class _BuiltInLoop:
+    """The SDK's app, built on its first ASGI call (the lifespan start-up), so on the
+    server thread's loop: its session manager makes locks of the loop it is built on."""
+
+    def __init__(self, build: Callable[[], Any]) -> None:
+        self.build = build
+        self.app: Any = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if self.app is None:
+            self.app = self.build()
+        await self.app(scope, receive, send)
+
+
 Emit = Callable[[AgentEvent], Awaitable[None]]
 
 
@@ -178,14 +192,17 @@ async def approval_server(
         answer = await anyio.to_thread.run_sync(on_host_sync, tool_name, input or {}, tool_use_id)
         return json.dumps(answer)
 
+    def build() -> Any:
+        mcp = MCPServer("agentport-approvals", log_level="WARNING")
+        # one text block and nothing else (no structuredContent): claude refuses anything more
+        mcp.add_tool(
+            approve, name=TOOL, description="agentport's approval prompt (not for the model)",
+            structured_output=False,
+        )  # fmt: skip
+        return mcp.streamable_http_app(host="127.0.0.1")
+
     token = secrets.token_urlsafe(32)
-    mcp = MCPServer("agentport-approvals", log_level="WARNING")
-    # one text block and nothing else (no structuredContent): claude refuses anything more
-    mcp.add_tool(
-        approve, name=TOOL, description="agentport's approval prompt (not for the model)",
-        structured_output=False,
-    )  # fmt: skip
-    app = _Bearer(mcp.streamable_http_app(host="127.0.0.1"), token)
+    app = _Bearer(_BuiltInLoop(build), token)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
