@@ -344,3 +344,26 @@ async def test_the_approval_server_refuses_a_caller_without_the_token() -> None:
             answer = await client.post(endpoint.url, json=body, headers=good)
             assert answer.status_code != 401
     assert asked == []
+
+
+# ---------------------------------------------------------------- workflows: least privilege
+
+_ACP_KINDS = ["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
+_CLAUDE_TOOLS = ["Bash", "Write", "Edit", "Read", "WebFetch", "WebSearch", "mcp__x__y"]
+
+
+@pytest.mark.parametrize("kind", _ACP_KINDS)
+@pytest.mark.parametrize("tool", _CLAUDE_TOOLS)
+async def test_an_allow_all_hook_never_widens_the_workflows_no_tools_policy(
+    kind: str, tool: str, tmp_path: Path
+) -> None:
+    # what deep research and DeepRefine give their agents: ToolPolicy.none()
+    from agentport.backends._acp_wire import permission_allowed
+
+    config = CompletionConfig(tools=ToolPolicy.none(), on_permission=lambda r: Allow())
+    acp = permission_allowed({"kind": kind}, config.tools, tmp_path, hook=True)
+    claude = claude_policy_allows(tool, {"file_path": "x"}, config.tools, tmp_path)
+    for policy in (acp, claude):
+        decision = await decide(REQUEST, config, policy_allows=policy)
+        assert decision == Deny(POLICY_DENIES)
+    assert claude_tool_flags(config.tools, asks=True)[0] == "--tools="  # claude offers none
