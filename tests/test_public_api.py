@@ -82,6 +82,7 @@ def test_import_agentport_loads_no_backend_and_no_heavy_dependency() -> None:
 IMPORT_SET = [
     "agentport",
     "agentport.core",
+    "agentport.core._approvals",  # the hook's types (Allow, Deny, PermissionRequest)
     "agentport.core._capabilities",
     "agentport.core._checks",
     "agentport.core._config",
