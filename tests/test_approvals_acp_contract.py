@@ -21,6 +21,7 @@ from agentport.core import (
     Allow,
     CompletionConfig,
     Deny,
+    ErrorKind,
     EventType,
     PermissionKind,
     PermissionRequest,
@@ -38,6 +39,12 @@ _SHELL: dict[str, tuple[str, dict[str, Any], str | None]] = {
     "opencode": ("bash", {"description": "make a file"}, None),
     "copilot": ("bash", {"description": "make a file"}, None),
 }
+
+
+# what each agent does after a refused permission (measured): gemini tells the model and
+# goes on; qwen and opencode end the turn; copilot ends it with "Info: Operation cancelled by
+# user" as its own text (stopReason end_turn)
+_GOES_ON = {"gemini": True, "qwen": False, "opencode": False, "copilot": False}
 
 
 @pytest.fixture
@@ -162,7 +169,9 @@ async def test_a_denied_tool_never_runs_and_is_a_typed_event(
     reason = denied[0].metadata["reason"]
     assert reason == "not in this run" if how == "deny" else "within 1s" in reason
     last = events[-1]
-    # the agent either goes on (the model hears the refusal) or stops on it (a typed failure)
-    assert last.type is EventType.final or last.metadata["error"].kind.value == (
-        "permission_denied"
-    ), last
+    if _GOES_ON[agent[0]]:  # the model hears the refusal and answers
+        assert last.type is EventType.final, last
+        assert last.content == "tool done"
+    else:  # the agent ends its turn on the refusal: a typed failure, not an answer
+        assert last.type is EventType.error, last
+        assert last.metadata["error"].kind is ErrorKind.permission_denied

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 import shlex
 import shutil
 import time
@@ -55,6 +56,9 @@ LATE_QUIET_S = 0.1
 #: ... for at most this long: an agent still talking then is named in the answer's warnings.
 LATE_MAX_S = 1.0
 _log = logging.getLogger("agentport.acp")
+#: An agent's own words for a turn it ended on a refused permission, not the model's answer:
+#: copilot 1.0.102 `--acp` answers a `reject_once` with this text and stopReason end_turn.
+_GAVE_UP = re.compile(r"\s*(?:Info:\s*)?Operation cancelled by user\.?\s*", re.IGNORECASE)
 
 
 def agent_env(options: Mapping[str, Any]) -> dict[str, str]:
@@ -419,7 +423,8 @@ class Session:
             await self._emit(turn, closed)
         result = result if isinstance(result, dict) else {}
         stop = str(result.get("stopReason") or "end_turn")
-        stopped = stop == "cancelled" or not text_after_last_tool(turn.events).strip()
+        said = text_after_last_tool(turn.events)
+        stopped = stop == "cancelled" or not said.strip() or bool(_GAVE_UP.fullmatch(said))
         if turn.denied and stopped:  # the agent gave up on the denied call
             request, reason = turn.denied[-1]
             return Failure(denied_error(request, reason, self.backend))
