@@ -16,6 +16,10 @@ def test_top_level_exports() -> None:
     assert sorted(agentport.__all__) == sorted(
         [
             "AgentEvent",
+            "Allow",
+            "Deny",
+            "PermissionKind",
+            "PermissionRequest",
             "AgentRuntime",
             "Attempt",
             "BackendCapability",
@@ -79,6 +83,7 @@ def test_import_agentport_loads_no_backend_and_no_heavy_dependency() -> None:
 IMPORT_SET = [
     "agentport",
     "agentport.core",
+    "agentport.core._approvals",  # the hook's types (Allow, Deny, PermissionRequest)
     "agentport.core._capabilities",
     "agentport.core._checks",
     "agentport.core._config",

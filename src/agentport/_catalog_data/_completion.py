@@ -24,6 +24,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             cwd=I, web_search=I,
             images=I, files=T,
             mcp_servers=I, functions=I,
+            approvals=I,
         ),
         notes={
             Param.mcp_servers: MCP_COMPLETION,
@@ -32,6 +33,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.files: FILES_INLINED,
             Param.output_schema: "replies are validated against the schema",
             Param.reasoning_effort: "scripted replies: nothing thinks",
+            Param.approvals: "no tools run: nothing to approve",
         },
     ),
     BackendCapability(
@@ -50,6 +52,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             cwd=I, web_search=I,
             images=I, files=T,
             mcp_servers=I, functions=I,
+            approvals=I,
         ),
         notes={
             Param.mcp_servers: MCP_COMPLETION,
@@ -58,6 +61,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.files: FILES_INLINED,
             Param.output_schema: "the echoed text is validated against the schema",
             Param.reasoning_effort: "echoes the prompt: nothing thinks",
+            Param.approvals: "no tools run: nothing to approve",
         },
     ),
     BackendCapability(
@@ -77,6 +81,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             cwd=I, web_search=I,
             images=N, files=T,
             mcp_servers=I, functions=I,
+            approvals=I,
         ),
         notes={
             Param.mcp_servers: MCP_COMPLETION,
@@ -98,6 +103,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.session_resume: "stateless API: send the history as messages",
             Param.cwd: "no working directory: nothing runs",
             Param.web_search: "no web tools",
+            Param.approvals: "a completion API runs no tools: nothing to approve",
         },
     ),
     BackendCapability(
@@ -117,6 +123,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             cwd=I, web_search=I,
             images=N, files=T,
             mcp_servers=I, functions=I,
+            approvals=I,
         ),
         notes={
             Param.mcp_servers: MCP_COMPLETION,
@@ -138,6 +145,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.session_resume: "stateless API: send the history as messages",
             Param.cwd: "no working directory: nothing runs",
             Param.web_search: "not requested (provider web tools are not wired)",
+            Param.approvals: "a completion API runs no tools: nothing to approve",
         },
     ),
     BackendCapability(
@@ -159,6 +167,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             cwd=I, web_search=I,
             images=I, files=T,
             mcp_servers=I, functions=I,
+            approvals=I,
         ),
         notes={
             Param.mcp_servers: MCP_COMPLETION,
@@ -180,6 +189,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.session_resume: "stateless: send the history as messages",
             Param.cwd: "no working directory: nothing runs",
             Param.web_search: "no web access",
+            Param.approvals: "an embedded model runs no tools: nothing to approve",
         },
     ),
 )  # fmt: skip

@@ -45,6 +45,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             cwd=N, web_search=I,
             images=I, files=T,
             mcp_servers=I, functions=I,
+            approvals=I,
         ),
         notes={
             Param.mcp_servers: MCP_NOT_WIRED,
@@ -75,6 +76,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             "web_extract needs Firecrawl, Tavily, Exa or Parallel, private and loopback URLs are "
             "refused, and -z prints only the final reply, so agentport cannot see or count the "
             "searches (hermes-agent 0.19.0)" + OWN_WEB,
+            Param.approvals: "headless runs never ask: the static ToolPolicy decides",
         },
     ),
     BackendCapability(
@@ -100,6 +102,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             cwd=N, web_search=I,
             images=I, files=T,
             mcp_servers=I, functions=I,
+            approvals=I,
         ),
         notes={
             Param.mcp_servers: MCP_NOT_WIRED,
@@ -125,6 +128,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.web_search: "not turned on: not run here (no binary); goose has no built-in "
             "web search (the computercontroller extension only scrapes a URL; search comes from "
             "an MCP extension, e.g. Firecrawl's hosted server, which needs a key)" + OWN_WEB,
+            Param.approvals: "headless runs never ask: the static ToolPolicy decides",
         },
     ),
     BackendCapability(
@@ -150,6 +154,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             cwd=N, web_search=I,
             images=I, files=T,
             mcp_servers=I, functions=I,
+            approvals=I,
         ),
         notes={
             Param.mcp_servers: MCP_NOT_WIRED,
@@ -176,6 +181,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.web_search: "not turned on: kiro-cli documents built-in web_search and "
             "web_fetch tools, but it was not run here (no binary; headless needs KIRO_API_KEY) "
             "and its plain-text output shows no tool events to count" + OWN_WEB,
+            Param.approvals: "headless runs never ask: the static ToolPolicy decides",
         },
     ),
     BackendCapability(
@@ -200,6 +206,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             cwd=N, web_search=I,
             images=I, files=T,
             mcp_servers=I, functions=I,
+            approvals=I,
         ),
         notes={
             Param.mcp_servers: MCP_NOT_WIRED,
@@ -227,6 +234,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.cwd: "the process working directory and --add-dir",
             Param.web_search: "not turned on: agy's web tools were not run here (no binary; "
             "it needs a Google login), so turning on only them is unproven" + OWN_WEB,
+            Param.approvals: "headless runs never ask: the static ToolPolicy decides",
         },
     ),
     BackendCapability(
@@ -255,6 +263,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             cwd=N, web_search=I,
             images=I, files=T,
             mcp_servers=I, functions=I,
+            approvals=I,
         ),
         notes={
             Param.mcp_servers: MCP_NOT_WIRED,
@@ -281,6 +290,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.session_resume: "headless mode keeps no session",
             Param.cwd: "--directory",
             Param.web_search: "grok-cli 0.0.34 has no web tool" + OWN_WEB,
+            Param.approvals: "headless runs never ask: the static ToolPolicy decides",
         },
     ),
     BackendCapability(
@@ -311,6 +321,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             cwd=N, web_search=I,
             images=I, files=T,
             mcp_servers=I, functions=I,
+            approvals=I,
         ),
         notes={
             Param.mcp_servers: MCP_NOT_WIRED,
@@ -338,6 +349,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.cwd: "the process working directory",
             Param.web_search: "not turned on: its web tool is not a documented --tools name"
             + OWN_WEB,
+            Param.approvals: "headless runs never ask: the static ToolPolicy decides",
         },
     ),
     BackendCapability(
@@ -366,6 +378,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             cwd=N, web_search=I,
             images=I, files=T,
             mcp_servers=I, functions=I,
+            approvals=I,
         ),
         notes={
             Param.mcp_servers: MCP_NOT_WIRED,
@@ -390,6 +403,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.cwd: "--cwd and the process working directory",
             Param.web_search: "not turned on: no web tool is documented for its --json mode"
             + OWN_WEB,
+            Param.approvals: "headless runs never ask: the static ToolPolicy decides",
         },
     ),
     BackendCapability(
@@ -416,6 +430,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             cwd=N, web_search=I,
             images=I, files=T,
             mcp_servers=N, functions=T,
+            approvals=N,
         ),
         notes={
             Param.mcp_servers: "session/new mcpServers (the call's servers replace the mcp_servers "
@@ -446,6 +461,9 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.cwd: "session/new cwd and the agent's working directory",
             Param.web_search: "not turned on: ACP has no switch for an agent's web tools (the "
             "agent decides what it offers)" + OWN_WEB,
+            Param.approvals: "session/request_permission: the call's ToolPolicy first, then "
+            "the hook; the option is chosen by its kind (allow_once/allow_always, "
+            "reject_once/reject_always), none of that kind -> the cancelled outcome",
         },
     ),
 )  # fmt: skip

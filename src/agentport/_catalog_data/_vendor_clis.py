@@ -47,6 +47,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             cwd=N, web_search=N,
             images=N, files=T,
             mcp_servers=N, functions=T,
+            approvals=N,
         ),
         notes={
             Param.mcp_servers: "--mcp-config FILE (in the run's folder) and --strict-mcp-config; "
@@ -81,6 +82,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             "itself (http upgraded to https; a claude.ai domain check first unless the user's "
             "settings say skipWebFetchPreflight) and summarises it with a second request; "
             "searches and fetches are tool events with metadata web=search|fetch",
+            Param.approvals: "--permission-prompt-tool=mcp__agentport_approvals__approve: "
+            "an MCP server agentport serves for the call on 127.0.0.1 with a per-call token "
+            "(the mcp extra) asks the hook; --allowedTools is left out so listed tools are "
+            "asked about, and full runs in the default permission mode instead of "
+            "bypassPermissions",
         },
     ),
     BackendCapability(
@@ -112,6 +118,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             cwd=N, web_search=N,
             images=N, files=T,
             mcp_servers=N, functions=T,
+            approvals=I,
         ),
         notes={
             Param.mcp_servers: "-c mcp_servers={...}: the whole table, so no server of the user's "
@@ -152,6 +159,9 @@ ENTRIES: tuple[BackendCapability, ...] = (
             "use_responses_lite false: 'lite' requests never offer web_search); "
             "off (web_search=\"disabled\") unless the call asks; "
             "searches and opened pages are tool events with metadata web=search|fetch",
+            Param.approvals: "`codex exec` never asks (it implies approval_policy never) "
+            "and the warm `codex app-server` runs with approval_policy "
+            "never: the static ToolPolicy decides",
         },
     ),
     BackendCapability(
@@ -183,6 +193,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             cwd=N, web_search=N,
             images=N, files=T,
             mcp_servers=N, functions=T,
+            approvals=I,
         ),
         notes={
             Param.mcp_servers: "mcpServers in a per-run system settings file "
@@ -216,6 +227,9 @@ ENTRIES: tuple[BackendCapability, ...] = (
             "the provider to read the urls (urlContext tool) and fetches them itself only as "
             "a fallback; it refuses private and loopback hosts; searches and fetches are "
             "tool events with metadata web=search|fetch",
+            Param.approvals: "headless `gemini -p` never asks: the static ToolPolicy "
+            "decides; the acp backend with `gemini --acp` asks (NATIVE "
+            "there)",
         },
     ),
     BackendCapability(
@@ -244,6 +258,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             cwd=N, web_search=I,
             images=N, files=T,
             mcp_servers=N, functions=T,
+            approvals=I,
         ),
         notes={
             Param.mcp_servers: "mcp in the run's OPENCODE_CONFIG_CONTENT, every server of the "
@@ -279,6 +294,8 @@ ENTRIES: tuple[BackendCapability, ...] = (
             "OPENCODE_ENABLE_PARALLEL, and sends the queries to Exa's or Parallel's hosted MCP "
             "service (URLs fixed in the binary): not self-hostable, not testable offline"
             + OWN_WEB,
+            Param.approvals: "`opencode run` never asks: the static ToolPolicy decides; "
+            "the acp backend with `opencode acp` asks (NATIVE there)",
         },
     ),
     BackendCapability(
@@ -307,6 +324,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             cwd=N, web_search=I,
             images=N, files=T,
             mcp_servers=N, functions=T,
+            approvals=I,
         ),
         notes={
             Param.mcp_servers: "mcpServers in a per-run system settings file "
@@ -339,6 +357,9 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.web_search: "not turned on: qwen-code 0.24.4 has no web search tool (only "
             "web_fetch, deferred behind tool_search, whose page text a second model request "
             "summarises)" + OWN_WEB,
+            Param.approvals: "headless `qwen -p` never asks: the static ToolPolicy "
+            "decides; the acp backend with `qwen --acp` asks (NATIVE "
+            "there)",
         },
     ),
     BackendCapability(
@@ -367,6 +388,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             cwd=N, web_search=I,
             images=N, files=T,
             mcp_servers=I, functions=I,
+            approvals=I,
         ),
         notes={
             Param.mcp_servers: "pi has no MCP client",
@@ -393,6 +415,8 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.session_resume: "runs with --no-session (ephemeral)",
             Param.cwd: "the process working directory",
             Param.web_search: "pi 0.73.1 has no web tool (bash, read, edit, write)" + OWN_WEB,
+            Param.approvals: "pi has no permission prompts (its tools run or are not "
+            "offered): the static ToolPolicy decides",
         },
     ),
     BackendCapability(
@@ -423,6 +447,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             cwd=N, web_search=I,
             images=N, files=T,
             mcp_servers=I, functions=I,
+            approvals=I,
         ),
         notes={
             Param.mcp_servers: MCP_NOT_WIRED,
@@ -448,6 +473,9 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.cwd: "the process working directory",
             Param.web_search: "not turned on: 1.0.102 with a BYOK endpoint offers web_fetch but "
             "no web search tool" + OWN_WEB,
+            Param.approvals: "`copilot -p` never asks (tools are allowed or denied by "
+            "flags): the static ToolPolicy decides; the acp backend with "
+            "`copilot --acp` asks (NATIVE there)",
         },
     ),
 )  # fmt: skip

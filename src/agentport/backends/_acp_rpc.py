@@ -119,6 +119,7 @@ class AgentConnection:
         self.reads = 0  # stdout chunks read, and whether one is being dispatched: the late
         self.dispatching = False  # updates' drain (`Session._drain_late`) watches both
         self.noise = 0
+        self.answering = 0  # requests of the agent's being answered (an approval hook asked)
         self._ids = 0
         self._pending: dict[int, _Waiter] = {}
         self._gone: ProviderError | None = None
@@ -241,10 +242,15 @@ class AgentConnection:
 
     async def _answer(self, request_id: Any, method: str, params: Any) -> None:
         reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
+        self.answering += 1
         try:
             reply["result"] = await self.on_request(method, params)
         except RpcFailure as exc:
             reply["error"] = {"code": exc.code, "message": exc.message}
+        finally:
+            self.answering -= 1
+            # the agent waits on our answer (a hook deciding): not its silence
+            self.last_activity = time.monotonic()
         with suppress(ProviderError):
             await self._send(reply)
 
@@ -278,7 +284,9 @@ class AgentConnection:
         self.last_activity = time.monotonic()
         while not waiter.event.is_set():
             remaining = limit_s - (time.monotonic() - self.last_activity)
-            if remaining <= 0:
+            if remaining <= 0 and self.answering:
+                remaining = 0.05  # an answer of ours is being decided: look again soon
+            elif remaining <= 0:
                 self._pending.pop(request_id, None)
                 raise ProviderError(
                     ErrorKind.timeout,

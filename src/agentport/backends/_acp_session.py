@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 import shlex
 import shutil
 import time
@@ -24,17 +25,28 @@ from returns.result import Failure, Result, Success
 
 from ..core import (
     AgentEvent,
+    Allow,
     BackendCapability,
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
+    EventType,
+    PermissionKind,
+    PermissionRequest,
     ProviderError,
     RawInfo,
     ToolPolicy,
 )
+from ..core._approvals import choose_option, permission_kind
 from ..transport import DEFAULT_MAX_LINE_BYTES, child_env
 from ._acp_rpc import PROTOCOL_VERSION, AgentConnection, RpcFailure
-from ._acp_wire import choose_option, decode_update, permission_allowed, usage_of
+from ._acp_wire import (
+    decode_update,
+    permission_allowed,
+    permission_request,
+    usage_of,
+)
+from ._approvals import decide, denied_error, denied_event
 from ._caller_tools import acp_server
 from ._endstate import ToolLedger, refusal_error
 from ._policy import inherit_env
@@ -50,6 +62,9 @@ LATE_QUIET_S = 0.1
 #: ... for at most this long: an agent still talking then is named in the answer's warnings.
 LATE_MAX_S = 1.0
 _log = logging.getLogger("agentport.acp")
+#: An agent's own words for a turn it ended on a refused permission, not the model's answer:
+#: copilot 1.0.102 `--acp` answers a `reject_once` with this text and stopReason end_turn.
+_GAVE_UP = re.compile(r"\s*(?:Info:\s*)?Operation cancelled by user\.?\s*", re.IGNORECASE)
 
 
 def agent_env(options: Mapping[str, Any]) -> dict[str, str]:
@@ -67,6 +82,24 @@ class Turn:
     permissions: list[dict[str, Any]] = field(default_factory=list)
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     tools: ToolLedger = field(default_factory=ToolLedger)  # calls with no result yet
+    denied: list[tuple[PermissionRequest, str]] = field(default_factory=list)
+    asked: set[str] = field(default_factory=set)  # tool call ids the agent asked about
+
+
+def unasked_warnings(turn: Turn, config: CompletionConfig) -> tuple[str, ...]:
+    """With an approval hook: one warning per tool call (other than a read) the agent ran
+    without asking (its own configuration allows it: opencode's `permission` defaults to
+    allow), so a hook that was never asked is never taken for one that allowed."""
+    if config.on_permission is None:
+        return ()
+    return tuple(
+        f"the agent ran {e.content or e.metadata.get('id')!r} without asking permission: "
+        "the approval hook was not asked (the agent's own configuration allows the tool)"
+        for e in turn.events
+        if e.type is EventType.tool_call
+        and str(e.metadata.get("id")) not in turn.asked
+        and permission_kind(e.metadata.get("tool")) is not PermissionKind.read
+    )
 
 
 class Session:
@@ -87,6 +120,7 @@ class Session:
         self.cwd: Path | None = None
         self._turn: Turn | None = None
         self._tools = ToolPolicy()
+        self._config = CompletionConfig()  # the running prompt's: its hook and deadline
         self.events: list[AgentEvent] = []  # the last turn's, kept after it ends
         self.uses = 0  # calls served (a warm pool recycles the agent after its max_uses)
         self.workdir: ExitStack | None = None  # a warm agent's own folder, closed with it
@@ -308,20 +342,35 @@ class Session:
                 turn.scope.cancel()
 
     async def _on_request(self, method: str, params: Any) -> Any:
+        """Answer `session/request_permission`: the call's `ToolPolicy` first, then the
+        caller's hook (`decide`); the option is chosen by its kind, never by position
+        (`choose_option`), and no option of the decision's kind is the `cancelled` outcome
+        (a refusal). A denied call is a `permission_denied` event of the turn."""
         if method != "session/request_permission" or not isinstance(params, dict):
             raise RpcFailure(-32601, f"method not found: {method}")
         raw_call = params.get("toolCall")
         tool_call: dict[str, Any] = raw_call if isinstance(raw_call, dict) else {}
-        allowed = permission_allowed(tool_call, self._tools, self.cwd or Path.cwd())
-        option = choose_option(params.get("options") or [], allowed)
-        if self._turn is not None:
-            self._turn.permissions.append(
+        request = permission_request(self.backend, tool_call, params.get("options"))
+        hook = self._config.on_permission is not None
+        policy = permission_allowed(tool_call, self._tools, self.cwd or Path.cwd(), hook=hook)
+        decision = await decide(request, self._config, policy_allows=policy)
+        option = choose_option(request.options, decision)
+        allowed = isinstance(decision, Allow) and option is not None
+        reason = "" if allowed else getattr(decision, "reason", "no allow option was offered")
+        turn = self._turn
+        if turn is not None:
+            turn.asked.add(request.call_id or "")
+            turn.permissions.append(
                 {"tool": tool_call.get("title"), "kind": tool_call.get("kind"),
-                 "allowed": allowed, "option": option}
+                 "allowed": allowed, "option": option.option_id if option else None,
+                 "reason": reason}
             )  # fmt: skip
+            if not allowed:
+                turn.denied.append((request, reason))
+                await self._emit(turn, denied_event(request, reason))
         if option is None:
             return {"outcome": {"outcome": "cancelled"}}
-        return {"outcome": {"outcome": "selected", "optionId": option}}
+        return {"outcome": {"outcome": "selected", "optionId": option.option_id}}
 
     async def _drain_late(self) -> bool:
         """Keep the turn open after `session/prompt` answered until the agent has been quiet
@@ -356,7 +405,7 @@ class Session:
         started = time.monotonic()
         if config.model:
             await self._set_model(config.model, config)
-        self._tools = config.tools
+        self._tools, self._config = config.tools, config
         turn = self._turn = Turn(sink)
         self.events = turn.events
         params = {"sessionId": self.session_id, "prompt": [{"type": "text", "text": text}]}
@@ -388,6 +437,11 @@ class Session:
             await self._emit(turn, closed)
         result = result if isinstance(result, dict) else {}
         stop = str(result.get("stopReason") or "end_turn")
+        said = text_after_last_tool(turn.events)
+        stopped = stop == "cancelled" or not said.strip() or bool(_GAVE_UP.fullmatch(said))
+        if turn.denied and stopped:  # the agent gave up on the denied call
+            request, reason = turn.denied[-1]
+            return Failure(denied_error(request, reason, self.backend))
         if stop == "max_turn_requests":
             return Failure(ProviderError(
                 ErrorKind.process_failed, "the agent reached its turn limit (max_turn_requests)",
@@ -404,6 +458,7 @@ class Session:
         warnings: tuple[str, ...] = ()
         if stop == "max_tokens":
             warnings = ("the answer was cut at the token limit (stopReason max_tokens)",)
+        warnings += unasked_warnings(turn, config)
         if still_talking:
             warnings += (
                 f"the agent was still sending updates {LATE_MAX_S:g}s after it answered "

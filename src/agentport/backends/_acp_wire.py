@@ -1,7 +1,8 @@
-"""The ACP client's pure parts: permission answers from a `ToolPolicy`, `session/update`
-notifications decoded to `AgentEvent`s, usage from a prompt's result, the absolute cwd and the
-prompt text ACP needs. No I/O. Source: agentclientprotocol.com (protocol version 1), checked
-against gemini-cli 0.61.0 `--acp`; docs/backends/acp.md.
+"""The ACP client's pure parts: permission answers from a `ToolPolicy`, typed permission
+requests, `session/update` notifications decoded to `AgentEvent`s, usage from a prompt's
+result, the absolute cwd and the prompt text ACP needs. No I/O. Source:
+agentclientprotocol.com (protocol version 1), checked against gemini-cli 0.61.0 `--acp`;
+docs/backends/acp.md.
 """
 
 from __future__ import annotations
@@ -21,20 +22,24 @@ from ..core import (
     CompletionResponse,
     EventType,
     Message,
+    OptionKind,
+    PermissionOption,
+    PermissionRequest,
     ProviderError,
     Sandbox,
     ToolPolicy,
     Usage,
     prepare_messages,
 )
+from ..core._approvals import input_summary, permission_kind
 from ..structured import complete_constrained
 from ._cli import render_prompt
 
 __all__ = [
     "absolute_cwd",
-    "choose_option",
     "decode_update",
     "permission_allowed",
+    "permission_request",
     "prompt_text",
     "schema_or_plain",
     "usage_of",
@@ -47,7 +52,9 @@ _WRITE_KINDS = _READ_KINDS | {"edit", "delete", "move"}
 # ---------------------------------------------------------------------- pure parts
 
 
-def permission_allowed(tool_call: Mapping[str, Any], tools: ToolPolicy, cwd: Path) -> bool:
+def permission_allowed(
+    tool_call: Mapping[str, Any], tools: ToolPolicy, cwd: Path, *, hook: bool = False
+) -> bool:
     """Whether the caller's tool policy allows the tool an agent asks permission for.
 
     `allowed_tools` (when set) must name the tool: its ACP `kind` (read, edit, delete, move,
@@ -55,7 +62,9 @@ def permission_allowed(tool_call: Mapping[str, Any], tools: ToolPolicy, cwd: Pat
     `run_shell_command__…`) or the first word of its `title`. Then the sandbox decides:
     `full` allows anything, `workspace_write` reads and edits whose `locations` stay inside
     *cwd*, `read_only` reads only. Without a sandbox, a named tool is allowed and otherwise
-    only reads are (agentport's default: nothing that changes files or runs commands).
+    only reads are (agentport's default: nothing that changes files or runs commands), and
+    with neither (`ToolPolicy.cli_defaults()`: the agent would ask its user) a call with an
+    approval *hook* lets the hook be that user.
     """
     kind = str(tool_call.get("kind") or "other").lower()
     if tools.allowed_tools is not None:
@@ -85,16 +94,32 @@ def permission_allowed(tool_call: Mapping[str, Any], tools: ToolPolicy, cwd: Pat
         return kind in _WRITE_KINDS and inside
     if sandbox is Sandbox.read_only:
         return kind in _READ_KINDS
-    return tools.allowed_tools is not None or kind in _READ_KINDS
+    return tools.allowed_tools is not None or kind in _READ_KINDS or hook
 
 
-def choose_option(options: Sequence[Any], allow: bool) -> str | None:
-    wanted = ("allow_once", "allow_always") if allow else ("reject_once", "reject_always")
-    for kind in wanted:
-        for option in options:
-            if isinstance(option, dict) and option.get("kind") == kind:
-                return str(option.get("optionId"))
-    return None
+def permission_request(
+    backend: str, tool_call: Mapping[str, Any], options: Any
+) -> PermissionRequest:
+    """A `session/request_permission`'s `toolCall` and `options` as a typed request: the tool
+    is its `title` (else its `toolCallId`), the kind its ACP `kind`, the input its `rawInput`
+    (summarised, redacted); an option of a kind ACP does not define keeps `kind=None` and is
+    never chosen."""
+    offered: list[PermissionOption] = []
+    for raw in options if isinstance(options, list) else []:
+        if not isinstance(raw, dict) or raw.get("optionId") is None:
+            continue
+        word = str(raw.get("kind") or "")
+        kind = OptionKind(word) if word in OptionKind.__members__ else None
+        offered.append(PermissionOption(str(raw["optionId"]), kind, str(raw.get("name") or "")))
+    call_id = tool_call.get("toolCallId")
+    return PermissionRequest(
+        backend=backend,
+        tool=str(tool_call.get("title") or call_id or "tool"),
+        kind=permission_kind(tool_call.get("kind")),
+        input_summary=input_summary(tool_call.get("rawInput")),
+        options=tuple(offered),
+        call_id=str(call_id) if call_id is not None else None,
+    )
 
 
 def _content_text(content: Any) -> str:

@@ -18,6 +18,7 @@ import shutil
 import time
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from contextlib import ExitStack
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -68,6 +69,7 @@ from ..transport import (
 )
 from ..transport._binary import check_binary
 from ..transport._live import LiveProcess
+from ._approval_server import ApprovalEndpoint, approval_server
 from ._caller_tools import caller_tools
 from ._cli_warm import Launch, finish, run_turn
 from ._endstate import (
@@ -154,6 +156,8 @@ class CliAdapter:
         if warm is None or call.session_id is not None or not warm.fits(call):
             return 0
         if call.config.mcp_servers:
+            return 0
+        if call.approvals is not None:  # its approval server lives as long as the call
             return 0
         return pool_size(self.warm)
 
@@ -258,6 +262,33 @@ class CliAdapter:
         sink: Sink | None,
         deadline: float | None = None,
     ) -> Result[CompletionResponse, ProviderError]:
+        """`_run_once`, with the call's approval server around it when the call sets a hook
+        and the catalog says approvals are NATIVE (claude's permission prompt tool)."""
+        native = self.capability.support(Param.approvals) is ParamSupport.NATIVE
+        if config.on_permission is None or not native:
+            return await self._run_once(messages, config, native_schema, sink, deadline)
+
+        async def emit(event: AgentEvent) -> None:
+            if sink is not None:
+                await sink(event)
+
+        try:
+            async with approval_server(self.backend, config, emit, config.cwd) as endpoint:
+                return await self._run_once(
+                    messages, config, native_schema, sink, deadline, endpoint
+                )
+        except ProviderError as exc:  # the server could not start (no `mcp` extra)
+            return self._fail(exc)
+
+    async def _run_once(
+        self,
+        messages: Sequence[Message],
+        config: CompletionConfig,
+        native_schema: bool,
+        sink: Sink | None,
+        deadline: float | None = None,
+        approvals: ApprovalEndpoint | None = None,
+    ) -> Result[CompletionResponse, ProviderError]:
         """One CLI process: refuse what cannot start, build its invocation, run it through
         the runner, and judge what it printed (`_settle`)."""
         started = time.monotonic()
@@ -274,6 +305,7 @@ class CliAdapter:
         with ExitStack() as stack:
             run_dir = stack.enter_context(private_tempdir(f"agentport-{self.backend}-"))
             call = self._call(messages, config, native_schema, exe, run_dir, started, deadline)
+            call = replace(call, approvals=approvals)
             warm = self._warm_size(call)
             decode = self.spec.warm.decode if warm and self.spec.warm else None
             turn = _Turn(self.spec, sink, float(self.options.get("error_grace_s", grace)), decode)

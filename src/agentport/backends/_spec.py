@@ -12,7 +12,7 @@ import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..core import (
     AgentEvent,
@@ -23,6 +23,9 @@ from ..core import (
     OutputSchema,
     ProviderError,
 )
+
+if TYPE_CHECKING:
+    from ._approval_server import ApprovalEndpoint
 
 __all__ = [
     "BackendSpec",
@@ -67,6 +70,8 @@ class CliCall:
             such as codex's catalog probe are bounded by it too); None = no deadline.
         images: the conversation's images, in order, when the catalog says images are
             NATIVE (else removed before the call, after the `on_ignored` warning).
+        approvals: the call's approval server (`_approval_server`), when the call sets an
+            approval hook and the catalog says approvals are NATIVE, else None.
     """
 
     executable: str
@@ -80,6 +85,7 @@ class CliCall:
     session_id: str | None = None
     deadline: float | None = None
     images: tuple[ImagePart, ...] = ()
+    approvals: ApprovalEndpoint | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,7 @@ from ..core import (
     Usage,
 )
 from ..structured import schema_dict
+from ._approval_server import PROMPT_TOOL
 from ._caller_tools import mcp_json, write_private
 from ._classify import kind_from_status, kind_from_text
 from ._policy import endpoint_passthrough, refuse
@@ -82,7 +83,7 @@ _WRITE_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 WEB_TOOLS = ("WebSearch", "WebFetch")
 
 
-def tool_flags(tools: ToolPolicy, *, web: bool = False) -> list[str]:
+def tool_flags(tools: ToolPolicy, *, web: bool = False, asks: bool = False) -> list[str]:
     """The tool policy as claude flags. No tools: `--tools=` (no built-in tool; the
     `--json-schema` StructuredOutput tool stays) and `--strict-mcp-config` (no MCP server from
     any settings file). A list: `--tools=L --allowedTools=L`. The sandbox (a permission mode;
@@ -93,21 +94,23 @@ def tool_flags(tools: ToolPolicy, *, web: bool = False) -> list[str]:
     the caller's: no tools + web = only the two web tools, no MCP server, no other setting
     source); with the CLI's default tools (`None`) they are already offered. Raises
     `ProviderError(unsupported)` for a shell tool under read_only or workspace_write and a
-    write tool under read_only."""
+    write tool under read_only. *asks* (the call's approval hook answers claude's permission
+    prompts): no `--allowedTools` (it would approve the listed tools without asking) and no
+    `bypassPermissions` (it never asks); the hook is asked within the same ceiling."""
     allowed, sandbox = tools.allowed_tools, tools.sandbox
     flags: list[str] = []
     if allowed is not None:
         offered = (*allowed, *(t for t in WEB_TOOLS if t not in allowed)) if web else allowed
         listed = ",".join(offered)
         flags.append(f"--tools={listed}")
-        flags += [f"--allowedTools={listed}"] if offered else []
+        flags += [f"--allowedTools={listed}"] if offered and not asks else []
         flags += [] if allowed else ["--strict-mcp-config"]
         named = set(allowed)
         if sandbox in (Sandbox.read_only, Sandbox.workspace_write) and named & _SHELL_TOOLS:
             raise refuse("claude", tools, "a shell tool can write anywhere (no OS sandbox)")
         if sandbox is Sandbox.read_only and named & _WRITE_TOOLS:
             raise refuse("claude", tools, "a write tool is listed under read_only")
-    if sandbox is not None and allowed != ():
+    if sandbox is not None and allowed != () and not (asks and sandbox is Sandbox.full):
         flags.append(f"--permission-mode={_PERMISSION[sandbox]}")
     if allowed == () or sandbox in (Sandbox.read_only, Sandbox.workspace_write):
         flags.append("--setting-sources=user")
@@ -153,6 +156,10 @@ def build(call: CliCall) -> Invocation:
         argv.append(f"--max-turns={config.max_turns}")
     argv += tool_flags(config.tools, web=config.web_search)
     argv += mcp_flags(call)
+    argv += tool_flags(config.tools, web=config.web_search, asks=call.approvals is not None)
+    if call.approvals is not None:  # the permission prompt goes to the caller's hook
+        argv.append(f"--mcp-config={call.approvals.mcp_config()}")
+        argv.append(f"--permission-prompt-tool={PROMPT_TOOL}")
     if call.session_id:
         argv.append(f"--resume={call.session_id}")
     argv += [str(a) for a in opts.get("extra_args", ())]

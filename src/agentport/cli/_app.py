@@ -201,6 +201,7 @@ _SHORT = {
     Param.tool_restriction: "tls", Param.sandbox: "sbx", Param.max_turns: "trn",
     Param.streaming: "str", Param.session_resume: "res", Param.cwd: "cwd", Param.web_search: "web",
     Param.images: "img", Param.files: "fil",
+    Param.approvals: "apr",
 }  # fmt: skip
 
 

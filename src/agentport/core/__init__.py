@@ -7,6 +7,16 @@ patterns cost more at import than a caller of the types needs.
 
 from typing import TYPE_CHECKING, Any
 
+from ._approvals import (
+    Allow,
+    Deny,
+    OptionKind,
+    PermissionDecision,
+    PermissionHook,
+    PermissionKind,
+    PermissionOption,
+    PermissionRequest,
+)
 from ._capabilities import (
     BackendCapability,
     BackendKind,
@@ -26,8 +36,8 @@ from ._config import (
     json_schema_problem,
     merge_config,
 )
-from ._endsignal import EndSignal
 from ._cost import BillingRoute, CostState
+from ._endsignal import EndSignal
 from ._errors import (
     Attempt,
     ErrorKind,
@@ -77,6 +87,7 @@ __all__ = [
     "MAX_WINDOW",
     "AgentEvent",
     "AgentRuntime",
+    "Allow",
     "Attempt",
     "BackendCapability",
     "BackendKind",
@@ -85,8 +96,9 @@ __all__ = [
     "BinaryInfo",
     "CompletionConfig",
     "CompletionResponse",
-    "EndSignal",
     "CostState",
+    "Deny",
+    "EndSignal",
     "ErrorKind",
     "EventStream",
     "EventType",
@@ -98,11 +110,17 @@ __all__ = [
     "McpServer",
     "Message",
     "MessageRole",
+    "OptionKind",
     "OutputSchema",
     "Param",
     "ParamReceipt",
     "ParamSupport",
     "Part",
+    "PermissionDecision",
+    "PermissionHook",
+    "PermissionKind",
+    "PermissionOption",
+    "PermissionRequest",
     "ProviderError",
     "QuotaWindow",
     "RawInfo",

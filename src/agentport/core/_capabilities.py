@@ -59,6 +59,8 @@ class Param(enum.StrEnum):
     files = "files"
     mcp_servers = "mcp_servers"
     functions = "functions"
+    #: the caller's approval hook (`CompletionConfig.on_permission`), asked before a tool runs
+    approvals = "approvals"
 
 
 class BackendKind(enum.StrEnum):

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ._approvals import PermissionHook
 from ._capabilities import Param
 from ._mcp_servers import FUNCTIONS_SERVER, McpServer, ToolFunction, check_function
 from ._messages import Message, MessageRole
@@ -160,6 +161,12 @@ class CompletionConfig(BaseModel):
             tools: agentport serves them for the call as an MCP server on 127.0.0.1 (a
             per-call bearer token), so every backend that takes `mcp_servers` can call
             them; an exception becomes a tool error the agent sees.
+        on_permission: the caller's approval hook, sync or async, `(PermissionRequest) ->
+            Allow | Deny`, asked before a tool runs where the backend can ask (the catalog's
+            `approvals` row); it only narrows the `tools` policy. Raising is a deny with the
+            error as the reason. docs/approvals.md.
+        permission_timeout_s: seconds the hook has to answer one request; no answer in time
+            is a deny.
     """
 
     model_config = ConfigDict(
@@ -187,6 +194,8 @@ class CompletionConfig(BaseModel):
     label: str | None = None
     mcp_servers: tuple[McpServer, ...] = ()
     functions: tuple[ToolFunction, ...] = ()
+    on_permission: PermissionHook | None = None
+    permission_timeout_s: float = Field(default=60.0, gt=0)
 
     @model_validator(mode="after")
     def _one_output_constraint(self) -> CompletionConfig:
@@ -246,5 +255,6 @@ class CompletionConfig(BaseModel):
             Param.files: any(m.files for m in messages),
             Param.mcp_servers: bool(self.mcp_servers),
             Param.functions: bool(self.functions),
+            Param.approvals: self.on_permission is not None,
         }
         return frozenset(p for p, on in checks.items() if on)

@@ -12,6 +12,7 @@ Exception
            content_filter (a refusal or a safety block) · model_not_found · unsupported
            config · binary_changed (the CLI executable changed under a running batch)
            runaway (the same failure repeated past a bound: details["loop"])
+           config · permission_denied (the caller's approval hook stopped the run)
 ```
 
 Every error also says whether the request reached the provider (`request_sent`: False,
@@ -95,6 +96,9 @@ class ErrorKind(enum.StrEnum):
     #: the same failure (kind, backend, input) repeated past a bound across retries,
     #: failover and a workflow's loop; `details["loop"]` names it (policies.RunawayAdapter)
     runaway = "runaway"
+    #: the run stopped because a tool call was denied (the caller's approval hook, its
+    #: deadline, or the call's `ToolPolicy` under a hook); docs/approvals.md
+    permission_denied = "permission_denied"
 
 
 _RETRYABLE_BY_DEFAULT = frozenset(
@@ -118,6 +122,7 @@ _SENT_BY_KIND = frozenset(
         ErrorKind.overloaded,
         ErrorKind.content_filter,
         ErrorKind.model_not_found,
+        ErrorKind.permission_denied,  # the model asked for the tool: its request was sent
     }
 )
 # kinds agentport decides before it sends anything

@@ -30,6 +30,9 @@ class EventType(enum.StrEnum):
     usage = "usage"
     error = "error"
     final = "final"
+    #: a tool call the caller's approval hook (or the call's `ToolPolicy`) refused; metadata
+    #: `request` (a `PermissionRequest`) and `reason`; the tool did not run
+    permission_denied = "permission_denied"
 
 
 class AgentEvent(BaseModel):
@@ -42,7 +45,8 @@ class AgentEvent(BaseModel):
     `response` (a `CompletionResponse`) on its last `final` event; on tool events `tool`,
     `id` (pairs a call with its result), `input`, `abandoned` (a call the turn never
     finished), and for web tools `web` (`search` / `fetch`), `query`, `url`, `urls`, `status`
-    (the fetch's HTTP status). How the run ends (terminal, fatal, final text, structured
+    (the fetch's HTTP status); on permission_denied events `request` (a `PermissionRequest`)
+    and `reason`. How the run ends (terminal, fatal, final text, structured
     value, warning, finish reason, retry notice, a failure's status / retry-after / kind) is
     `end` (`EndSignal`); `metadata` refuses those keys (`ValueError` naming the key).
     """
