@@ -37,6 +37,7 @@ from ._acp_rpc import PROTOCOL_VERSION, AgentConnection, RpcFailure
 from ._acp_wire import choose_option, decode_update, permission_allowed, usage_of
 from ._endstate import ToolLedger, refusal_error
 from ._policy import inherit_env
+from ._resume import not_loaded
 from ._spec import text_after_last_tool
 
 __all__ = ["Session", "Sink", "Turn", "agent_env"]
@@ -248,6 +249,8 @@ class Session:
                 limit_s=config.startup_timeout_s,
                 which="startup",
             )
+        except ProviderError as exc:  # the agent refused to load it: never a silent new one
+            raise not_loaded(session_id, exc) from None
         finally:
             self._turn = replay
         self.session_id = session_id

@@ -127,9 +127,13 @@ class CliRuntime:
                 update["session_id"] = self._handle.session_id
             config = config.model_copy(update=update)
 
+            asked = config.session_id
+
             async def sink(event: AgentEvent) -> None:
                 sid = event.metadata.get("session_id")
-                if sid:
+                # a resume that landed in another session fails (session_not_found): the
+                # handle keeps naming the session asked for
+                if sid and (asked is None or str(sid) == asked):
                     self._handle.session_id = str(sid)
                 await send.send(event)
 

@@ -23,6 +23,7 @@ no hooks/CLAUDE.md, API-key auth only), `system_prompt_mode` (`append` (default)
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from ..core import (
@@ -328,4 +329,6 @@ SPEC = BackendSpec(
     extra_env=_HEADLESS_ENV,
     stdout_to_file=True,  # on a pipe it cuts an 8 MiB answer short and exits 0
     warm=WARM,  # a warm process never exits after its answer: a pipe holds it all
+    # `--resume ID` of an unknown ID (2.1.x): this line on stderr, exit 1, no model request
+    unknown_session=re.compile(r"No conversation found with session ID", re.I),
 )

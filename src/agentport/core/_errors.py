@@ -10,7 +10,7 @@ Exception
            context_length · invalid_request · bad_output · schema_mismatch(raw_text)
            process_failed(exit_code, stderr_tail) · server_error · overloaded · network
            content_filter (a refusal or a safety block) · model_not_found · unsupported
-           config
+           config · session_not_found (a resume the backend cannot honour)
 ```
 
 Every error also says whether the request reached the provider (`request_sent`: False,
@@ -87,6 +87,10 @@ class ErrorKind(enum.StrEnum):
     model_not_found = "model_not_found"
     unsupported = "unsupported"
     config = "config"
+    #: a session to resume (`CompletionConfig.session_id`) that the backend does not have:
+    #: it said so, or it reported a different session than the one asked for (a silent new
+    #: session); `details`: `session_id` (asked), `started` (the one it reported, if any)
+    session_not_found = "session_not_found"
 
 
 _RETRYABLE_BY_DEFAULT = frozenset(
