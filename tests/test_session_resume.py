@@ -77,7 +77,8 @@ def test_a_resume_the_catalog_cannot_do_is_unsupported(name: str, on_ignored: An
         error = checked.failure()
         assert error.kind is ErrorKind.unsupported
         assert error.details["params"] == ["session_resume"]
-        assert error.request_sent is False and not error.retryable
+        assert error.request_sent is False
+        assert not error.retryable
         assert "s-1" in error.message
     else:
         assert isinstance(checked, Success), checked
