@@ -41,6 +41,7 @@ from ._parts import FilePart, ImagePart, sniff_image
 from ._printable import printable
 from ._protocols import AgentEvent, AgentRuntime, EventType, LLMAdapter, RuntimeHandle
 from ._response import CompletionResponse, ParamReceipt, RawInfo, SkippedBackend, Usage
+from ._transcript import Briefing, Transcript, Turn, TurnKind, brief, estimate_tokens
 
 if TYPE_CHECKING:
     from ._headroom import Headroom, headroom_from_headers
@@ -70,6 +71,7 @@ __all__ = [
     "BackendCapability",
     "BackendKind",
     "Billing",
+    "Briefing",
     "CompletionConfig",
     "CompletionResponse",
     "ErrorKind",
@@ -96,10 +98,15 @@ __all__ = [
     "SkippedBackend",
     "TimeoutWhich",
     "ToolPolicy",
+    "Transcript",
+    "Turn",
+    "TurnKind",
     "Usage",
     "as_messages",
     "as_quota",
+    "brief",
     "check_params",
+    "estimate_tokens",
     "headroom_from_headers",
     "inline_files",
     "json_schema_problem",
