@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from returns.result import Success
 
-from _more_clis_util import cli_executable, network_isolated
+from _more_clis_util import network_isolated
+from _session_util import cli_options, model_for
 from agentport import create_llm_adapter
 from agentport.catalog import get_capability
 from agentport.core import (
@@ -50,39 +51,13 @@ def server() -> Any:
         yield srv
 
 
-def _options(cli: str, srv: FakeModelServer, home: Path, exe: Path) -> dict[str, Any]:
-    options: dict[str, Any] = {
-        "executable": str(exe), "env": {"HOME": str(home)}, "api_key": "test-key",
-        "grace_s": 1.0,
-    }  # fmt: skip
-    if cli == "codex":  # one request per fault
-        return options | {"base_url": srv.openai_base_url, "request_max_retries": 0,
-                          "stream_max_retries": 0}  # fmt: skip
-    if cli == "claude":
-        return options | {"base_url": srv.anthropic_base_url, "max_retries": 0}
-    if cli == "gemini":
-        return options | {"base_url": srv.gemini_base_url}
-    return options | {"base_url": srv.openai_base_url}
-
-
 def _adapter(
     cli: str, srv: FakeModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[LLMAdapter, CompletionConfig]:
-    exe = cli_executable(cli)
-    if exe is None:
-        pytest.skip(f"{cli} not installed (run .ci/steps/20-agent-clis / 21-more-agent-clis)")
     monkeypatch.setenv(ALLOW_ENV, "1")
-    home = tmp_path / "home"
-    (home / ".gemini").mkdir(parents=True)
-    (home / ".codex").mkdir()
-    (home / ".gemini" / "settings.json").write_text(json.dumps({
-        "security": {"auth": {"selectedType": "gemini-api-key"}},
-        "general": {"maxAttempts": 1, "disableAutoUpdate": True},
-    }))  # fmt: skip
-    model = "gemini-2.5-flash" if cli == "gemini" else "fake-model"
-    adapter = create_llm_adapter(
-        cli, retry=False, model=model, **{cli: _options(cli, srv, home, exe)}
-    )
+    model = model_for(cli)
+    options = cli_options(cli, srv, tmp_path / "home")
+    adapter = create_llm_adapter(cli, retry=False, model=model, **{cli: options})
     work = tmp_path / "work"
     work.mkdir()
     config = CompletionConfig(

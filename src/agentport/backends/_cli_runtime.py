@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import ExitStack
+from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
@@ -21,9 +22,11 @@ from ..core import (
     EventStream,
     EventType,
     Message,
+    MessageRole,
     Param,
     ParamSupport,
     RuntimeHandle,
+    Transcript,
     as_messages,
     merge_config,
     until_consumer_leaves,
@@ -60,6 +63,8 @@ class CliRuntime:
         self._buffer = buffer
         self._tg: TaskGroup | None = None
         self._workdir: ExitStack | None = None
+        #: the conversation so far, neutral (`agentport.handoff` continues it elsewhere)
+        self.transcript = Transcript(backend=capability.name)
 
     @property
     def handle(self) -> RuntimeHandle:
@@ -69,6 +74,7 @@ class CliRuntime:
         self._workdir = ExitStack()
         prefix = f"agentport-{self._handle.backend}-rt-"
         self._handle.cwd = self._workdir.enter_context(private_tempdir(prefix))
+        self.transcript = replace(self.transcript, cwd=str(self._handle.cwd))
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         return self
@@ -128,8 +134,10 @@ class CliRuntime:
             config = config.model_copy(update=update)
 
             asked = config.session_id
+            seen: list[AgentEvent] = []
 
             async def sink(event: AgentEvent) -> None:
+                seen.append(event)
                 sid = event.metadata.get("session_id")
                 # a resume that landed in another session fails (session_not_found): the
                 # handle keeps naming the session asked for
@@ -153,4 +161,8 @@ class CliRuntime:
                     content=response.content,
                     metadata={"response": response, "usage": response.usage},
                 )
+            prompt = "\n\n".join(m.content for m in messages if m.role is MessageRole.user)
+            self.transcript = replace(
+                self.transcript.with_turn(prompt, [*seen, final]), cwd=str(config.cwd)
+            )
             await send.send(final)

@@ -41,7 +41,16 @@ from ._parts import FilePart, ImagePart, sniff_image
 from ._printable import printable
 from ._protocols import AgentEvent, AgentRuntime, EventType, LLMAdapter, RuntimeHandle
 from ._response import CompletionResponse, ParamReceipt, RawInfo, SkippedBackend, Usage
-from ._transcript import Briefing, Transcript, Turn, TurnKind, brief, estimate_tokens
+from ._transcript import (
+    DEFAULT_BRIEFING_TOKENS,
+    MIN_BRIEFING_TOKENS,
+    Briefing,
+    Transcript,
+    Turn,
+    TurnKind,
+    brief,
+    estimate_tokens,
+)
 
 if TYPE_CHECKING:
     from ._headroom import Headroom, headroom_from_headers
@@ -64,7 +73,9 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "DEFAULT_BRIEFING_TOKENS",
     "MAX_WINDOW",
+    "MIN_BRIEFING_TOKENS",
     "AgentEvent",
     "AgentRuntime",
     "Attempt",
