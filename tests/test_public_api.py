@@ -26,6 +26,7 @@ def test_top_level_exports() -> None:
             "EventType",
             "Failure",
             "FilePart",
+            "Handoff",
             "ImagePart",
             "LLMAdapter",
             "Message",
@@ -47,6 +48,7 @@ def test_top_level_exports() -> None:
             "complete_sync",
             "create_agent_runtime",
             "create_llm_adapter",
+            "handoff",
             "resolve_backend",
         ]
     )

@@ -2,7 +2,8 @@
 
 The quota parsers (`as_quota`, `parse_quota`, `quota_from_body`, `QuotaWindow`, `MAX_WINDOW`)
 and the headroom parser (`headroom_from_headers`, `Headroom`) load on first use: their
-patterns cost more at import than a caller of the types needs.
+patterns cost more at import than a caller of the types needs; so do the session transcript
+and its briefing (`Transcript`, `brief`), which only a handover needs.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -41,26 +42,39 @@ from ._parts import FilePart, ImagePart, sniff_image
 from ._printable import printable
 from ._protocols import AgentEvent, AgentRuntime, EventType, LLMAdapter, RuntimeHandle
 from ._response import CompletionResponse, ParamReceipt, RawInfo, SkippedBackend, Usage
-from ._transcript import (
-    DEFAULT_BRIEFING_TOKENS,
-    MIN_BRIEFING_TOKENS,
-    Briefing,
-    Transcript,
-    Turn,
-    TurnKind,
-    brief,
-    estimate_tokens,
-)
 
 if TYPE_CHECKING:
     from ._headroom import Headroom, headroom_from_headers
     from ._quota import MAX_WINDOW, QuotaWindow, as_quota, parse_quota, quota_from_body
+    from ._transcript import (
+        DEFAULT_BRIEFING_TOKENS,
+        MIN_BRIEFING_TOKENS,
+        Briefing,
+        Transcript,
+        Turn,
+        TurnKind,
+        brief,
+        estimate_tokens,
+    )
 
 _LAZY = {
     **dict.fromkeys(
         ("MAX_WINDOW", "QuotaWindow", "as_quota", "parse_quota", "quota_from_body"), "_quota"
     ),
     **dict.fromkeys(("Headroom", "headroom_from_headers"), "_headroom"),
+    **dict.fromkeys(
+        (
+            "DEFAULT_BRIEFING_TOKENS",
+            "MIN_BRIEFING_TOKENS",
+            "Briefing",
+            "Transcript",
+            "Turn",
+            "TurnKind",
+            "brief",
+            "estimate_tokens",
+        ),
+        "_transcript",
+    ),
 }
 
 
