@@ -33,6 +33,7 @@ from .core import (
     Message,
     MessageRole,
     RuntimeHandle,
+    SteerResult,
     Transcript,
     as_messages,
     brief,
@@ -136,6 +137,16 @@ class Handoff:
         if text is None:
             raise ValueError("send() needs a prompt after the first turn")
         return _Recorded(self, text, self.runtime.send(prompt or text, config), ())
+
+    def steer(self, text: str) -> SteerResult:
+        """The target runtime's `steer` (`not_steerable` when it has none)."""
+        steer = getattr(self.runtime, "steer", None)
+        return SteerResult.not_steerable if steer is None else SteerResult(steer(text))
+
+    def interrupt(self) -> bool:
+        """The target runtime's `interrupt` (False when it has none)."""
+        interrupt = getattr(self.runtime, "interrupt", None)
+        return False if interrupt is None else bool(interrupt())
 
     def _with_cwd(self, config: CompletionConfig | None) -> CompletionConfig | None:
         """The source's working folder for the first turn when it still exists and the

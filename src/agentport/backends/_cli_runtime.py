@@ -19,13 +19,16 @@ from ..core import (
     AgentEvent,
     BackendCapability,
     CompletionConfig,
+    ErrorKind,
     EventStream,
     EventType,
     Message,
     MessageRole,
     Param,
     ParamSupport,
+    ProviderError,
     RuntimeHandle,
+    SteerResult,
     Transcript,
     as_messages,
     merge_config,
@@ -65,6 +68,8 @@ class CliRuntime:
         self._workdir: ExitStack | None = None
         #: the conversation so far, neutral (`agentport.handoff` continues it elsewhere)
         self.transcript = Transcript(backend=capability.name)
+        self._running: anyio.CancelScope | None = None  # the turn `interrupt()` ends
+        self._steered: list[str] = []  # `steer()` texts for the next turn
 
     @property
     def handle(self) -> RuntimeHandle:
@@ -101,8 +106,33 @@ class CliRuntime:
         if self._tg is None:
             raise RuntimeError("use `async with` before send()")
         send, receive = anyio.create_memory_object_stream[AgentEvent](self._buffer)
-        self._tg.start_soon(self._turn, as_messages(prompt), config, send)
+        messages = as_messages(prompt)
+        if self._steered:  # what steer() queued leads this turn, in the order it came
+            steered, self._steered = self._steered, []
+            messages = [*(Message.user(text) for text in steered), *messages]
+        self._tg.start_soon(self._turn, messages, config, send)
         return EventStream(receive)
+
+    def steer(self, text: str) -> SteerResult:
+        """Add *text* to the conversation: one CLI process runs each turn with its prompt
+        closed, so a running turn cannot read more; the text leads the next `send`'s prompt
+        (`queued_next_turn`), as a user message before it."""
+        if not text.strip():
+            raise ValueError("steer() needs a non-empty text")
+        self._steered.append(text)
+        return SteerResult.queued_next_turn
+
+    def interrupt(self) -> bool:
+        """End the running turn now: its process group is killed (SIGTERM, then SIGKILL
+        after `grace_s`) and its event stream ends with an `error` event of kind
+        `interrupted`. The session stays resumable: the next `send` resumes
+        `handle.session_id` where the catalog says session_resume is NATIVE. False when no
+        turn was running."""
+        running = self._running
+        if running is None or running.cancel_called:
+            return False
+        running.cancel()
+        return True
 
     async def _turn(
         self,
@@ -145,7 +175,22 @@ class CliRuntime:
                     self._handle.session_id = str(sid)
                 await send.send(event)
 
-            result = await self._adapter.run(messages, config, sink)
+            result = None
+            with anyio.CancelScope() as scope:
+                self._running = scope
+                result = await self._adapter.run(messages, config, sink)
+            if self._running is scope:
+                self._running = None
+            if result is None:  # interrupt(): the runner killed the process on its way out
+                result = Failure(
+                    ProviderError(
+                        ErrorKind.interrupted,
+                        "the turn was interrupted (interrupt()); the session stays resumable",
+                        backend=self._handle.backend,
+                        retryable=False,
+                        details={"session_id": self._handle.session_id},
+                    )
+                )
             if isinstance(result, Failure):
                 error = result.failure()
                 final = AgentEvent(

@@ -40,7 +40,14 @@ from ._events import EventStream, until_consumer_leaves
 from ._messages import Message, MessageRole, Part, as_messages, inline_files, split_system
 from ._parts import FilePart, ImagePart, sniff_image
 from ._printable import printable
-from ._protocols import AgentEvent, AgentRuntime, EventType, LLMAdapter, RuntimeHandle
+from ._protocols import (
+    AgentEvent,
+    AgentRuntime,
+    EventType,
+    LLMAdapter,
+    RuntimeHandle,
+    SteerResult,
+)
 from ._response import CompletionResponse, ParamReceipt, RawInfo, SkippedBackend, Usage
 
 if TYPE_CHECKING:
@@ -121,6 +128,7 @@ __all__ = [
     "RuntimeHandle",
     "Sandbox",
     "SkippedBackend",
+    "SteerResult",
     "TimeoutWhich",
     "ToolPolicy",
     "Transcript",

@@ -11,6 +11,7 @@ Exception
            process_failed(exit_code, stderr_tail) · server_error · overloaded · network
            content_filter (a refusal or a safety block) · model_not_found · unsupported
            config · session_not_found (a resume the backend cannot honour)
+           interrupted (the caller's interrupt() ended a runtime's turn)
 ```
 
 Every error also says whether the request reached the provider (`request_sent`: False,
@@ -91,6 +92,9 @@ class ErrorKind(enum.StrEnum):
     #: it said so, or it reported a different session than the one asked for (a silent new
     #: session); `details`: `session_id` (asked), `started` (the one it reported, if any)
     session_not_found = "session_not_found"
+    #: the caller ended the turn (`interrupt()` on a runtime): not a failure of the backend;
+    #: the session stays resumable
+    interrupted = "interrupted"
 
 
 _RETRYABLE_BY_DEFAULT = frozenset(

@@ -1,0 +1,136 @@
+"""Steer and interrupt on an agent CLI runtime: `interrupt()` ends the running turn at once
+(its process group gone, an `interrupted` error event last) and the session stays resumable;
+`steer(text)` says what it did with the text (`queued_next_turn` on a CLI runtime: the text
+leads the next turn). Against tests/fixtures/fake_clis/fake_claude_live.py, then the REAL
+claude and codex against FakeModelServer (loopback only: scripts/test.sh)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from _fake_clis_util import FAKE_CLIS, live_processes_with
+from _more_clis_util import network_isolated
+from _session_util import cli_options, model_for
+from agentport import create_agent_runtime
+from agentport.core import AgentEvent, CompletionConfig, ErrorKind, EventType, SteerResult
+from agentport.testing import ALLOW_ENV, FakeModelServer, Hang
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    monkeypatch.setenv(ALLOW_ENV, "1")
+    exe = tmp_path / "claude"
+    fake = FAKE_CLIS / "fake_claude_live.py"
+    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{fake}" "$@"\n')
+    exe.chmod(0o755)
+    record = tmp_path / "received.jsonl"
+    monkeypatch.setenv("FAKE_RECORD", str(record))
+    monkeypatch.setenv("AGENTPORT_INHERIT_ENV", "FAKE_*")
+    return {"claude": {"executable": str(exe), "grace_s": 1.0}, "record": record}
+
+
+async def _interrupt_when(
+    rt: Any, text: str, ready: Any = lambda e: False, after_s: float = 1.0
+) -> tuple[list[AgentEvent], float]:
+    """Run a turn and interrupt it at the first event *ready* accepts, else after
+    *after_s*; (its events, seconds from the interrupt to the stream's end)."""
+    events: list[AgentEvent] = []
+    asked = 0.0
+    async with anyio.create_task_group() as tg:
+
+        async def later() -> None:
+            nonlocal asked
+            await anyio.sleep(after_s)
+            asked = time.monotonic()
+            assert rt.interrupt() is True
+
+        tg.start_soon(later)
+        async for event in rt.send(text, CompletionConfig(idle_timeout_s=60)):
+            events.append(event)
+            if ready(event) and not asked:
+                tg.cancel_scope.cancel()
+                asked = time.monotonic()
+                assert rt.interrupt() is True
+        tg.cancel_scope.cancel()
+    return events, time.monotonic() - asked
+
+
+async def test_interrupt_ends_the_turn_and_the_session_resumes(
+    fake_claude: dict[str, Any],
+) -> None:
+    record = fake_claude.pop("record")
+    async with create_agent_runtime("claude", **fake_claude) as rt:
+        assert rt.interrupt() is False  # nothing running
+        first = [e async for e in rt.send("one")]
+        session = rt.handle.session_id
+        assert first[-1].type is EventType.final
+        events, took = await _interrupt_when(rt, "hang")
+        assert took < 5  # not the fake's 60 s
+        last = events[-1]
+        assert last.type is EventType.error
+        assert last.metadata["error"].kind is ErrorKind.interrupted
+        assert live_processes_with(str(record)) == []
+        third = [e async for e in rt.send("three")]
+    assert third[-1].type is EventType.final, third[-1]
+    assert rt.handle.session_id == session
+    argv = [json.loads(line)["argv"] for line in record.read_text().splitlines()]
+    assert f"--resume={session}" in argv[-1]
+    assert rt.transcript.turns[2].text == "hang"  # the interrupted prompt stays on record
+
+
+async def test_steer_is_queued_for_the_next_turn(fake_claude: dict[str, Any]) -> None:
+    record = fake_claude.pop("record")
+    async with create_agent_runtime("claude", **fake_claude) as rt:
+        assert rt.steer("use the short form MARK-S") is SteerResult.queued_next_turn
+        events = [e async for e in rt.send("the question")]
+        assert events[-1].type is EventType.final
+        again = [e async for e in rt.send("another")]
+        assert again[-1].type is EventType.final
+    # the fake records each stdin line of a one-shot prompt
+    seen = "\n".join(json.loads(line)["prompt"] for line in record.read_text().splitlines())
+    assert seen.index("MARK-S") < seen.index("the question") < seen.index("another")
+    assert seen.count("MARK-S") == 1  # delivered once
+    with pytest.raises(ValueError, match="non-empty"):
+        rt.steer("  ")
+
+
+@pytest.mark.contract
+@pytest.mark.skipif(not network_isolated(), reason="run under `unshare -n` (loopback only)")
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize("cli", ["claude", "codex"])
+async def test_real_cli_interrupted_mid_request_resumes(
+    cli: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ALLOW_ENV, "1")
+    with FakeModelServer(default="fallback") as server:
+        options = {cli: cli_options(cli, server, tmp_path / "home")}
+        async with create_agent_runtime(cli, model=model_for(cli), **options) as rt:
+            server.reply("first answer MARK-A1")
+            first = [e async for e in rt.send("first question")]
+            assert first[-1].type is EventType.final, first[-1]
+            session = rt.handle.session_id
+            server.reply(Hang())
+            waiting = len(server.model_requests)
+
+            def reached(_: AgentEvent) -> bool:
+                return len(server.model_requests) > waiting
+
+            events, took = await _interrupt_when(rt, "second question", reached, after_s=20)
+            assert len(server.model_requests) > waiting, "the hung request never started"
+            assert events[-1].metadata["error"].kind is ErrorKind.interrupted
+            assert took < 10
+            server.reply("third answer")
+            third = [e async for e in rt.send("third question")]
+        assert third[-1].type is EventType.final, third[-1]
+        assert third[-1].content == "third answer"
+        assert rt.handle.session_id == session
+        assert "MARK-A1" in json.dumps(server.model_requests[-1].body)
