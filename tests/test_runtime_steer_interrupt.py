@@ -134,3 +134,38 @@ async def test_real_cli_interrupted_mid_request_resumes(
         assert third[-1].content == "third answer"
         assert rt.handle.session_id == session
         assert "MARK-A1" in json.dumps(server.model_requests[-1].body)
+
+
+def _runtime_class(name: str) -> type:
+    import importlib
+
+    from agentport.backends._cli_runtime import CliRuntime
+    from agentport.catalog import CATALOG
+
+    module = importlib.import_module(CATALOG[name].module)
+    if hasattr(module, "SPEC"):
+        return CliRuntime
+    factory = getattr(module, "create_runtime", None)
+    assert factory is not None, name
+    hint = factory.__annotations__["return"]
+    return getattr(module, hint) if isinstance(hint, str) else hint  # type: ignore[no-any-return]
+
+
+def test_the_catalog_declares_the_session_controls_each_runtime_has() -> None:
+    from agentport.catalog import CATALOG
+    from agentport.core import Param, ParamSupport
+
+    for name, capability in CATALOG.items():
+        declared = {p: capability.support(p) for p in (Param.steer, Param.interrupt, Param.fork)}
+        if not capability.supports_runtime:
+            assert set(declared.values()) == {ParamSupport.IGNORED}, name
+            assert capability.support(Param.handoff) is ParamSupport.IGNORED, name
+            continue
+        cls = _runtime_class(name)
+        for param, method in ((Param.steer, "steer"), (Param.interrupt, "interrupt")):
+            has = callable(getattr(cls, method, None))
+            assert has == (declared[param] is not ParamSupport.IGNORED), (name, param)
+        assert declared[Param.fork] is ParamSupport.IGNORED, name  # no fork() yet
+        # any runtime can take a conversation over; only one that keeps a transcript hands
+        # its own over (docs/sessions.md)
+        assert capability.support(Param.handoff) is not ParamSupport.IGNORED, name

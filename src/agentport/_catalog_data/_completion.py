@@ -23,6 +23,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=N, max_turns=I, streaming=I, session_resume=I,
             cwd=I, web_search=I,
             images=I, files=T,
+            steer=I, interrupt=I, fork=I, handoff=I,
         ),
         notes={
             Param.images: "scripted replies: images are not looked at",
@@ -46,6 +47,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=N, max_turns=I, streaming=N, session_resume=N,
             cwd=I, web_search=I,
             images=I, files=T,
+            steer=I, interrupt=I, fork=I, handoff=T,
         ),
         notes={
             Param.images: "echoes the text only",
@@ -70,6 +72,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=N, max_turns=I, streaming=I, session_resume=I,
             cwd=I, web_search=I,
             images=N, files=T,
+            steer=I, interrupt=I, fork=I, handoff=I,
         ),
         notes={
             Param.images: "image_url parts with base64 data URLs (the Chat Completions vision "
@@ -107,6 +110,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=N, max_turns=I, streaming=I, session_resume=I,
             cwd=I, web_search=I,
             images=N, files=T,
+            steer=I, interrupt=I, fork=I, handoff=I,
         ),
         notes={
             Param.images: "image_url parts with base64 data URLs; LiteLLM converts them per "
@@ -146,6 +150,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=N, max_turns=I, streaming=I, session_resume=I,
             cwd=I, web_search=I,
             images=I, files=T,
+            steer=I, interrupt=I, fork=I, handoff=I,
         ),
         notes={
             Param.images: "the embedded model has no vision projector",

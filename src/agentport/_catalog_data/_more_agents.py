@@ -33,6 +33,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=I, max_turns=N, streaming=I, session_resume=I,
             cwd=N, web_search=I,
             images=I, files=T,
+            steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
             Param.images: IMAGES_UNVERIFIED,
@@ -85,6 +86,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=T, sandbox=T, max_turns=N, streaming=N, session_resume=N,
             cwd=N, web_search=I,
             images=I, files=T,
+            steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
             Param.images: IMAGES_UNVERIFIED,
@@ -132,6 +134,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=T, max_turns=I, streaming=T, session_resume=N,
             cwd=N, web_search=I,
             images=I, files=T,
+            steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
             Param.images: IMAGES_UNVERIFIED,
@@ -179,6 +182,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=T, sandbox=T, max_turns=I, streaming=N, session_resume=N,
             cwd=N, web_search=I,
             images=I, files=T,
+            steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
             Param.images: IMAGES_UNVERIFIED,
@@ -231,6 +235,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=I, sandbox=I, max_turns=T, streaming=I, session_resume=I,
             cwd=N, web_search=I,
             images=I, files=T,
+            steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
             Param.images: IMAGES_UNVERIFIED,
@@ -284,6 +289,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=I, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=I,
             images=I, files=T,
+            steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
             Param.images: "not sent: gjc's source has @<file> images, but no real gjc has run "
@@ -336,6 +342,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=I, sandbox=T, max_turns=I, streaming=I, session_resume=N,
             cwd=N, web_search=I,
             images=I, files=T,
+            steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
             Param.images: IMAGES_UNVERIFIED,
@@ -383,6 +390,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=T, sandbox=T, max_turns=I, streaming=N, session_resume=N,
             cwd=N, web_search=I,
             images=I, files=T,
+            steer=I, interrupt=I, fork=I, handoff=T,
         ),
         notes={
             Param.images: "ACP image content blocks are not sent yet",

@@ -36,6 +36,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=T, max_turns=N, streaming=N, session_resume=N,
             cwd=N, web_search=N,
             images=N, files=T,
+            steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
             Param.images: "base64 image blocks in a stream-json user message "
@@ -97,6 +98,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=T, sandbox=N, max_turns=I, streaming=N, session_resume=N,
             cwd=N, web_search=N,
             images=N, files=T,
+            steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
             Param.images: "--image=<file> per image (written to the run's folder): input_image "
@@ -164,6 +166,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=T, sandbox=T, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=N,
             images=N, files=T,
+            steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
             Param.images: "@<file> references in the prompt, their folder added with "
@@ -220,6 +223,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=T, sandbox=T, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=I,
             images=N, files=T,
+            steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
             Param.images: "--file=<file> per image; with base_url the run's model entry takes "
@@ -278,6 +282,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=T, max_turns=N, streaming=N, session_resume=I,
             cwd=N, web_search=I,
             images=N, files=T,
+            steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
             Param.images: "@<file> references (as gemini); with base_url the run's model is "
@@ -334,6 +339,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=I, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=I,
             images=N, files=T,
+            steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
             Param.images: "@<file> arguments; with base_url the models.json model lists image "
@@ -387,6 +393,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=T, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=I,
             images=N, files=T,
+            steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
             Param.images: "--attachment=<file> per image",

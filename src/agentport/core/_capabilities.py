@@ -49,6 +49,12 @@ class Param(enum.StrEnum):
     web_search = "web_search"
     images = "images"
     files = "files"
+    #: runtime session controls (docs/sessions.md): `steer(text)` on a running session,
+    #: `interrupt()` of its turn, `fork()` of a session, `handoff` to/from another backend
+    steer = "steer"
+    interrupt = "interrupt"
+    fork = "fork"
+    handoff = "handoff"
 
 
 class BackendKind(enum.StrEnum):
