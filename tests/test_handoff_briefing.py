@@ -21,9 +21,7 @@ from agentport.core._transcript import (
 
 SECRET = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789"
 
-texts = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=600
-)
+texts = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=600)
 turns = st.lists(
     st.builds(
         Turn,
@@ -130,7 +128,7 @@ def test_tool_steps_are_short() -> None:
         open_question="summarise",
     )
     out = brief(transcript)
-    assert "Tool call Bash: {\"command\": \"cat big.log\"}" in out.text
+    assert 'Tool call Bash: {"command": "cat big.log"}' in out.text
     assert "more chars]" in out.text
     assert out.tokens < 400
 
