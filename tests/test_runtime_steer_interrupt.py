@@ -19,6 +19,7 @@ from _fake_clis_util import FAKE_CLIS, live_processes_with
 from _more_clis_util import network_isolated
 from _session_util import cli_options, model_for
 from agentport import create_agent_runtime
+from agentport.catalog import CATALOG
 from agentport.core import AgentEvent, CompletionConfig, ErrorKind, EventType, SteerResult
 from agentport.testing import ALLOW_ENV, FakeModelServer, Hang
 
@@ -140,7 +141,6 @@ def _runtime_class(name: str) -> type:
     import importlib
 
     from agentport.backends._cli_runtime import CliRuntime
-    from agentport.catalog import CATALOG
 
     module = importlib.import_module(CATALOG[name].module)
     if hasattr(module, "SPEC"):
@@ -152,7 +152,6 @@ def _runtime_class(name: str) -> type:
 
 
 def test_the_catalog_declares_the_session_controls_each_runtime_has() -> None:
-    from agentport.catalog import CATALOG
     from agentport.core import Param, ParamSupport
 
     for name, capability in CATALOG.items():
@@ -165,7 +164,93 @@ def test_the_catalog_declares_the_session_controls_each_runtime_has() -> None:
         for param, method in ((Param.steer, "steer"), (Param.interrupt, "interrupt")):
             has = callable(getattr(cls, method, None))
             assert has == (declared[param] is not ParamSupport.IGNORED), (name, param)
-        assert declared[Param.fork] is ParamSupport.IGNORED, name  # no fork() yet
+        if declared[Param.fork] is not ParamSupport.IGNORED:
+            assert callable(getattr(cls, "fork", None)), name
         # any runtime can take a conversation over; only one that keeps a transcript hands
         # its own over (docs/sessions.md)
         assert capability.support(Param.handoff) is not ParamSupport.IGNORED, name
+
+
+@pytest.mark.parametrize(
+    "name",
+    sorted(
+        n
+        for n, c in __import__("agentport.catalog").catalog.CATALOG.items()
+        if c.kind.value == "cli" and n != "acp"
+    ),
+)
+def test_fork_reaches_the_command_line_exactly_where_declared(name: str, tmp_path: Path) -> None:
+    import importlib
+
+    from agentport.backends import CliCall
+    from agentport.core import Param, ParamSupport, ToolPolicy
+
+    spec = importlib.import_module(CATALOG[name].module).SPEC
+
+    def argv(fork: bool) -> list[str]:
+        config = CompletionConfig(
+            session_id="s-1", fork_session=fork, tools=ToolPolicy.cli_defaults()
+        )
+        call = CliCall(
+            executable="cli", prompt="p", system_prompt=None, config=config, schema=None,
+            options={}, run_dir=tmp_path, cwd=tmp_path, session_id="s-1",
+        )  # fmt: skip
+        return list(spec.build(call).argv)
+
+    native = CATALOG[name].support(Param.fork) is not ParamSupport.IGNORED
+    assert (argv(True) != argv(False)) == native, name
+
+
+async def test_a_fork_continues_a_copy_under_a_new_id(fake_claude: dict[str, Any]) -> None:
+    record = fake_claude.pop("record")
+    async with create_agent_runtime("claude", **fake_claude) as rt:
+        with pytest.raises(ValueError, match="run a turn first"):
+            rt.fork()
+        [e async for e in rt.send("one")]
+        original = rt.handle.session_id
+        async with rt.fork() as forked:
+            events = [e async for e in forked.send("two")]
+        assert events[-1].type is EventType.final, events[-1]
+        assert forked.handle.session_id not in (None, original)
+        assert rt.handle.session_id == original
+    argv = [json.loads(line)["argv"] for line in record.read_text().splitlines()]
+    assert f"--resume={original}" in argv[-1]
+    assert "--fork-session" in argv[-1]
+
+
+async def test_a_backend_that_cannot_fork_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ALLOW_ENV, "1")  # refused before any process starts
+    from agentport import create_llm_adapter
+    from agentport.core import Message
+
+    llm = create_llm_adapter("gemini", retry=False)
+    config = CompletionConfig(session_id="s-1", fork_session=True)
+    error = (await llm.complete([Message.user("hi")], config)).failure()
+    assert error.kind is ErrorKind.unsupported
+    assert error.details["params"] == ["fork"]
+    with pytest.raises(ValueError, match="fork_session needs the session_id"):
+        CompletionConfig(fork_session=True)
+
+
+@pytest.mark.contract
+@pytest.mark.skipif(not network_isolated(), reason="run under `unshare -n` (loopback only)")
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_real_claude_fork(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ALLOW_ENV, "1")
+    with FakeModelServer(default="fallback") as server:
+        options = {"claude": cli_options("claude", server, tmp_path / "home")}
+        async with create_agent_runtime("claude", model="fake-model", **options) as rt:
+            server.reply("first answer MARK-F1")
+            [e async for e in rt.send("first question")]
+            original = rt.handle.session_id
+            server.reply("forked answer")
+            async with rt.fork() as forked:
+                events = [e async for e in forked.send("in the fork")]
+            assert events[-1].type is EventType.final, events[-1]
+            assert "MARK-F1" in json.dumps(server.model_requests[-1].body)
+            assert forked.handle.session_id not in (None, original)
+            server.reply("original goes on")
+            again = [e async for e in rt.send("in the original")]
+        assert again[-1].content == "original goes on"
+        assert rt.handle.session_id == original
+        assert "in the fork" not in json.dumps(server.model_requests[-1].body)

@@ -36,7 +36,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=T, max_turns=N, streaming=N, session_resume=N,
             cwd=N, web_search=N,
             images=N, files=T,
-            steer=T, interrupt=T, fork=I, handoff=T,
+            steer=T, interrupt=T, fork=N, handoff=T,
         ),
         notes={
             Param.images: "base64 image blocks in a stream-json user message "
@@ -60,6 +60,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             "no tools nothing runs",
             Param.max_turns: "--max-turns",
             Param.streaming: "stream-json events (init, text, tool_call, tool_result, usage)",
+            Param.fork: "--resume <session_id> --fork-session (same working directory)",
             Param.session_resume: "--resume <session_id> (same working directory)",
             Param.cwd: "the process working directory",
             Param.web_search: "WebSearch and WebFetch added to --tools/--allowedTools, and no "

@@ -284,7 +284,13 @@ class CliAdapter:
         await turn.emit(*turn.ledger.close())
         result = self._settle(outcome, turn, env, config, native_schema, started)
         # a resume either ran in the session asked for or is session_not_found
-        result = honest_resume(self.backend, config.session_id, result, self.spec.unknown_session)
+        result = honest_resume(
+            self.backend,
+            config.session_id,
+            result,
+            self.spec.unknown_session,
+            fork=config.fork_session,
+        )
         if pool is not None and live is not None:
             await finish(pool, live, isinstance(result, Success))
         return result

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from contextlib import ExitStack
 from dataclasses import replace
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
@@ -62,6 +63,8 @@ class CliRuntime:
         buffer: int = 64,
     ) -> None:
         self._adapter = CliAdapter(spec, capability, settings)
+        self._made = (spec, capability, settings, buffer)
+        self._fork_from: tuple[str, Path | None] | None = None  # (session, its cwd)
         self._handle = RuntimeHandle(backend=capability.name)
         self._buffer = buffer
         self._tg: TaskGroup | None = None
@@ -113,6 +116,20 @@ class CliRuntime:
         self._tg.start_soon(self._turn, messages, config, send)
         return EventStream(receive)
 
+    def fork(self) -> CliRuntime:
+        """A new runtime (enter it with `async with`) whose first turn continues a copy of
+        this session under a new id (`CompletionConfig.fork_session`), in this runtime's
+        working folder (the CLI finds its sessions by folder: keep this runtime open until
+        the fork's first turn ended). `ValueError` before this session has an id; its first
+        turn fails `unsupported` where the catalog says fork is IGNORED."""
+        if not self._handle.session_id:
+            raise ValueError("fork() needs a session: run a turn first")
+        spec, capability, settings, buffer = self._made
+        forked = CliRuntime(spec, capability, settings, buffer)
+        forked._fork_from = (self._handle.session_id, self._handle.cwd)
+        forked.transcript = self.transcript
+        return forked
+
     def steer(self, text: str) -> SteerResult:
         """Add *text* to the conversation: one CLI process runs each turn with its prompt
         closed, so a running turn cannot read more; the text leads the next `send`'s prompt
@@ -161,6 +178,11 @@ class CliRuntime:
                 and resumable is ParamSupport.NATIVE
             ):
                 update["session_id"] = self._handle.session_id
+            if self._fork_from is not None:  # this runtime's first turn forks its source
+                (source, folder), self._fork_from = self._fork_from, None
+                update |= {"session_id": source, "fork_session": True}
+                if folder is not None and "cwd" not in config.model_fields_set:
+                    update["cwd"] = folder
             config = config.model_copy(update=update)
 
             asked = config.session_id
@@ -171,7 +193,7 @@ class CliRuntime:
                 sid = event.metadata.get("session_id")
                 # a resume that landed in another session fails (session_not_found): the
                 # handle keeps naming the session asked for
-                if sid and (asked is None or str(sid) == asked):
+                if sid and (asked is None or str(sid) == asked or config.fork_session):
                     self._handle.session_id = str(sid)
                 await send.send(event)
 

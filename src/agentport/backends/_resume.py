@@ -83,10 +83,14 @@ def honest_resume(
     asked: str | None,
     result: Result[CompletionResponse, ProviderError],
     own: re.Pattern[str] | None = None,
+    *,
+    fork: bool = False,
 ) -> Result[CompletionResponse, ProviderError]:
     """*result* of a call on *backend* that resumed *asked* (None: no resume, *result*
     unchanged), judged as the module docstring says, with *own* the backend's "no such
-    session" pattern: `Failure(session_not_found)` or *result* itself."""
+    session" pattern: `Failure(session_not_found)` or *result* itself. With *fork* the
+    answer must come from a new session: one in *asked* itself is `bad_output` (the original
+    session was continued, not copied)."""
     if asked is None:
         return result
     if isinstance(result, Failure):
@@ -96,6 +100,20 @@ def honest_resume(
         return result
     response = result.unwrap()
     started = response.raw.session_id
+    if fork:
+        if started != asked:
+            return result
+        return Failure(
+            ProviderError(
+                ErrorKind.bad_output,
+                f"asked to fork session {asked!r}, but {backend} continued it",
+                backend=backend,
+                retryable=False,
+                request_sent=True,
+                details={"session_id": asked},
+                usage=response.usage,
+            )
+        )
     if started is not None and started != asked:
         failure = unknown_session_error(backend, asked, started=started)
         return Failure(failure.replace(usage=response.usage))

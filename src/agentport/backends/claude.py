@@ -136,6 +136,8 @@ def build(call: CliCall) -> Invocation:
     argv += tool_flags(config.tools, web=config.web_search)
     if call.session_id:
         argv.append(f"--resume={call.session_id}")
+        if config.fork_session:  # a new session id with the resumed history
+            argv.append("--fork-session")
     argv += [str(a) for a in opts.get("extra_args", ())]
     env: dict[str, str] = {}
     if opts.get("base_url"):

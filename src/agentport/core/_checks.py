@@ -90,6 +90,16 @@ def check_params(
                 details={"params": unsafe},
             )
         )
+    if config.fork_session and capability.support(Param.fork) is ParamSupport.IGNORED:
+        return Failure(
+            ProviderError(
+                ErrorKind.unsupported,
+                f"{capability.name} cannot fork session {config.session_id!r}",
+                backend=capability.name,
+                retryable=False,
+                details={"params": [Param.fork.value], "session_id": config.session_id},
+            )
+        )
     if config.session_id is not None and not resumable(capability):
         # a resume that cannot happen would answer in a new, empty session: never silently
         return Failure(
@@ -105,7 +115,7 @@ def check_params(
         )
     ignored = sorted(
         p.value
-        for p in config.params_set(messages) - SAFETY_PARAMS - {Param.session_resume}
+        for p in config.params_set(messages) - SAFETY_PARAMS - {Param.session_resume, Param.fork}
         if capability.support(p) is ParamSupport.IGNORED
     )
     if not ignored:

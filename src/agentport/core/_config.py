@@ -151,6 +151,8 @@ class CompletionConfig(BaseModel):
             `warn` (recorded in `CompletionResponse.warnings`) or `fail` (`ErrorKind.unsupported`).
         label: a free-form name for the call site (e.g. "verify"); backends ignore it,
             `agentport.testing.ScriptedAdapter` matches on it.
+        fork_session: with `session_id`, continue a copy of that session under a new id (the
+            original stays as it was); a backend that cannot fork refuses (`unsupported`).
     """
 
     model_config = ConfigDict(
@@ -176,11 +178,14 @@ class CompletionConfig(BaseModel):
     session_id: str | None = None
     on_ignored: IgnoredPolicy = "warn"
     label: str | None = None
+    fork_session: bool = False
 
     @model_validator(mode="after")
     def _one_output_constraint(self) -> CompletionConfig:
         if self.output_schema is not None and self.choices is not None:
             raise ValueError("set output_schema or choices, not both")
+        if self.fork_session and self.session_id is None:
+            raise ValueError("fork_session needs the session_id to fork")
         if self.choices is not None and len(set(self.choices)) != len(self.choices):
             raise ValueError("choices must be distinct")
         if isinstance(self.output_schema, dict):
@@ -226,5 +231,6 @@ class CompletionConfig(BaseModel):
             Param.web_search: self.web_search,
             Param.images: any(m.images for m in messages),
             Param.files: any(m.files for m in messages),
+            Param.fork: self.fork_session,
         }
         return frozenset(p for p, on in checks.items() if on)
