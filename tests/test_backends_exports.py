@@ -75,4 +75,5 @@ def test_the_package_top_level_is_the_factory_config_layer() -> None:
     top = {p.stem for p in Path(agentport.__file__).parent.glob("*.py")}
     assert top == {
         "__init__", "__main__", "catalog", "config", "factory", "_chain", "_trust", "_guard",
+        "_handoff",  # builds the target runtime through the factory
     }  # fmt: skip

@@ -161,9 +161,9 @@ def test_backends_table_fits_the_terminal_width(tmp_path: Path, width: int) -> N
 
 
 def test_backends_table_is_one_table_when_wide_enough(tmp_path: Path) -> None:
-    out = _run("backends", cwd=tmp_path, env={"COLUMNS": "280"})
+    out = _run("backends", cwd=tmp_path, env={"COLUMNS": "400"})
     assert out.returncode == 0, out.stderr
-    _lines_fit(out.stdout, 280)
+    _lines_fit(out.stdout, 400)
     assert "params:" not in out.stdout
     assert "N native" in out.stdout
 

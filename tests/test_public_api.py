@@ -30,6 +30,7 @@ def test_top_level_exports() -> None:
             "EventType",
             "Failure",
             "FilePart",
+            "Handoff",
             "ImagePart",
             "LLMAdapter",
             "McpServer",
@@ -52,6 +53,7 @@ def test_top_level_exports() -> None:
             "complete_sync",
             "create_agent_runtime",
             "create_llm_adapter",
+            "handoff",
             "resolve_backend",
         ]
     )

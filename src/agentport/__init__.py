@@ -51,6 +51,7 @@ from .core import (
 )
 
 if TYPE_CHECKING:
+    from ._handoff import Handoff, handoff
     from .factory import (
         attach,
         complete_sync,
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
     from .policies import RetryingAdapter, RetryPolicy
 
 _LAZY = {"attach", "complete_sync", "create_agent_runtime", "create_llm_adapter", "resolve_backend"}
+_HANDOFF = {"Handoff", "handoff"}
 
 
 def __getattr__(name: str) -> Any:
@@ -70,6 +72,10 @@ def __getattr__(name: str) -> Any:
         from . import factory
 
         return getattr(factory, name)
+    if name in _HANDOFF:
+        from . import _handoff
+
+        return getattr(_handoff, name)
     if name in ("RetryingAdapter", "RetryPolicy"):
         from . import policies
 
@@ -93,6 +99,7 @@ __all__ = [
     "EventType",
     "Failure",
     "FilePart",
+    "Handoff",
     "ImagePart",
     "LLMAdapter",
     "McpServer",
@@ -117,5 +124,6 @@ __all__ = [
     "complete_sync",
     "create_agent_runtime",
     "create_llm_adapter",
+    "handoff",
     "resolve_backend",
 ]

@@ -105,6 +105,8 @@ class LLMSettings(BaseModel):
             backend (None: `agentport.policies.DEFAULT_FAILOVER_ON`).
         hedge_after_s: with a chain, start the next backend when the current one has not
             answered after this many seconds; the first success wins (None: no hedging).
+        handover_on: with a chain, the error kinds on which a resumed session moves to the
+            next member from a briefing (`agentport.policies.SessionHandover`; None: never).
         min_headroom: with a chain, pass over a member (not the last) whose provider last
             reported less than this share (0-1] of a usage window left
             (`agentport.policies.quota_status`; None: never).
@@ -132,6 +134,7 @@ class LLMSettings(BaseModel):
     failover_on: tuple[str, ...] | None = None
     hedge_after_s: float | None = Field(default=None, gt=0)
     min_headroom: float | None = Field(default=None, gt=0, le=1)
+    handover_on: tuple[str, ...] | None = None
     warm: int | None = Field(default=None, ge=0)
 
     @field_validator("backend", mode="before")
@@ -145,7 +148,7 @@ class LLMSettings(BaseModel):
             return ",".join(parse_chain(value))
         return value
 
-    @field_validator("failover_on", mode="before")
+    @field_validator("failover_on", "handover_on", mode="before")
     @classmethod
     def _kinds(cls, value: Any) -> Any:
         from ._chain import as_chain

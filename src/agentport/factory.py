@@ -68,6 +68,7 @@ from .policies import (
     GatedRuntime,
     RetryingAdapter,
     RetryPolicy,
+    SessionHandover,
     concurrency_gate,
     default_store,
     failover_kinds,
@@ -325,6 +326,11 @@ def _chain_adapter(settings: LLMSettings, *, retry: bool) -> FailoverAdapter:
         min_headroom=settings.min_headroom,
         defaults=settings.completion_config(),
         cooldown=default_store(),
+        handover=(
+            None
+            if settings.handover_on is None
+            else SessionHandover(failover_kinds(settings.handover_on))
+        ),
     )
 
 

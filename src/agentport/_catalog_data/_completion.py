@@ -25,6 +25,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=I, files=T,
             mcp_servers=I, functions=I,
             approvals=I,
+            steer=I, interrupt=I, fork=I, handoff=I,
         ),
         notes={
             Param.mcp_servers: MCP_COMPLETION,
@@ -53,6 +54,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=I, files=T,
             mcp_servers=I, functions=I,
             approvals=I,
+            steer=I, interrupt=I, fork=I, handoff=T,
         ),
         notes={
             Param.mcp_servers: MCP_COMPLETION,
@@ -82,6 +84,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=N, files=T,
             mcp_servers=I, functions=I,
             approvals=I,
+            steer=I, interrupt=I, fork=I, handoff=I,
         ),
         notes={
             Param.mcp_servers: MCP_COMPLETION,
@@ -124,6 +127,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=N, files=T,
             mcp_servers=I, functions=I,
             approvals=I,
+            steer=I, interrupt=I, fork=I, handoff=I,
         ),
         notes={
             Param.mcp_servers: MCP_COMPLETION,
@@ -168,6 +172,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=I, files=T,
             mcp_servers=I, functions=I,
             approvals=I,
+            steer=I, interrupt=I, fork=I, handoff=I,
         ),
         notes={
             Param.mcp_servers: MCP_COMPLETION,

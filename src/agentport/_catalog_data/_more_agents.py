@@ -46,6 +46,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=I, files=T,
             mcp_servers=I, functions=I,
             approvals=I,
+            steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
             Param.mcp_servers: MCP_NOT_WIRED,
@@ -103,6 +104,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=I, files=T,
             mcp_servers=I, functions=I,
             approvals=I,
+            steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
             Param.mcp_servers: MCP_NOT_WIRED,
@@ -155,6 +157,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=I, files=T,
             mcp_servers=I, functions=I,
             approvals=I,
+            steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
             Param.mcp_servers: MCP_NOT_WIRED,
@@ -207,6 +210,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=I, files=T,
             mcp_servers=I, functions=I,
             approvals=I,
+            steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
             Param.mcp_servers: MCP_NOT_WIRED,
@@ -264,6 +268,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=I, files=T,
             mcp_servers=I, functions=I,
             approvals=I,
+            steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
             Param.mcp_servers: MCP_NOT_WIRED,
@@ -322,6 +327,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=I, files=T,
             mcp_servers=I, functions=I,
             approvals=I,
+            steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
             Param.mcp_servers: MCP_NOT_WIRED,
@@ -379,6 +385,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=I, files=T,
             mcp_servers=I, functions=I,
             approvals=I,
+            steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
             Param.mcp_servers: MCP_NOT_WIRED,
@@ -431,6 +438,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=I, files=T,
             mcp_servers=N, functions=T,
             approvals=N,
+            steer=I, interrupt=I, fork=I, handoff=T,
         ),
         notes={
             Param.mcp_servers: "session/new mcpServers (the call's servers replace the mcp_servers "

@@ -48,6 +48,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=N, files=T,
             mcp_servers=N, functions=T,
             approvals=N,
+            steer=T, interrupt=T, fork=N, handoff=T,
         ),
         notes={
             Param.mcp_servers: "--mcp-config FILE (in the run's folder) and --strict-mcp-config; "
@@ -74,6 +75,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             "no tools nothing runs",
             Param.max_turns: "--max-turns",
             Param.streaming: "stream-json events (init, text, tool_call, tool_result, usage)",
+            Param.fork: "--resume <session_id> --fork-session (same working directory)",
             Param.session_resume: "--resume <session_id> (same working directory)",
             Param.cwd: "the process working directory",
             Param.web_search: "WebSearch and WebFetch added to --tools/--allowedTools, and no "
@@ -119,6 +121,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=N, files=T,
             mcp_servers=N, functions=T,
             approvals=I,
+            steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
             Param.mcp_servers: "-c mcp_servers={...}: the whole table, so no server of the user's "
@@ -194,6 +197,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=N, files=T,
             mcp_servers=N, functions=T,
             approvals=I,
+            steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
             Param.mcp_servers: "mcpServers in a per-run system settings file "
@@ -259,6 +263,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=N, files=T,
             mcp_servers=N, functions=T,
             approvals=I,
+            steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
             Param.mcp_servers: "mcp in the run's OPENCODE_CONFIG_CONTENT, every server of the "
@@ -325,6 +330,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=N, files=T,
             mcp_servers=N, functions=T,
             approvals=I,
+            steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
             Param.mcp_servers: "mcpServers in a per-run system settings file "
@@ -389,6 +395,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=N, files=T,
             mcp_servers=I, functions=I,
             approvals=I,
+            steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
             Param.mcp_servers: "pi has no MCP client",
@@ -448,6 +455,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=N, files=T,
             mcp_servers=I, functions=I,
             approvals=I,
+            steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
             Param.mcp_servers: MCP_NOT_WIRED,

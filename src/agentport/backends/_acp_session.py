@@ -50,6 +50,7 @@ from ._approvals import decide, denied_error, denied_event
 from ._caller_tools import acp_server
 from ._endstate import ToolLedger, refusal_error
 from ._policy import inherit_env
+from ._resume import not_loaded
 from ._spec import text_after_last_tool
 
 __all__ = ["Session", "Sink", "Turn", "agent_env"]
@@ -291,6 +292,8 @@ class Session:
                 limit_s=config.startup_timeout_s,
                 which="startup",
             )
+        except ProviderError as exc:  # the agent refused to load it: never a silent new one
+            raise not_loaded(session_id, exc) from None
         finally:
             self._turn = replay
         self.session_id = session_id

@@ -81,6 +81,7 @@ from ._endstate import (
     with_progress,
 )
 from ._policy import inherit_env, withheld_hint
+from ._resume import honest_resume
 from ._retry_notice import notice_error
 from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, over_stdin_limit
 from ._web_events import web_activity
@@ -334,6 +335,14 @@ class CliAdapter:
                     current.set_attributes({k: v for k, v in found.items() if v is not None})
         await turn.emit(*turn.ledger.close())
         result = self._settle(outcome, turn, env, config, native_schema, started)
+        # a resume either ran in the session asked for or is session_not_found
+        result = honest_resume(
+            self.backend,
+            config.session_id,
+            result,
+            self.spec.unknown_session,
+            fork=config.fork_session,
+        )
         if isinstance(result, Success):
             result = Success(result.unwrap().model_copy(update={"binary": binary}))
         else:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import ExitStack
+from dataclasses import replace
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
@@ -18,12 +20,17 @@ from ..core import (
     AgentEvent,
     BackendCapability,
     CompletionConfig,
+    ErrorKind,
     EventStream,
     EventType,
     Message,
+    MessageRole,
     Param,
     ParamSupport,
+    ProviderError,
     RuntimeHandle,
+    SteerResult,
+    Transcript,
     as_messages,
     merge_config,
     until_consumer_leaves,
@@ -56,10 +63,16 @@ class CliRuntime:
         buffer: int = 64,
     ) -> None:
         self._adapter = CliAdapter(spec, capability, settings)
+        self._made = (spec, capability, settings, buffer)
+        self._fork_from: tuple[str, Path | None] | None = None  # (session, its cwd)
         self._handle = RuntimeHandle(backend=capability.name)
         self._buffer = buffer
         self._tg: TaskGroup | None = None
         self._workdir: ExitStack | None = None
+        #: the conversation so far, neutral (`agentport.handoff` continues it elsewhere)
+        self.transcript = Transcript(backend=capability.name)
+        self._running: anyio.CancelScope | None = None  # the turn `interrupt()` ends
+        self._steered: list[str] = []  # `steer()` texts for the next turn
 
     @property
     def handle(self) -> RuntimeHandle:
@@ -69,6 +82,7 @@ class CliRuntime:
         self._workdir = ExitStack()
         prefix = f"agentport-{self._handle.backend}-rt-"
         self._handle.cwd = self._workdir.enter_context(private_tempdir(prefix))
+        self.transcript = replace(self.transcript, cwd=str(self._handle.cwd))
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         return self
@@ -95,8 +109,47 @@ class CliRuntime:
         if self._tg is None:
             raise RuntimeError("use `async with` before send()")
         send, receive = anyio.create_memory_object_stream[AgentEvent](self._buffer)
-        self._tg.start_soon(self._turn, as_messages(prompt), config, send)
+        messages = as_messages(prompt)
+        if self._steered:  # what steer() queued leads this turn, in the order it came
+            steered, self._steered = self._steered, []
+            messages = [*(Message.user(text) for text in steered), *messages]
+        self._tg.start_soon(self._turn, messages, config, send)
         return EventStream(receive)
+
+    def fork(self) -> CliRuntime:
+        """A new runtime (enter it with `async with`) whose first turn continues a copy of
+        this session under a new id (`CompletionConfig.fork_session`), in this runtime's
+        working folder (the CLI finds its sessions by folder: keep this runtime open until
+        the fork's first turn ended). `ValueError` before this session has an id; its first
+        turn fails `unsupported` where the catalog says fork is IGNORED."""
+        if not self._handle.session_id:
+            raise ValueError("fork() needs a session: run a turn first")
+        spec, capability, settings, buffer = self._made
+        forked = CliRuntime(spec, capability, settings, buffer)
+        forked._fork_from = (self._handle.session_id, self._handle.cwd)
+        forked.transcript = self.transcript
+        return forked
+
+    def steer(self, text: str) -> SteerResult:
+        """Add *text* to the conversation: one CLI process runs each turn with its prompt
+        closed, so a running turn cannot read more; the text leads the next `send`'s prompt
+        (`queued_next_turn`), as a user message before it."""
+        if not text.strip():
+            raise ValueError("steer() needs a non-empty text")
+        self._steered.append(text)
+        return SteerResult.queued_next_turn
+
+    def interrupt(self) -> bool:
+        """End the running turn now: its process group is killed (SIGTERM, then SIGKILL
+        after `grace_s`) and its event stream ends with an `error` event of kind
+        `interrupted`. The session stays resumable: the next `send` resumes
+        `handle.session_id` where the catalog says session_resume is NATIVE. False when no
+        turn was running."""
+        running = self._running
+        if running is None or running.cancel_called:
+            return False
+        running.cancel()
+        return True
 
     async def _turn(
         self,
@@ -125,15 +178,41 @@ class CliRuntime:
                 and resumable is ParamSupport.NATIVE
             ):
                 update["session_id"] = self._handle.session_id
+            if self._fork_from is not None:  # this runtime's first turn forks its source
+                (source, folder), self._fork_from = self._fork_from, None
+                update |= {"session_id": source, "fork_session": True}
+                if folder is not None and "cwd" not in config.model_fields_set:
+                    update["cwd"] = folder
             config = config.model_copy(update=update)
 
+            asked = config.session_id
+            seen: list[AgentEvent] = []
+
             async def sink(event: AgentEvent) -> None:
+                seen.append(event)
                 sid = event.metadata.get("session_id")
-                if sid:
+                # a resume that landed in another session fails (session_not_found): the
+                # handle keeps naming the session asked for
+                if sid and (asked is None or str(sid) == asked or config.fork_session):
                     self._handle.session_id = str(sid)
                 await send.send(event)
 
-            result = await self._adapter.run(messages, config, sink)
+            result = None
+            with anyio.CancelScope() as scope:
+                self._running = scope
+                result = await self._adapter.run(messages, config, sink)
+            if self._running is scope:
+                self._running = None
+            if result is None:  # interrupt(): the runner killed the process on its way out
+                result = Failure(
+                    ProviderError(
+                        ErrorKind.interrupted,
+                        "the turn was interrupted (interrupt()); the session stays resumable",
+                        backend=self._handle.backend,
+                        retryable=False,
+                        details={"session_id": self._handle.session_id},
+                    )
+                )
             if isinstance(result, Failure):
                 error = result.failure()
                 final = AgentEvent(
@@ -149,4 +228,8 @@ class CliRuntime:
                     content=response.content,
                     metadata={"response": response, "usage": response.usage},
                 )
+            prompt = "\n\n".join(m.content for m in messages if m.role is MessageRole.user)
+            self.transcript = replace(
+                self.transcript.with_turn(prompt, [*seen, final]), cwd=str(config.cwd)
+            )
             await send.send(final)

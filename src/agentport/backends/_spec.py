@@ -284,6 +284,9 @@ class BackendSpec:
             and answers the rest (gemini-cli and qwen-code: 8 MiB, then "Warning: stdin input
             truncated"); a longer prompt is refused before the spawn (`over_stdin_limit`).
             None: no known limit (a cut the runner sees still fails the run).
+        unknown_session: what the CLI prints (stderr or its error event) when asked to
+            resume a session it does not have; such a failure becomes `session_not_found`
+            (`_resume.honest_resume`). None: only the generic wordings are recognised.
     """
 
     name: str
@@ -302,6 +305,7 @@ class BackendSpec:
     error_grace_s: float | None = None
     stdin_limit_bytes: int | None = None
     usage_mode: UsageMode = "cumulative"
+    unknown_session: re.Pattern[str] | None = None
 
 
 def over_stdin_limit(spec: BackendSpec, stdin: bytes | None) -> None:

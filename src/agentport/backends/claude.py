@@ -23,6 +23,7 @@ no hooks/CLAUDE.md, API-key auth only), `system_prompt_mode` (`append` (default)
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from ..core import (
@@ -162,6 +163,8 @@ def build(call: CliCall) -> Invocation:
         argv.append(f"--permission-prompt-tool={PROMPT_TOOL}")
     if call.session_id:
         argv.append(f"--resume={call.session_id}")
+        if config.fork_session:  # a new session id with the resumed history
+            argv.append("--fork-session")
     argv += [str(a) for a in opts.get("extra_args", ())]
     env: dict[str, str] = {}
     if opts.get("base_url"):
@@ -360,4 +363,6 @@ SPEC = BackendSpec(
     extra_env=_HEADLESS_ENV,
     stdout_to_file=True,  # on a pipe it cuts an 8 MiB answer short and exits 0
     warm=WARM,  # a warm process never exits after its answer: a pipe holds it all
+    # `--resume ID` of an unknown ID (2.1.x): this line on stderr, exit 1, no model request
+    unknown_session=re.compile(r"No conversation found with session ID", re.I),
 )

@@ -577,4 +577,7 @@ SPEC = BackendSpec(
     restore_schema=True,
     prepare=prepare,
     warm=WARM,
+    # `exec resume ID` of an unknown ID: "thread/resume failed: no rollout found for thread
+    # id ID" on stderr, exit 1, no model request
+    unknown_session=re.compile(r"no rollout found for thread id|thread/resume failed", re.I),
 )

@@ -303,4 +303,6 @@ SPEC = BackendSpec(
     retry_notice=stderr_notice(_RETRY_NOTICE, block=True),
     # readStdin (0.24.4, gemini-cli's): 8 MiB of UTF-8, then a warning and stdin closed
     stdin_limit_bytes=8 << 20,
+    # `--resume=ID` of an unknown ID: this line on stderr, exit 1, no model request
+    unknown_session=re.compile(r"No saved session found with ID", re.I),
 )

@@ -202,6 +202,7 @@ _SHORT = {
     Param.streaming: "str", Param.session_resume: "res", Param.cwd: "cwd", Param.web_search: "web",
     Param.images: "img", Param.files: "fil",
     Param.approvals: "apr",
+    Param.steer: "ste", Param.interrupt: "int", Param.fork: "frk", Param.handoff: "hnd",
 }  # fmt: skip
 
 
@@ -247,7 +248,7 @@ def _grid_table(rows: list[dict[str, Any]]) -> Any:
     from rich import box
     from rich.table import Table
 
-    # one space between columns (the box's own separator, no padding): 15 three-letter
+    # one space between columns (the box's own separator, no padding): 19 three-letter
     # headers and the longest name fit in 80 columns
     table = Table(box=box.SIMPLE, pad_edge=False, padding=0, show_edge=False)
     table.add_column("name", no_wrap=True, min_width=max(len(r["name"]) for r in rows))

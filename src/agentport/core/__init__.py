@@ -2,7 +2,8 @@
 
 The quota parsers (`as_quota`, `parse_quota`, `quota_from_body`, `QuotaWindow`, `MAX_WINDOW`)
 and the headroom parser (`headroom_from_headers`, `Headroom`) load on first use: their
-patterns cost more at import than a caller of the types needs.
+patterns cost more at import than a caller of the types needs; so do the session transcript
+and its briefing (`Transcript`, `brief`), which only a handover needs.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -52,7 +53,14 @@ from ._mcp_servers import FUNCTIONS_SERVER, McpServer, ToolFunction
 from ._messages import Message, MessageRole, Part, as_messages, inline_files, split_system
 from ._parts import FilePart, ImagePart, sniff_image
 from ._printable import printable
-from ._protocols import AgentEvent, AgentRuntime, EventType, LLMAdapter, RuntimeHandle
+from ._protocols import (
+    AgentEvent,
+    AgentRuntime,
+    EventType,
+    LLMAdapter,
+    RuntimeHandle,
+    SteerResult,
+)
 from ._response import (
     BinaryInfo,
     CompletionResponse,
@@ -65,12 +73,35 @@ from ._response import (
 if TYPE_CHECKING:
     from ._headroom import Headroom, headroom_from_headers
     from ._quota import MAX_WINDOW, QuotaWindow, as_quota, parse_quota, quota_from_body
+    from ._transcript import (
+        DEFAULT_BRIEFING_TOKENS,
+        MIN_BRIEFING_TOKENS,
+        Briefing,
+        Transcript,
+        Turn,
+        TurnKind,
+        brief,
+        estimate_tokens,
+    )
 
 _LAZY = {
     **dict.fromkeys(
         ("MAX_WINDOW", "QuotaWindow", "as_quota", "parse_quota", "quota_from_body"), "_quota"
     ),
     **dict.fromkeys(("Headroom", "headroom_from_headers"), "_headroom"),
+    **dict.fromkeys(
+        (
+            "DEFAULT_BRIEFING_TOKENS",
+            "MIN_BRIEFING_TOKENS",
+            "Briefing",
+            "Transcript",
+            "Turn",
+            "TurnKind",
+            "brief",
+            "estimate_tokens",
+        ),
+        "_transcript",
+    ),
 }
 
 
@@ -83,8 +114,10 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "DEFAULT_BRIEFING_TOKENS",
     "FUNCTIONS_SERVER",
     "MAX_WINDOW",
+    "MIN_BRIEFING_TOKENS",
     "AgentEvent",
     "AgentRuntime",
     "Allow",
@@ -94,6 +127,7 @@ __all__ = [
     "Billing",
     "BillingRoute",
     "BinaryInfo",
+    "Briefing",
     "CompletionConfig",
     "CompletionResponse",
     "CostState",
@@ -128,13 +162,19 @@ __all__ = [
     "RuntimeHandle",
     "Sandbox",
     "SkippedBackend",
+    "SteerResult",
     "TimeoutWhich",
     "ToolFunction",
     "ToolPolicy",
+    "Transcript",
+    "Turn",
+    "TurnKind",
     "Usage",
     "as_messages",
     "as_quota",
+    "brief",
     "check_params",
+    "estimate_tokens",
     "headroom_from_headers",
     "inline_files",
     "json_schema_problem",

@@ -61,6 +61,12 @@ class Param(enum.StrEnum):
     functions = "functions"
     #: the caller's approval hook (`CompletionConfig.on_permission`), asked before a tool runs
     approvals = "approvals"
+    #: runtime session controls (docs/sessions.md): `steer(text)` on a running session,
+    #: `interrupt()` of its turn, `fork()` of a session, `handoff` to/from another backend
+    steer = "steer"
+    interrupt = "interrupt"
+    fork = "fork"
+    handoff = "handoff"
 
 
 class BackendKind(enum.StrEnum):

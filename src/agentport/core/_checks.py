@@ -16,6 +16,7 @@ __all__ = [
     "check_params",
     "messages_for",
     "prepare_messages",
+    "resumable",
     "unenforced_safety",
 ]
 
@@ -41,6 +42,12 @@ def unenforced_safety(capability: BackendCapability, config: CompletionConfig) -
     return sorted(missing)
 
 
+def resumable(capability: BackendCapability) -> bool:
+    """Whether *capability*'s backend can resume a session by id (`session_resume` is not
+    IGNORED)."""
+    return capability.support(Param.session_resume) is not ParamSupport.IGNORED
+
+
 def check_params(
     capability: BackendCapability, messages: Sequence[Message], config: CompletionConfig
 ) -> Result[tuple[str, ...], ProviderError]:
@@ -51,8 +58,10 @@ def check_params(
     catalog status for the parameter (`BackendCapability`).
     Safety parameters (`SAFETY_PARAMS`: tool_restriction, sandbox) fail closed: one the
     backend cannot enforce is `Failure(ErrorKind.unsupported)` whatever `on_ignored` says
-    (`unenforced_safety`). A call with no user or assistant message with text, a file, or
-    an image the backend takes (nothing to answer) is `Failure(ErrorKind.invalid_request)`.
+    (`unenforced_safety`); so does a `session_id` on a backend that cannot resume
+    (`resumable`): the answer would come from a new, empty session. A call with no user or
+    assistant message with text, a file, or an image the backend takes (nothing to answer)
+    is `Failure(ErrorKind.invalid_request)`.
     """
     kept_images = capability.support(Param.images) is not ParamSupport.IGNORED
     if not any(
@@ -81,9 +90,32 @@ def check_params(
                 details={"params": unsafe},
             )
         )
+    if config.fork_session and capability.support(Param.fork) is ParamSupport.IGNORED:
+        return Failure(
+            ProviderError(
+                ErrorKind.unsupported,
+                f"{capability.name} cannot fork session {config.session_id!r}",
+                backend=capability.name,
+                retryable=False,
+                details={"params": [Param.fork.value], "session_id": config.session_id},
+            )
+        )
+    if config.session_id is not None and not resumable(capability):
+        # a resume that cannot happen would answer in a new, empty session: never silently
+        return Failure(
+            ProviderError(
+                ErrorKind.unsupported,
+                f"{capability.name} cannot resume session {config.session_id!r}"
+                + (f" ({note})" if (note := capability.notes.get(Param.session_resume)) else "")
+                + "; continue the conversation with agentport.handoff instead",
+                backend=capability.name,
+                retryable=False,
+                details={"params": [Param.session_resume.value], "session_id": config.session_id},
+            )
+        )
     ignored = sorted(
         p.value
-        for p in config.params_set(messages) - SAFETY_PARAMS
+        for p in config.params_set(messages) - SAFETY_PARAMS - {Param.session_resume, Param.fork}
         if capability.support(p) is ParamSupport.IGNORED
     )
     if not ignored:

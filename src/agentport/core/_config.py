@@ -167,6 +167,8 @@ class CompletionConfig(BaseModel):
             error as the reason. docs/approvals.md.
         permission_timeout_s: seconds the hook has to answer one request; no answer in time
             is a deny.
+        fork_session: with `session_id`, continue a copy of that session under a new id (the
+            original stays as it was); a backend that cannot fork refuses (`unsupported`).
     """
 
     model_config = ConfigDict(
@@ -196,11 +198,14 @@ class CompletionConfig(BaseModel):
     functions: tuple[ToolFunction, ...] = ()
     on_permission: PermissionHook | None = None
     permission_timeout_s: float = Field(default=60.0, gt=0)
+    fork_session: bool = False
 
     @model_validator(mode="after")
     def _one_output_constraint(self) -> CompletionConfig:
         if self.output_schema is not None and self.choices is not None:
             raise ValueError("set output_schema or choices, not both")
+        if self.fork_session and self.session_id is None:
+            raise ValueError("fork_session needs the session_id to fork")
         if self.choices is not None and len(set(self.choices)) != len(self.choices):
             raise ValueError("choices must be distinct")
         if isinstance(self.output_schema, dict):
@@ -256,5 +261,6 @@ class CompletionConfig(BaseModel):
             Param.mcp_servers: bool(self.mcp_servers),
             Param.functions: bool(self.functions),
             Param.approvals: self.on_permission is not None,
+            Param.fork: self.fork_session,
         }
         return frozenset(p for p, on in checks.items() if on)

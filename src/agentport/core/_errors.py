@@ -12,7 +12,9 @@ Exception
            content_filter (a refusal or a safety block) · model_not_found · unsupported
            config · binary_changed (the CLI executable changed under a running batch)
            runaway (the same failure repeated past a bound: details["loop"])
-           config · permission_denied (the caller's approval hook stopped the run)
+           permission_denied (the caller's approval hook stopped the run)
+           session_not_found (a resume the backend cannot honour)
+           interrupted (the caller's interrupt() ended a runtime's turn)
 ```
 
 Every error also says whether the request reached the provider (`request_sent`: False,
@@ -99,6 +101,13 @@ class ErrorKind(enum.StrEnum):
     #: the run stopped because a tool call was denied (the caller's approval hook, its
     #: deadline, or the call's `ToolPolicy` under a hook); docs/approvals.md
     permission_denied = "permission_denied"
+    #: a session to resume (`CompletionConfig.session_id`) that the backend does not have:
+    #: it said so, or it reported a different session than the one asked for (a silent new
+    #: session); `details`: `session_id` (asked), `started` (the one it reported, if any)
+    session_not_found = "session_not_found"
+    #: the caller ended the turn (`interrupt()` on a runtime): not a failure of the backend;
+    #: the session stays resumable
+    interrupted = "interrupted"
 
 
 _RETRYABLE_BY_DEFAULT = frozenset(

@@ -106,6 +106,16 @@ async def aclose_adapter(adapter: object) -> None:
         await close()
 
 
+class SteerResult(enum.StrEnum):
+    """What a runtime's `steer(text)` did with the text: `applied_now` (the running turn
+    reads it), `queued_next_turn` (it leads the next `send`'s prompt), `not_steerable` (this
+    runtime takes no steering: nothing was kept)."""
+
+    applied_now = "applied_now"
+    queued_next_turn = "queued_next_turn"
+    not_steerable = "not_steerable"
+
+
 @runtime_checkable
 class AgentRuntime(Protocol):
     """A streaming, multi-turn agent session; an async context manager owning its task group.

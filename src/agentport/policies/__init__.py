@@ -4,7 +4,8 @@ Policies wrap any `LLMAdapter` and return the same `Result`; the factory compose
 configuration (`[llm] retry_*`, `total_timeout_s`, `attempt_timeout_s`), and no backend
 retries on its own. `RetryingAdapter` = the retry policy inside one whole-call deadline, with
 the settings merge, the attempt history on every failure and `duration_s` covering the whole
-call; `FailoverAdapter` = an ordered chain of backends (typed failover, optional hedging);
+call; `FailoverAdapter` = an ordered chain of backends (typed failover, optional hedging, opt-in
+session handover: `SessionHandover`);
 `CooldownStore` = exhausted usage windows shared by every process of the user; `BudgetAdapter`
 = ceilings on calls, tokens, dollars and wall-clock time (`BudgetLimit`: the ceiling a
 `budget_exhausted` failure hit, typed; `parse_budget` reads the `--budget`
@@ -42,6 +43,7 @@ from ._cooldown import (
 )
 from ._failover import ChainMember, FailoverAdapter
 from ._gated_runtime import GatedRuntime
+from ._handover import DEFAULT_HANDOVER_ON, SessionHandover
 from ._headroom import QuotaStatus, quota_status
 from ._pressure import WindowRow, windows
 from ._receipt import receipt
@@ -53,6 +55,7 @@ __all__ = [
     "BUDGET_KEYS",
     "DEADLINE_SLACK_S",
     "DEFAULT_FAILOVER_ON",
+    "DEFAULT_HANDOVER_ON",
     "Budget",
     "BudgetAdapter",
     "BudgetLimit",
@@ -71,6 +74,7 @@ __all__ = [
     "QuotaStatus",
     "RetryPolicy",
     "RetryingAdapter",
+    "SessionHandover",
     "Slot",
     "WindowRow",
     "WindowState",

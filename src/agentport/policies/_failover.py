@@ -22,6 +22,10 @@ that reported any (a failure's usage likewise). A failure of the whole chain is 
 member's failure, with every attempt of every member and the skipped list in
 `details["skipped"]`.
 
+Session handover (`handover`, opt-in: `SessionHandover`): a call that resumes a session the
+chain served goes to the member that holds it; when that one fails with a handover kind
+(`quota_exhausted`, `rate_limited`), the next member continues from a bounded briefing.
+
 Hedging (`hedge_after_s`): when the running member has not answered after that many seconds
 the next one starts too; the first success wins and every other running member is cancelled
 (a CLI's process group is killed by the runner's cancellation teardown). A loser is recorded
@@ -57,6 +61,7 @@ from ..core import (
 from ..core._protocols import aclose_adapter
 from ._chain import DEFAULT_FAILOVER_ON
 from ._cooldown import CooldownStore, cooling_error
+from ._handover import SessionHandover
 from ._headroom import quota_status
 from ._receipt import billed, receipt
 from ._tracing import call_span, record
@@ -106,6 +111,7 @@ class FailoverAdapter:
         defaults: CompletionConfig | None = None,
         cooldown: CooldownStore | None = None,
         min_headroom: float | None = None,
+        handover: SessionHandover | None = None,
     ) -> None:
         if not members:
             raise ValueError("a failover chain needs at least one backend")
@@ -117,6 +123,7 @@ class FailoverAdapter:
         self.defaults = defaults or CompletionConfig()
         self.cooldown = cooldown
         self.min_headroom = min_headroom
+        self.handover = handover  # opt-in: sessions continue across members (_handover)
 
     @property
     def backend(self) -> str:
@@ -140,6 +147,8 @@ class FailoverAdapter:
             with anyio.move_on_after(config.total_timeout_s):
                 winner = await self._race(messages, config, deadline, outcomes)
             result = self._result(messages, config, outcomes, winner)
+            if self.handover is not None and isinstance(result, Success):
+                result = Success(self.handover.record(config.session_id, messages, result.unwrap()))
             record(current, result)
         return result
 
@@ -208,6 +217,23 @@ class FailoverAdapter:
             index, result, _skip(self.members[index].name, error, elapsed=elapsed), error
         )
 
+    def _shape(
+        self,
+        index: int,
+        messages: Sequence[Message],
+        config: CompletionConfig,
+        outcomes: Sequence[_Outcome],
+    ) -> tuple[Sequence[Message], CompletionConfig] | _Outcome:
+        """The call as member *index* gets it: unchanged, or shaped by `handover` for a
+        session the chain served (passed over when the session lives on a later member)."""
+        if self.handover is None or config.session_id is None:
+            return messages, config
+        failed = [o.error for o in outcomes if o.error is not None]
+        shaped = self.handover.shape(self.members[index].name, messages, config, failed)
+        if isinstance(shaped, ProviderError):
+            return _Outcome(index, None, _skip(shaped.backend, shaped, called=False), shaped)
+        return shaped
+
     def _moves_on(self, outcome: _Outcome) -> bool:
         return outcome.error is not None and outcome.error.kind in self.failover_on
 
@@ -235,7 +261,14 @@ class FailoverAdapter:
                 while next_index < len(self.members):
                     index = next_index
                     next_index += 1
-                    prepared = await self._prepare(index, messages, config)
+                    shaped = self._shape(index, messages, config, outcomes)
+                    if isinstance(shaped, _Outcome):
+                        outcomes.append(shaped)
+                        if not self._moves_on(shaped):
+                            return False
+                        continue
+                    m, c = shaped
+                    prepared = await self._prepare(index, m, c)
                     if isinstance(prepared, _Outcome):
                         outcomes.append(prepared)
                         if not self._moves_on(prepared):
@@ -243,8 +276,13 @@ class FailoverAdapter:
                         continue
                     running[index] = time.monotonic()
 
-                    async def member(i: int = index, a: LLMAdapter = prepared) -> None:
-                        await send.send(await self._run(i, a, messages, config, deadline))
+                    async def member(
+                        i: int = index,
+                        a: LLMAdapter = prepared,
+                        m: Sequence[Message] = m,
+                        c: CompletionConfig = c,
+                    ) -> None:
+                        await send.send(await self._run(i, a, m, c, deadline))
 
                     tg.start_soon(member)
                     return True
