@@ -29,6 +29,7 @@ from returns.result import Failure, Result, Success
 from ..core import (
     AgentEvent,
     BackendCapability,
+    ClosableAdapter,
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
@@ -104,7 +105,7 @@ def render_prompt(messages: Sequence[Message], *, fold_system: bool) -> str:
     return body
 
 
-class CliAdapter:
+class CliAdapter(ClosableAdapter):
     """`LLMAdapter` for any agent CLI described by a `BackendSpec`.
 
     Options (`[llm.<backend>]`, all optional): `executable` (path of the CLI), `env` (a table

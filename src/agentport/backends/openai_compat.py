@@ -41,6 +41,7 @@ from returns.result import Failure, Result
 from ..config import LLMSettings
 from ..core import (
     BackendCapability,
+    ClosableAdapter,
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
@@ -151,7 +152,7 @@ async def _read_at_most(resp: httpx.Response, limit: int) -> bytes:
     return bytes(out)
 
 
-class OpenAICompatAdapter:
+class OpenAICompatAdapter(ClosableAdapter):
     """`LLMAdapter` over Chat Completions.
 
     Each call opens its own `httpx.AsyncClient` (so one adapter is usable from any event loop,

@@ -40,7 +40,14 @@ from ._events import EventStream, until_consumer_leaves
 from ._messages import Message, MessageRole, Part, as_messages, inline_files, split_system
 from ._parts import FilePart, ImagePart, sniff_image
 from ._printable import printable
-from ._protocols import AgentEvent, AgentRuntime, EventType, LLMAdapter, RuntimeHandle
+from ._protocols import (
+    AgentEvent,
+    AgentRuntime,
+    ClosableAdapter,
+    EventType,
+    LLMAdapter,
+    RuntimeHandle,
+)
 from ._response import CompletionResponse, ParamReceipt, RawInfo, SkippedBackend, Usage
 
 if TYPE_CHECKING:
@@ -71,6 +78,7 @@ __all__ = [
     "BackendCapability",
     "BackendKind",
     "Billing",
+    "ClosableAdapter",
     "CompletionConfig",
     "CompletionResponse",
     "EndSignal",

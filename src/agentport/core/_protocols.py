@@ -18,7 +18,14 @@ from ._errors import ProviderError
 from ._messages import Message
 from ._response import CompletionResponse
 
-__all__ = ["AgentEvent", "AgentRuntime", "EventType", "LLMAdapter", "RuntimeHandle"]
+__all__ = [
+    "AgentEvent",
+    "AgentRuntime",
+    "ClosableAdapter",
+    "EventType",
+    "LLMAdapter",
+    "RuntimeHandle",
+]
 
 
 class EventType(enum.StrEnum):
@@ -84,6 +91,11 @@ class LLMAdapter(Protocol):
 
     `complete` returns `Success(CompletionResponse)` or `Failure(ProviderError)`; programming
     errors raise; cancellation propagates. `config=None` uses the adapter's defaults.
+
+    An adapter is an async context manager: `async with create_adapter(...) as llm:` closes
+    what it keeps between calls (warm agent processes: docs/warm.md) on the way out;
+    `aclose()` does the same, and a second call does nothing. `ClosableAdapter` gives an
+    adapter that keeps nothing the three methods.
     """
 
     @property
@@ -93,10 +105,43 @@ class LLMAdapter(Protocol):
         self, messages: Sequence[Message], config: CompletionConfig | None = None
     ) -> Result[CompletionResponse, ProviderError]: ...
 
+    async def aclose(self) -> None: ...
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+
+class ClosableAdapter:
+    """The closing half of `LLMAdapter` for a class to inherit: `async with` calls
+    `aclose()` on the way out (an exception inside still propagates). `aclose` here keeps
+    nothing to close; an adapter that keeps processes or connections overrides it (and
+    makes a second call a no-op)."""
+
+    async def aclose(self) -> None:
+        return None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
 
 async def aclose_adapter(adapter: object) -> None:
-    """Close what *adapter* keeps between calls (warm agent processes: docs/warm.md) when it
-    has an `aclose()`; a no-op for the others. Used by the adapters that wrap another."""
+    """Close what *adapter* keeps between calls (warm agent processes: docs/warm.md). Used by
+    the adapters that wrap another: a caller's own adapter written before `LLMAdapter`
+    declared `aclose` may lack it, and is then left as it is."""
     close = getattr(adapter, "aclose", None)
     if close is not None:
         await close()

@@ -29,6 +29,7 @@ import anyio
 from returns.result import Failure, Result
 
 from ..core import (
+    ClosableAdapter,
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
@@ -62,7 +63,7 @@ class Budget:
                 raise ValueError(f"budget.{name} must be > 0 (got {value!r})")
 
 
-class BudgetAdapter:
+class BudgetAdapter(ClosableAdapter):
     """An `LLMAdapter` that stops making calls at the first ceiling of its `Budget`."""
 
     def __init__(
