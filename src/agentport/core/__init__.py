@@ -26,7 +26,6 @@ from ._config import (
     json_schema_problem,
     merge_config,
 )
-from ._endsignal import EndSignal
 from ._errors import (
     Attempt,
     ErrorKind,
@@ -44,6 +43,7 @@ from ._protocols import (
     AgentEvent,
     AgentRuntime,
     ClosableAdapter,
+    EndSignal,
     EventType,
     LLMAdapter,
     RuntimeHandle,
