@@ -18,7 +18,7 @@ import pytest
 from _endstate_table import ACP_UPDATES, GOLDEN, SPECS, Case, cases, summary
 from agentport.backends._acp_wire import decode_update
 from agentport.core import AgentEvent, EndSignal, EventType
-from agentport.core._endsignal import RETIRED_METADATA_KEYS
+from agentport.core._protocols import RETIRED_METADATA_KEYS
 
 TABLE: dict[str, Any] = json.loads(GOLDEN.read_text(encoding="utf-8"))
 CASES = cases()

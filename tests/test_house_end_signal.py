@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from agentport.core._endsignal import RETIRED_METADATA_KEYS
+from agentport.core._protocols import RETIRED_METADATA_KEYS
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "agentport"
 _NOT_READ = RETIRED_METADATA_KEYS | {"status"}

@@ -90,7 +90,6 @@ IMPORT_SET = [
     "agentport.core._checks",
     "agentport.core._config",
     "agentport.core._cost",  # the billing route and cost state every Usage carries
-    "agentport.core._endsignal",  # the typed end state an AgentEvent carries
     "agentport.core._errors",
     "agentport.core._events",
     "agentport.core._mcp_servers",

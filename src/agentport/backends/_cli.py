@@ -31,6 +31,7 @@ from ..core import (
     AgentEvent,
     BackendCapability,
     BillingRoute,
+    ClosableAdapter,
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
@@ -111,7 +112,7 @@ def render_prompt(messages: Sequence[Message], *, fold_system: bool) -> str:
     return body
 
 
-class CliAdapter:
+class CliAdapter(ClosableAdapter):
     """`LLMAdapter` for any agent CLI described by a `BackendSpec`.
 
     Options (`[llm.<backend>]`, all optional): `executable` (path of the CLI), `env` (a table

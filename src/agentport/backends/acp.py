@@ -42,6 +42,7 @@ from ..config import LLMSettings
 from ..core import (
     AgentEvent,
     BackendCapability,
+    ClosableAdapter,
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
@@ -84,7 +85,7 @@ __all__ = [
 # ---------------------------------------------------------------------- adapter and runtime
 
 
-class AcpAdapter:
+class AcpAdapter(ClosableAdapter):
     """`LLMAdapter` over an ACP agent. Options: see the module docstring.
 
     Cold (the default for a direct call): one process per call (spawn, initialize, session,

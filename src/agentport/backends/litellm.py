@@ -31,6 +31,7 @@ from returns.result import Failure, Result, Success
 from ..config import LLMSettings
 from ..core import (
     BackendCapability,
+    ClosableAdapter,
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
@@ -213,7 +214,7 @@ def _on_asyncio() -> bool:
     return True
 
 
-class LiteLLMAdapter:
+class LiteLLMAdapter(ClosableAdapter):
     """`LLMAdapter` over `litellm.acompletion`."""
 
     def __init__(

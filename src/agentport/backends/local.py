@@ -52,6 +52,7 @@ from returns.result import Failure, Result, Success
 from ..config import LLMSettings
 from ..core import (
     BackendCapability,
+    ClosableAdapter,
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
@@ -302,7 +303,7 @@ _WORKER_ERRORS = {
 }
 
 
-class LocalAdapter:
+class LocalAdapter(ClosableAdapter):
     """`LLMAdapter` over an in-process llama.cpp model (see the module docstring)."""
 
     def __init__(

@@ -42,6 +42,7 @@ from ..config import LLMSettings
 from ..core import (
     BackendCapability,
     BillingRoute,
+    ClosableAdapter,
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
@@ -153,7 +154,7 @@ async def _read_at_most(resp: httpx.Response, limit: int) -> bytes:
     return bytes(out)
 
 
-class OpenAICompatAdapter:
+class OpenAICompatAdapter(ClosableAdapter):
     """`LLMAdapter` over Chat Completions.
 
     Each call opens its own `httpx.AsyncClient` (so one adapter is usable from any event loop,

@@ -38,7 +38,6 @@ from ._config import (
     merge_config,
 )
 from ._cost import BillingRoute, CostState
-from ._endsignal import EndSignal
 from ._errors import (
     Attempt,
     ErrorKind,
@@ -56,6 +55,8 @@ from ._printable import printable
 from ._protocols import (
     AgentEvent,
     AgentRuntime,
+    ClosableAdapter,
+    EndSignal,
     EventType,
     LLMAdapter,
     RuntimeHandle,
@@ -128,6 +129,7 @@ __all__ = [
     "BillingRoute",
     "BinaryInfo",
     "Briefing",
+    "ClosableAdapter",
     "CompletionConfig",
     "CompletionResponse",
     "CostState",

@@ -37,6 +37,7 @@ import anyio
 from returns.result import Failure, Result, Success
 
 from ..core import (
+    ClosableAdapter,
     CompletionConfig,
     CompletionResponse,
     CostState,
@@ -73,7 +74,7 @@ class Budget:
                 raise ValueError(f"budget.{name} must be > 0 (got {value!r})")
 
 
-class BudgetAdapter:
+class BudgetAdapter(ClosableAdapter):
     """An `LLMAdapter` that stops making calls at the first ceiling of its `Budget`."""
 
     def __init__(

@@ -47,6 +47,7 @@ from returns.result import Failure, Result, Success
 from ..core import (
     Attempt,
     BackendCapability,
+    ClosableAdapter,
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
@@ -99,7 +100,7 @@ class _Outcome:
     error: ProviderError | None = None
 
 
-class FailoverAdapter:
+class FailoverAdapter(ClosableAdapter):
     """An `LLMAdapter` over an ordered chain of `ChainMember`s (module docstring)."""
 
     def __init__(

@@ -32,6 +32,7 @@ from returns.result import Failure, Result, Success
 from ..core import (
     Attempt,
     BackendCapability,
+    ClosableAdapter,
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
@@ -106,7 +107,7 @@ async def with_retry(
     return result
 
 
-class RetryingAdapter:
+class RetryingAdapter(ClosableAdapter):
     """An `LLMAdapter` that applies a `RetryPolicy` around another adapter, within the call's
     deadline.
 

@@ -44,7 +44,13 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 with workflow.unsafe.imports_passed_through():
     from returns.result import Failure, Result
 
-    from ..core import CompletionConfig, CompletionResponse, Message, ProviderError
+    from ..core import (
+        ClosableAdapter,
+        CompletionConfig,
+        CompletionResponse,
+        Message,
+        ProviderError,
+    )
     from ..workflows.batch import loop_to_data, research_outcome
     from ..workflows.deep_research import (
         Passage,
@@ -106,7 +112,7 @@ _FILE_RETRY = RetryPolicy(maximum_attempts=3)
 _FILE_HEARTBEAT = timedelta(seconds=10)
 
 
-class ActivityAdapter:
+class ActivityAdapter(ClosableAdapter):
     """An `LLMAdapter` for workflow code: each `complete()` is one `complete` activity on
     *backend*'s queue, with the deterministic activity id `<id_prefix>.<n>`."""
 

@@ -16,6 +16,7 @@ from returns.result import Failure, Result, Success
 from ..catalog import get_capability
 from ..core import (
     AgentEvent,
+    ClosableAdapter,
     CompletionConfig,
     CompletionResponse,
     EventStream,
@@ -40,7 +41,7 @@ def _echo(messages: Sequence[Message]) -> str:
     return next((m.content for m in reversed(messages) if m.role is MessageRole.user), "")
 
 
-class EchoAdapter:
+class EchoAdapter(ClosableAdapter):
     """Answers with the last user message (parsed when the call has an `output_schema`)."""
 
     def __init__(self, default_config: CompletionConfig | None = None) -> None:

@@ -16,6 +16,7 @@ from returns.result import Failure, Result, Success
 
 from ..catalog import get_capability
 from ..core import (
+    ClosableAdapter,
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
@@ -162,7 +163,7 @@ async def _respond(
     )
 
 
-class ScriptedAdapter:
+class ScriptedAdapter(ClosableAdapter):
     """An `LLMAdapter` that answers from rules; records every call in `calls`.
 
     ```python
@@ -245,7 +246,7 @@ class ScriptedAdapter:
         return await _respond(self._backend, reply, call, started, warnings)
 
 
-class FunctionAdapter:
+class FunctionAdapter(ClosableAdapter):
     """An `LLMAdapter` backed by a function `(messages, config) -> reply` (sync or async).
 
     The reply is handled like a `ScriptedAdapter` reply.
