@@ -181,9 +181,18 @@ def _json(value: Any) -> Any:
     return json.loads(json.dumps(value, default=_default, sort_keys=True))
 
 
+# fields added to the summarised models after the table was recorded (the billing route and
+# cost state of a usage, the binary that answered): another feature's, not the end state's
+LATER_FIELDS = ("billing_route", "cost_state", "binary")
+
+
 def _default(value: Any) -> Any:
     if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
+        dumped = value.model_dump(mode="json")
+        for name in LATER_FIELDS:
+            if isinstance(dumped, dict):
+                dumped.pop(name, None)
+        return dumped
     if isinstance(value, ProviderError):
         return _error(value)
     return repr(value)

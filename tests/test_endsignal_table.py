@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from _endstate_table import ACP_UPDATES, GOLDEN, SPECS, Case, cases, summary
+from _endstate_table import ACP_UPDATES, GOLDEN, LATER_FIELDS, SPECS, Case, cases, summary
 from agentport.backends._acp_wire import decode_update
 from agentport.core import AgentEvent, EndSignal, EventType
 from agentport.core._protocols import RETIRED_METADATA_KEYS
@@ -32,7 +32,7 @@ def signal(event: AgentEvent) -> dict[str, Any]:
 
 
 def caller(event: AgentEvent) -> dict[str, Any]:
-    return dict(event.metadata)
+    return {k: v for k, v in event.metadata.items() if k not in LATER_FIELDS}
 
 
 def test_the_table_covers_every_cli_backend() -> None:
