@@ -320,6 +320,7 @@ def test_claude_argv_asks_the_prompt_tool_and_never_preapproves() -> None:
 
 
 async def test_the_approval_server_refuses_a_caller_without_the_token() -> None:
+    pytest.importorskip("mcp", reason="the approval server needs the mcp extra")
     import httpx
 
     asked: list[PermissionRequest] = []
