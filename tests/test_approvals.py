@@ -320,6 +320,7 @@ def test_claude_argv_asks_the_prompt_tool_and_never_preapproves() -> None:
 
 
 async def test_the_approval_server_refuses_a_caller_without_the_token() -> None:
+    pytest.importorskip("mcp", reason="the approval server needs the mcp extra")
     import httpx
 
     asked: list[PermissionRequest] = []
@@ -367,3 +368,13 @@ async def test_an_allow_all_hook_never_widens_the_workflows_no_tools_policy(
         decision = await decide(REQUEST, config, policy_allows=policy)
         assert decision == Deny(POLICY_DENIES)
     assert claude_tool_flags(config.tools, asks=True)[0] == "--tools="  # claude offers none
+
+
+def test_a_hook_cannot_travel_to_a_temporal_worker() -> None:
+    pytest.importorskip("temporalio")
+    from agentport.temporal._data import config_from_dict, config_to_dict
+
+    with pytest.raises(ValueError, match="on_permission cannot travel to a Temporal worker"):
+        config_to_dict(CompletionConfig(on_permission=lambda r: Allow()))
+    plain = CompletionConfig(permission_timeout_s=5)
+    assert config_from_dict(config_to_dict(plain)) == plain

@@ -39,6 +39,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    pytest.importorskip("mcp", reason="the approval server needs the mcp extra")
     exe = cli_executable("claude")
     if exe is None:
         pytest.skip("claude not installed (.ci/steps/20-agent-clis)")

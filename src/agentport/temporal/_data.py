@@ -218,7 +218,14 @@ def config_to_dict(config: CompletionConfig | None) -> dict[str, Any]:
     travels as its JSON schema (`CompleteOutput.to_result` validates `parsed` back into it)."""
     if config is None:
         return {}
-    data = config.model_dump(mode="json", exclude_unset=True, exclude={"output_schema"})
+    if config.on_permission is not None:  # a function of this process: no JSON form
+        raise ValueError(
+            "CompletionConfig.on_permission cannot travel to a Temporal worker (a function "
+            "of this process); set the hook in the worker's own code"
+        )
+    data = config.model_dump(
+        mode="json", exclude_unset=True, exclude={"output_schema", "on_permission"}
+    )
     schema = config.output_schema
     if "output_schema" in config.model_fields_set:
         if isinstance(schema, type) and issubclass(schema, BaseModel):
