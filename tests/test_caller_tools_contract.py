@@ -41,7 +41,7 @@ pytestmark = [
     ),
 ]
 
-CLIS = ("claude", "codex", "gemini", "qwen", "opencode")
+CLIS = ("claude", "codex", "gemini", "qwen", "opencode", "copilot")
 
 # a stdio MCP server with one tool, planted in the user's own CLI configuration
 PLANTED = '''
@@ -112,6 +112,12 @@ def _setup(
                  "environment": planted["env"], "enabled": True}  # fmt: skip
         settings = {"mcp": {"planted": local}}
         (home / ".config" / "opencode" / "opencode.json").write_text(json.dumps(settings))
+        return {"base_url": server.openai_base_url, "api_key": "test-key"}
+    if name == "copilot":
+        (home / ".copilot").mkdir(exist_ok=True)
+        local = {"type": "local", **planted, "tools": ["*"]}
+        settings = {"mcpServers": {"planted": local}}
+        (home / ".copilot" / "mcp-config.json").write_text(json.dumps(settings))
         return {"base_url": server.openai_base_url, "api_key": "test-key"}
     raise AssertionError(name)
 
