@@ -248,3 +248,17 @@ async def test_anyio_teardown_of_a_call_cancelled_mid_serve() -> None:
     assert port
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
+
+
+def test_a_temporal_request_cannot_carry_the_callers_tools() -> None:
+    """A call sent to a Temporal worker runs what the worker configures: servers (a command
+    to run) and functions (this process's code) are refused with a clear error."""
+    pytest.importorskip("temporalio")
+    from agentport.temporal._data import CallConfig
+
+    for config in (
+        CompletionConfig(functions=(_typed,)),
+        CompletionConfig(mcp_servers=(McpServer(name="x", command="/bin/sh"),)),
+    ):
+        with pytest.raises(ProviderError, match="cannot set (functions|mcp_servers)"):
+            CallConfig.of(config)
