@@ -260,5 +260,5 @@ def test_a_temporal_request_cannot_carry_the_callers_tools() -> None:
         CompletionConfig(functions=(_typed,)),
         CompletionConfig(mcp_servers=(McpServer(name="x", command="/bin/sh"),)),
     ):
-        with pytest.raises(ProviderError, match="cannot set (functions|mcp_servers)"):
+        with pytest.raises(ProviderError, match=r"cannot set (functions|mcp_servers)"):
             CallConfig.of(config)
