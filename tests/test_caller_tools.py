@@ -262,3 +262,11 @@ def test_a_temporal_request_cannot_carry_the_callers_tools() -> None:
     ):
         with pytest.raises(ProviderError, match=r"cannot set (functions|mcp_servers)"):
             CallConfig.of(config)
+
+
+def test_every_native_claim_has_a_real_cli_contract_test() -> None:
+    """A backend the catalog says takes `mcp_servers` natively is driven by the real-CLI
+    contract test (tests/test_caller_tools_contract.py); a new claim without one fails."""
+    from test_caller_tools_contract import CLIS
+
+    assert set(CLI_NATIVE) <= set(CLIS), sorted(set(CLI_NATIVE) - set(CLIS))
