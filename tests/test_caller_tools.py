@@ -248,3 +248,25 @@ async def test_anyio_teardown_of_a_call_cancelled_mid_serve() -> None:
     assert port
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
+
+
+def test_a_temporal_request_cannot_carry_the_callers_tools() -> None:
+    """A call sent to a Temporal worker runs what the worker configures: servers (a command
+    to run) and functions (this process's code) are refused with a clear error."""
+    pytest.importorskip("temporalio")
+    from agentport.temporal._data import CallConfig
+
+    for config in (
+        CompletionConfig(functions=(_typed,)),
+        CompletionConfig(mcp_servers=(McpServer(name="x", command="/bin/sh"),)),
+    ):
+        with pytest.raises(ProviderError, match=r"cannot set (functions|mcp_servers)"):
+            CallConfig.of(config)
+
+
+def test_every_native_claim_has_a_real_cli_contract_test() -> None:
+    """A backend the catalog says takes `mcp_servers` natively is driven by the real-CLI
+    contract test (tests/test_caller_tools_contract.py); a new claim without one fails."""
+    from test_caller_tools_contract import CLIS
+
+    assert set(CLI_NATIVE) <= set(CLIS), sorted(set(CLI_NATIVE) - set(CLIS))

@@ -28,7 +28,7 @@ import pytest
 from _acp_agents import acp_options
 from _more_clis_util import cli_executable, network_isolated
 from agentport import create_llm_adapter
-from agentport.core import CompletionConfig, Message, Sandbox, ToolPolicy
+from agentport.core import CompletionConfig, McpServer, Message, Sandbox, ToolPolicy
 from agentport.testing import ALLOW_ENV, FakeModelServer, RecordedRequest, ReplyLike, ToolCallReply
 
 pytest.importorskip("mcp")
@@ -41,7 +41,7 @@ pytestmark = [
     ),
 ]
 
-CLIS = ("claude", "codex", "gemini", "qwen", "opencode")
+CLIS = ("claude", "codex", "gemini", "qwen", "opencode", "copilot")
 
 # a stdio MCP server with one tool, planted in the user's own CLI configuration
 PLANTED = '''
@@ -112,6 +112,12 @@ def _setup(
                  "environment": planted["env"], "enabled": True}  # fmt: skip
         settings = {"mcp": {"planted": local}}
         (home / ".config" / "opencode" / "opencode.json").write_text(json.dumps(settings))
+        return {"base_url": server.openai_base_url, "api_key": "test-key"}
+    if name == "copilot":
+        (home / ".copilot").mkdir(exist_ok=True)
+        local = {"type": "local", **planted, "tools": ["*"]}
+        settings = {"mcpServers": {"planted": local}}
+        (home / ".copilot" / "mcp-config.json").write_text(json.dumps(settings))
         return {"base_url": server.openai_base_url, "api_key": "test-key"}
     raise AssertionError(name)
 
@@ -272,3 +278,67 @@ async def test_acp_session_new_carries_the_callers_function(tmp_path: Path) -> N
     assert called, ([r.tool_names for r in requests], result)
     assert ran == [(2, 3)], result
     assert token in result.unwrap().content, result
+
+
+ENV_SERVER = '''
+import os
+from mcp.server.mcpserver import MCPServer
+server = MCPServer("envsrv")
+
+@server.tool()
+def env_probe(name: str) -> str:
+    """The value of an environment variable of this server."""
+    return os.environ.get(name, "unset")
+
+server.run("stdio")
+'''
+
+
+@pytest.mark.parametrize("name", CLIS)
+async def test_a_stdio_server_of_the_call_gets_its_env(name: str, tmp_path: Path) -> None:
+    """A stdio `McpServer` with a secret in `env`: the CLI starts it with that variable (the
+    tool's answer carries the value to the model), though no argv of the run carried it."""
+    exe = cli_executable(name)
+    if exe is None:
+        pytest.skip(f"{name} not installed")
+    home = tmp_path / "home"
+    home.mkdir()
+    secret = "env-secret-" + secrets.token_hex(8)
+    script = tmp_path / "env_server.py"
+    script.write_text(ENV_SERVER)
+    pythonpath = os.pathsep.join(p for p in sys.path if p)
+    server_config = McpServer(
+        name="envsrv", command=sys.executable, args=(str(script),),
+        env={"PROBE_SECRET": secret, "PYTHONPATH": pythonpath},
+    )  # fmt: skip
+    called: list[str] = []
+
+    def turn(req: RecordedRequest) -> ReplyLike:
+        names = _offered(req)
+        if called and req.has_tool_result:
+            return "The tool said: " + " ".join(req.tool_results)
+        if "tool_search" in names and not req.has_tool_result:
+            return ToolCallReply("tool_search", {"query": "env_probe"})
+        mine = [n for n in names if n.endswith("env_probe")]
+        if mine and not called:
+            called.append(mine[0])
+            namespace, _, tool = mine[0].rpartition("/")
+            return ToolCallReply(tool, {"name": "PROBE_SECRET"}, namespace=namespace or None)
+        return "no caller tool was offered"
+
+    with FakeModelServer(default="done") as server:
+        server.set_default(turn)
+        options = _setup(name, server, home, _planted_entry(tmp_path)) | {
+            "executable": str(exe),
+            "env": {"HOME": str(home)},
+            "grace_s": 1.0,
+        }
+        adapter = create_llm_adapter(name, retry=False, model="fake-model", **{name: options})
+        config = CompletionConfig(
+            model="fake-model", mcp_servers=(server_config,), idle_timeout_s=60,
+            total_timeout_s=150,
+        )  # fmt: skip
+        result = await adapter.complete([Message.user("Read PROBE_SECRET.")], config)
+        requests = list(server.model_requests)
+    assert called, (sorted({n for r in requests for n in _offered(r)}), result)
+    assert any(secret in " ".join(r.tool_results) for r in requests), result

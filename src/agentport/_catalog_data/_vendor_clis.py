@@ -10,7 +10,6 @@ from ._support import (
     FILES_INLINED,
     FUNCTIONS_NO_MCP,
     FUNCTIONS_SERVED,
-    MCP_NOT_WIRED,
     OWN_WEB,
     I,
     N,
@@ -453,13 +452,15 @@ ENTRIES: tuple[BackendCapability, ...] = (
             tool_restriction=N, sandbox=T, max_turns=I, streaming=N, session_resume=I,
             cwd=N, web_search=I,
             images=N, files=T,
-            mcp_servers=I, functions=I,
+            mcp_servers=N, functions=T,
             approvals=I,
             steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
-            Param.mcp_servers: MCP_NOT_WIRED,
-            Param.functions: FUNCTIONS_NO_MCP,
+            Param.mcp_servers: "--additional-mcp-config=@FILE (in the run's folder), "
+            "--disable-builtin-mcps and --disable-mcp-server=<each of ~/.copilot/"
+            "mcp-config.json>; the servers named in --available-tools and --allow-tool",
+            Param.functions: FUNCTIONS_SERVED,
             Param.images: "--attachment=<file> per image",
             Param.files: FILES_INLINED,
             Param.reasoning_effort: "--reasoning-effort low|medium|high",

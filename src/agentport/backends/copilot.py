@@ -22,7 +22,9 @@ Options (`[llm.copilot]`): `base_url` (BYOK endpoint, e.g. `http://127.0.0.1:808
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ..core import (
@@ -34,6 +36,7 @@ from ..core import (
     Sandbox,
     ToolPolicy,
 )
+from ._caller_tools import write_private
 from ._classify import kind_from_status, kind_from_text
 from ._node import blocking_stdio_env
 from ._policy import endpoint_passthrough, refuse
@@ -84,6 +87,52 @@ def tool_flags(tools: ToolPolicy) -> list[str]:
     return flags
 
 
+def _user_servers(call: CliCall) -> list[str]:
+    """Names of the MCP servers in the user's `~/.copilot/mcp-config.json` (`COPILOT_HOME`
+    when set)."""
+    user_env = dict(call.options.get("env") or {})
+    home = user_env.get("COPILOT_HOME") or os.environ.get("COPILOT_HOME")
+    if not home:
+        base = user_env.get("HOME") or os.environ.get("HOME") or str(Path.home())
+        home = str(Path(base) / ".copilot")
+    try:
+        table = json.loads((Path(home) / "mcp-config.json").read_text("utf-8")).get("mcpServers")
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [str(n) for n in table] if isinstance(table, dict) else []
+
+
+def _with_servers(flags: list[str], call: CliCall) -> list[str]:
+    """*flags* plus the call's own MCP servers: `--additional-mcp-config=@FILE` (a file in
+    the run's private folder: it holds their secrets), `--disable-builtin-mcps` and
+    `--disable-mcp-server=<name>` for each server of the user's config (strict), their names
+    added to `--available-tools` and `--allow-tool` (the caller named them)."""
+    servers = call.config.mcp_servers
+    if not servers:
+        return flags
+    entries: dict[str, Any] = {}
+    for server in servers:
+        if server.url is not None:
+            entries[server.name] = {"type": "http", "url": server.url,
+                                    "headers": server.plain_headers(), "tools": ["*"]}  # fmt: skip
+        else:
+            entries[server.name] = {"type": "local", "command": server.command,
+                                    "args": list(server.args), "env": server.plain_env(),
+                                    "tools": ["*"]}  # fmt: skip
+    path = write_private(call.run_dir / "mcp-config.json", {"mcpServers": entries})
+    names = [s.name for s in servers]
+    out = [
+        f"{f},{','.join(names)}".replace(f"{_NO_TOOL},", "")
+        if f.startswith("--available-tools=")
+        else f
+        for f in flags
+    ]
+    out += [f"--additional-mcp-config=@{path}", "--disable-builtin-mcps"]
+    out += [f"--disable-mcp-server={n}" for n in _user_servers(call) if n not in names]
+    out += [f"--allow-tool={n}" for n in names]
+    return out
+
+
 def build(call: CliCall) -> Invocation:
     """argv: `copilot --output-format json --no-color --disable-client-telemetry
     [--model=M] [--reasoning-effort=E] [tool flags]` (`tool_flags`; no `--allow-all-tools`
@@ -96,7 +145,7 @@ def build(call: CliCall) -> Invocation:
         argv.append(f"--model={config.model}")
     if config.reasoning_effort:
         argv.append(f"--reasoning-effort={config.reasoning_effort}")
-    argv += tool_flags(config.tools)
+    argv += _with_servers(tool_flags(config.tools), call)
     argv += [f"--attachment={path}" for path in image_files(call)]
     argv += [str(a) for a in opts.get("extra_args", ())]
     env: dict[str, str] = {}

@@ -87,6 +87,9 @@ class CallConfig(Closed):
                 ("tools", "tools" not in asked or config.tools == ToolPolicy.none()),
                 ("cwd", config.cwd is None),
                 ("session_id", config.session_id is None),
+                # tools of the caller's process: a worker runs only what it configures
+                ("mcp_servers", not config.mcp_servers),
+                ("functions", not config.functions),
             )
             if not ok
         ]
@@ -97,7 +100,7 @@ class CallConfig(Closed):
                 "no tools, in a fresh folder, as a new session (docs/deployment.md)",
             )
         data = config_to_dict(config)
-        for name in ("tools", "cwd", "session_id"):
+        for name in ("tools", "cwd", "session_id", "mcp_servers", "functions"):
             data.pop(name, None)
         return cls.model_validate(data)
 

@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import anyio
+from pydantic import SecretStr
 
 from ..core import FUNCTIONS_SERVER, McpServer, ToolFunction, redact
 
@@ -151,10 +152,12 @@ async def serve_functions(functions: Sequence[ToolFunction]) -> AsyncIterator[Mc
                     await anyio.sleep(0.01)
             if stopped.is_set():
                 raise RuntimeError("the functions MCP server did not start")
-            yield McpServer(
+            # built without validation: the token dies with the call, so it is not added
+            # to the process-wide redaction list (which every call would grow)
+            yield McpServer.model_construct(
                 name=FUNCTIONS_SERVER,
                 url=f"http://127.0.0.1:{port}{_PATH}",
-                headers={"Authorization": f"Bearer {token}"},
+                headers={"Authorization": SecretStr(f"Bearer {token}")},
             )
         finally:
             # a graceful stop first (open streams closed, the SDK's session manager shut
