@@ -1,6 +1,7 @@
 """agentport.backends: one module per backend. A CLI backend module is one `BackendSpec` named
 `SPEC` (the factory builds `CliAdapter` / `CliRuntime` from it); the others (acp, openai_compat,
-litellm, local) expose `create_adapter(capability, settings)` / `create_runtime(...)`.
+litellm, local) expose `create_adapter(capability, settings)` / `create_runtime(...)`, where
+*settings* is the backend's own `BackendSettings` (a backend never reads `agentport.config`).
 
 The generic `CliAdapter` / `CliRuntime` drive any spec; adding a CLI backend is one spec module
 here and one entry in `agentport.catalog`. Backend modules never import each other.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from ._cli import CliAdapter, render_prompt
 from ._cli_runtime import CliRuntime
+from ._settings import BackendSettings
 from ._spec import (
     BackendSpec,
     CliCall,
@@ -22,6 +24,7 @@ from ._spec import (
 )
 
 __all__ = [
+    "BackendSettings",
     "BackendSpec",
     "CliAdapter",
     "CliCall",

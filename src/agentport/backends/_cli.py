@@ -79,8 +79,8 @@ from ._retry_notice import notice_error
 from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, over_stdin_limit
 from ._web_events import web_activity
 
-if TYPE_CHECKING:  # settings arrive from the factory; config sits above backends
-    from ..config import LLMSettings
+if TYPE_CHECKING:
+    from ._settings import BackendSettings
 
 __all__ = ["CliAdapter", "render_prompt"]
 
@@ -123,12 +123,12 @@ class CliAdapter:
     """
 
     def __init__(
-        self, spec: BackendSpec, capability: BackendCapability, settings: LLMSettings
+        self, spec: BackendSpec, capability: BackendCapability, settings: BackendSettings
     ) -> None:
         self.spec = spec
         self.capability = capability
-        self.options: dict[str, Any] = settings.options(capability.name)
-        self.default_config = settings.completion_config()
+        self.options: dict[str, Any] = dict(settings.options)
+        self.default_config = settings.defaults
         self.warm = settings.warm
         self._warm_keys: set[Hashable] = set()
 

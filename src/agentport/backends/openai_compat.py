@@ -38,7 +38,6 @@ import httpx
 from pydantic import ValidationError
 from returns.result import Failure, Result
 
-from ..config import LLMSettings
 from ..core import (
     BackendCapability,
     CompletionConfig,
@@ -65,6 +64,7 @@ from ._openai_wire import (  # re-exported: the public wire helpers
     parse_chat_body,
     parse_retry_after,
 )
+from ._settings import BackendSettings
 
 __all__ = [
     "ENV_API_KEY",
@@ -340,17 +340,17 @@ def _maybe_sent(exc: httpx.TransportError) -> bool | None:
     return False if isinstance(exc, never) else None
 
 
-def create_adapter(capability: BackendCapability, settings: LLMSettings) -> OpenAICompatAdapter:
+def create_adapter(capability: BackendCapability, settings: BackendSettings) -> OpenAICompatAdapter:
     """Factory hook: the `[llm.openai_compat]` table plus the environment (module docstring).
 
     Raises `ProviderError(config)` for a bad table or when no endpoint is configured.
     """
     environ: Mapping[str, str] | None = None
-    if settings.from_project(f"{capability.name}.base_url"):
+    if settings.endpoint_from_project:
         # the user's environment key never follows an endpoint a project file chose
         environ = {k: v for k, v in os.environ.items() if k not in ENV_API_KEY}
-    endpoint = load_options(settings.options(capability.name), environ, section=capability.name)
-    if settings.model:  # llm.model beats the table's model for calls that name none
-        options = endpoint.options.model_copy(update={"model": settings.model})
+    endpoint = load_options(dict(settings.options), environ, section=capability.name)
+    if settings.defaults.model:  # llm.model beats the table's model for calls that name none
+        options = endpoint.options.model_copy(update={"model": settings.defaults.model})
         endpoint = _Endpoint(endpoint.base_url, endpoint.api_key, options)
-    return OpenAICompatAdapter(capability, endpoint, settings.completion_config())
+    return OpenAICompatAdapter(capability, endpoint, settings.defaults)
