@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .core._printable import printable
+from .core import printable
 
 __all__ = [
     "ENV_TRUSTED",
@@ -171,7 +171,7 @@ def read_project_file(path: Path, *, folder_trusted: bool, user_file: Path) -> P
     naming the file when it is not a regular file (a folder, a named pipe, a device), is
     over 4 MiB or cannot be read."""
     from .core import ErrorKind, ProviderError
-    from .transport._fs import read_regular
+    from .transport import read_regular
 
     try:
         link = stat.S_ISLNK(path.lstat().st_mode)

@@ -65,8 +65,8 @@ from .core import (
     ProviderError,
     ReasoningEffort,
     register_secret,
+    secret_values,
 )
-from .core._errors import secret_values
 from .policies import Budget, BudgetSettings
 from .web import WebSettings
 

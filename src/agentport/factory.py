@@ -46,6 +46,7 @@ from ._trust import ENDPOINT_KEYS
 from .catalog import all_backends, get_capability, resolve_backend
 from .config import LLMSettings, load_settings
 from .core import (
+    MAX_PART_BYTES,
     AgentRuntime,
     BackendCapability,
     BackendKind,
@@ -60,7 +61,6 @@ from .core import (
     as_messages,
     sniff_image,
 )
-from .core._parts import MAX_PART_BYTES
 from .policies import (
     DEFAULT_FAILOVER_ON,
     ChainMember,
@@ -100,7 +100,7 @@ def attach(path: str | os.PathLike[str]) -> ImagePart | FilePart:
     larger than `MAX_PART_BYTES` (20 MiB), or is neither an image nor UTF-8 text (binary
     files other than images are sent by no backend here: see the catalog's `images` /
     `files`)."""
-    from .transport._fs import read_regular
+    from .transport import read_regular
 
     file = Path(path)
     try:

@@ -3,6 +3,9 @@
 litellm, local) expose `create_adapter(capability, settings)` / `create_runtime(...)`, where
 *settings* is the backend's own `BackendSettings` (a backend never reads `agentport.config`).
 
+Internal to agentport, with no stability promise (the public modules: docs/architecture.md,
+"Public API"): `__all__` is what the other layers of agentport use.
+
 The generic `CliAdapter` / `CliRuntime` drive any spec; adding a CLI backend is one spec module
 here and one entry in `agentport.catalog`. Backend modules never import each other.
 """
@@ -31,9 +34,4 @@ __all__ = [
     "CliRuntime",
     "Invocation",
     "RunOutcome",
-    "as_dict",
-    "as_int",
-    "last_text",
-    "render_prompt",
-    "text_after_last_tool",
 ]

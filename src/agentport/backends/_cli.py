@@ -42,8 +42,9 @@ from ..core import (
     as_quota,
     merge_config,
     prepare_messages,
+    span,
+    trace_env,
 )
-from ..core._telemetry import span, trace_env
 from ..structured import (
     complete_with_choices,
     complete_with_schema,
@@ -54,6 +55,7 @@ from ..transport import (
     DEFAULT_MAX_EVENTS,
     DEFAULT_MAX_LINE_BYTES,
     Frame,
+    LiveProcess,
     ProcessRequest,
     ProcessResult,
     WarmPool,
@@ -64,7 +66,6 @@ from ..transport import (
     private_tempdir,
     run_process,
 )
-from ..transport._live import LiveProcess
 from ._cli_warm import Launch, finish, run_turn
 from ._endstate import (
     DEFAULT_ERROR_GRACE_S,

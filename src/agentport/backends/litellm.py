@@ -41,8 +41,8 @@ from ..core import (
     as_quota,
     merge_config,
     prepare_messages,
+    wait_from_headers,
 )
-from ..core._wait import wait_from_headers
 from ..structured import complete_constrained, schema_dict
 from ._openai_wire import chat_message
 from ._settings import BackendSettings

@@ -47,12 +47,12 @@ from ..core import (
     Message,
     ProviderError,
     TimeoutWhich,
+    bounded,
     headroom_from_headers,
     merge_config,
     prepare_messages,
+    with_headroom,
 )
-from ..core import _bounded as bounded
-from ..core._headroom import with_headroom
 from ..structured import complete_constrained, restore_answer, schema_dict, strict_schema
 from ..transport import tls_context
 from ._openai_wire import (  # re-exported: the public wire helpers

@@ -26,7 +26,7 @@ from ..core import (
     redact,
 )
 from ..policies import Budget, workflow_span
-from ..transport._fs import check_writable
+from ..transport import check_writable
 from ..workflows.deep_research import (
     CallCache,
     Corpus,

@@ -1,8 +1,13 @@
 """agentport.core: types, errors, capabilities and protocols. No I/O at all.
 
-The quota parsers (`as_quota`, `parse_quota`, `quota_from_body`, `QuotaWindow`, `MAX_WINDOW`)
-and the headroom parser (`headroom_from_headers`, `Headroom`) load on first use: their
-patterns cost more at import than a caller of the types needs.
+The quota parsers (`as_quota`, `parse_quota`, `quota_from_body`, `QuotaWindow`, `MAX_WINDOW`),
+the headroom parser (`headroom_from_headers`, `Headroom`, `with_headroom`), the billing
+words (`billing_said`), tracing (`span`, `trace_env`) and the depth-bounded JSON parser
+(`bounded.loads`) load on first use: they cost more at import than a caller of the types needs.
+
+Internal to agentport, with no stability promise (the public modules: docs/architecture.md,
+"Public API"): `agentport` re-exports the types a caller annotates with; `__all__` is what
+the other layers of agentport use.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -34,35 +39,60 @@ from ._errors import (
     redact,
     redact_value,
     register_secret,
+    secret_values,
 )
 from ._events import EventStream, until_consumer_leaves
 from ._messages import Message, MessageRole, Part, as_messages, inline_files, split_system
-from ._parts import FilePart, ImagePart, sniff_image
-from ._printable import printable
-from ._protocols import AgentEvent, AgentRuntime, EventType, LLMAdapter, RuntimeHandle
-from ._response import CompletionResponse, ParamReceipt, RawInfo, SkippedBackend, Usage
+from ._parts import MAX_PART_BYTES, FilePart, ImagePart, sniff_image
+from ._printable import printable, without_sequences
+from ._protocols import (
+    AgentEvent,
+    AgentRuntime,
+    EventType,
+    LLMAdapter,
+    RuntimeHandle,
+    aclose_adapter,
+)
+from ._response import (
+    CompletionResponse,
+    ParamReceipt,
+    RawInfo,
+    SkippedBackend,
+    Usage,
+    usage_of,
+    with_usage,
+)
+from ._wait import wait_from_headers
 
 if TYPE_CHECKING:
-    from ._headroom import Headroom, headroom_from_headers
+    from . import _bounded as bounded
+    from ._billing import billing_said
+    from ._headroom import Headroom, headroom_from_headers, with_headroom
     from ._quota import MAX_WINDOW, QuotaWindow, as_quota, parse_quota, quota_from_body
+    from ._telemetry import span, trace_env
 
 _LAZY = {
     **dict.fromkeys(
         ("MAX_WINDOW", "QuotaWindow", "as_quota", "parse_quota", "quota_from_body"), "_quota"
     ),
-    **dict.fromkeys(("Headroom", "headroom_from_headers"), "_headroom"),
+    **dict.fromkeys(("Headroom", "headroom_from_headers", "with_headroom"), "_headroom"),
+    **dict.fromkeys(("span", "trace_env"), "_telemetry"),
+    "billing_said": "_billing",
 }
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from importlib import import_module
+    from importlib import import_module
 
+    if name in _LAZY:
         return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    if name == "bounded":  # the depth-bounded JSON parser, as a module (`bounded.loads`)
+        return import_module("._bounded", __name__)
     raise AttributeError(f"module 'agentport.core' has no attribute {name!r}")
 
 
 __all__ = [
+    "MAX_PART_BYTES",
     "MAX_WINDOW",
     "AgentEvent",
     "AgentRuntime",
@@ -88,7 +118,6 @@ __all__ = [
     "ParamSupport",
     "Part",
     "ProviderError",
-    "QuotaWindow",
     "RawInfo",
     "ReasoningEffort",
     "RuntimeHandle",
@@ -97,23 +126,28 @@ __all__ = [
     "TimeoutWhich",
     "ToolPolicy",
     "Usage",
+    "aclose_adapter",
     "as_messages",
     "as_quota",
+    "billing_said",
+    "bounded",
     "check_params",
     "headroom_from_headers",
-    "inline_files",
     "json_schema_problem",
     "merge_config",
-    "messages_for",
     "normalize_name",
-    "parse_quota",
     "prepare_messages",
     "printable",
-    "quota_from_body",
     "redact",
-    "redact_value",
     "register_secret",
+    "secret_values",
     "sniff_image",
-    "split_system",
+    "span",
+    "trace_env",
     "until_consumer_leaves",
+    "usage_of",
+    "wait_from_headers",
+    "with_headroom",
+    "with_usage",
+    "without_sequences",
 ]

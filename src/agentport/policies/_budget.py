@@ -35,10 +35,10 @@ from ..core import (
     Message,
     ProviderError,
     Usage,
+    aclose_adapter,
     merge_config,
+    usage_of,
 )
-from ..core._protocols import aclose_adapter
-from ..core._response import usage_of
 
 __all__ = ["Budget", "BudgetAdapter"]
 

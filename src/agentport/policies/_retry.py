@@ -39,10 +39,11 @@ from ..core import (
     ProviderError,
     TimeoutWhich,
     Usage,
+    aclose_adapter,
     merge_config,
+    usage_of,
+    with_usage,
 )
-from ..core._protocols import aclose_adapter
-from ..core._response import usage_of, with_usage
 from ._cooldown import CooldownStore, cooling_error, note_exhausted
 from ._headroom import note_headroom
 from ._receipt import receipt

@@ -23,8 +23,7 @@ from typing import Any
 
 from returns.result import Result, Success
 
-from ..core import CompletionConfig, CompletionResponse, ProviderError
-from ..core._telemetry import span
+from ..core import CompletionConfig, CompletionResponse, ProviderError, span
 
 __all__ = ["call_span", "record", "workflow_span"]
 

@@ -21,7 +21,7 @@ from temporalio import activity
 from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
-from ..transport._beneath import PathRefused, Rooted, Roots
+from ..transport import PathRefused, Rooted, Roots
 from ..workflows.batch import (
     BatchState,
     Item,

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..transport._fs import atomic_write
+from ..transport import atomic_write
 from ._fake_replies import RecordedRequest
 from ._fake_server import FakeModelServer
 
