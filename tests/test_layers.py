@@ -98,18 +98,6 @@ PRIVATE_REACHES: set[tuple[str, str]] = {
     ("agentport.cli._batch", "agentport._chain"),
     ("agentport.temporal._queues", "agentport._chain"),
     ("agentport.testing", "agentport._guard"),
-    # helpers of the public workflow and policy packages the interfaces share, kept out of
-    # those packages' public `__all__`
-    ("agentport.cli._batch", "agentport.workflows.deep_research._budget"),
-    ("agentport.cli._research", "agentport.workflows.deep_research._budget"),
-    ("agentport.cli._research", "agentport.workflows.deep_research._web_own"),
-    ("agentport.temporal._web", "agentport.workflows.deep_research._web_own"),
-    ("agentport.cli._deeprefine", "agentport.workflows.deeprefine._files"),
-    ("agentport.cli._refine", "agentport.workflows.deeprefine._files"),
-    ("agentport.temporal._batch", "agentport.workflows.deeprefine._files"),
-    ("agentport.cli._deeprefine", "agentport.workflows.deeprefine._workflow"),
-    ("agentport.mcp._refine", "agentport.workflows.deeprefine._workflow"),
-    ("agentport.config", "agentport.policies._budget_spec"),
     # the batch client's `connect` (another function than the worker's, which the package
     # exports under that name)
     ("agentport.cli._batch", "agentport.temporal._client"),

@@ -347,7 +347,7 @@ def _user_budget() -> dict[str, Any]:
 
 
 def _measure(key: str, value: Any) -> float:
-    from .policies._budget_spec import parse_duration
+    from .policies import parse_duration
 
     return float(parse_duration(value)) if key == "wall" else float(value)
 

@@ -427,8 +427,7 @@ def _research_budget(budget: Budget | None, config: Any) -> tuple[Budget, int] |
     """The batch budget and one research question's worst case of calls (its plan)."""
     if budget is None:
         return None
-    from ..workflows.deep_research import plan_research
-    from ..workflows.deep_research._budget import budget_plan
+    from ..workflows.deep_research import budget_plan, plan_research
 
     return budget, budget_plan(plan_research(config), config.max_tokens)[0]
 

@@ -33,7 +33,7 @@ from ..workflows.batch import (
     summary_markdown,
 )
 from ..workflows.deep_research import ResearchConfig
-from ..workflows.deeprefine._files import Layout
+from ..workflows.deeprefine import Layout
 from ._data import CallSettings
 from ._inputs import (
     BackendName,
