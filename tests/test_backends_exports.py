@@ -3,10 +3,15 @@ between them: tests/test_layers.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+
+import pytest
 
 import agentport.backends
 import agentport.transport
+from agentport.config import LLMSettings
+from agentport.factory import backend_settings
 
 SRC = Path(agentport.__file__).parent
 
@@ -46,3 +51,18 @@ def test_the_package_top_level_is_the_factory_config_layer() -> None:
     assert top == {
         "__init__", "__main__", "catalog", "config", "factory", "_chain", "_trust", "_guard",
     }  # fmt: skip
+
+
+def test_a_backend_gets_a_frozen_copy_of_its_own_table() -> None:
+    """What the factory hands a backend cannot be changed by it, nor by the caller's dict."""
+    table = {"executable": "/bin/x", "env": {"A": "1"}}
+    llm = LLMSettings(backend="claude", model="m", warm=2, claude=table, codex={"x": 1})
+    own = backend_settings(llm, "claude")
+    assert dict(own.options) == table  # its own table only, never another backend's
+    assert (own.defaults.model, own.warm, own.endpoint_from_project) == ("m", 2, False)
+    table["executable"] = "/bin/y"
+    assert own.options["executable"] == "/bin/x"
+    with pytest.raises(TypeError):
+        own.options["executable"] = "/bin/z"  # type: ignore[index]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        own.warm = 3  # type: ignore[misc]
