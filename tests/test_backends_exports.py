@@ -44,15 +44,6 @@ def test_backends_exports() -> None:
         assert hasattr(agentport.backends, name)
 
 
-def test_the_package_top_level_is_the_factory_config_layer() -> None:
-    # DESIGN.md "Layers": helpers live in the layer they serve (core, transport, cli, ...);
-    # the top level holds the factory/config layer and its own helpers only
-    top = {p.stem for p in Path(agentport.__file__).parent.glob("*.py")}
-    assert top == {
-        "__init__", "__main__", "catalog", "config", "factory", "_chain", "_trust", "_guard",
-    }  # fmt: skip
-
-
 def test_a_backend_gets_a_frozen_copy_of_its_own_table() -> None:
     """What the factory hands a backend cannot be changed by it, nor by the caller's dict."""
     table = {"executable": "/bin/x", "env": {"A": "1"}}

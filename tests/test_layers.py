@@ -249,6 +249,16 @@ def test_the_import_graph_keeps_every_layer_rule() -> None:
     assert {layer_of(m) for m in graph} <= {layer for layer, _ in LAYERS}
     assert "" not in {layer_of(m) for m in graph}, [m for m in graph if not layer_of(m)]
     assert backends <= set(graph)
+    # helpers live in the layer they serve: the top level holds the factory/config layer only
+    factory = dict(LAYERS)["factory/config"]
+    loose = [
+        m
+        for m in graph
+        if layer_of(m) == "factory/config"
+        and _known(m, set(factory)) == "agentport"
+        and m != "agentport"
+    ]
+    assert loose == [], f"top-level modules outside the factory/config layer: {loose}"
     assert violations(graph, backends) == []
 
 
