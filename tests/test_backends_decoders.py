@@ -11,6 +11,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from _helpers import cli_call
 from _runner_util import FIXTURES
 from agentport.backends import CliCall, Invocation, RunOutcome, claude, codex, gemini
 from agentport.catalog import get_capability
@@ -221,10 +222,7 @@ def test_argv_changes_exactly_when_the_catalog_says_native(
 
 
 def _call(tmp: Path, config: CompletionConfig, schema: dict[str, object] | None = None) -> CliCall:
-    return CliCall(
-        executable="cli", prompt="p", system_prompt=None, config=config, schema=schema,
-        options={}, run_dir=tmp, cwd=tmp, session_id=config.session_id,
-    )  # fmt: skip
+    return cli_call(tmp, config, schema=schema, session_id=config.session_id)
 
 
 @pytest.mark.parametrize("cli", sorted(MODULES))

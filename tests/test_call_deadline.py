@@ -10,7 +10,6 @@ build from hanging the suite; they are far above the deadlines and assert no tim
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +33,6 @@ pytestmark = pytest.mark.anyio
 
 GUARD_S = 30  # a hang of the suite, not a timing assertion
 FAST_RETRY = {"retry_attempts": 10_000, "retry_base_delay_s": 0.01, "retry_max_delay_s": 0.02}
-
-
-@pytest.fixture
-def server() -> Iterator[FakeModelServer]:
-    with FakeModelServer(shutdown_timeout=1.0) as srv:
-        yield srv
 
 
 def _http(

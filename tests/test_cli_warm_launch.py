@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from _helpers import cli_call
 from agentport.backends import CliCall, Invocation
 from agentport.backends._cli_warm import Launch
 from agentport.backends.claude import SPEC as CLAUDE
 from agentport.backends.pi import SPEC as PI
-from agentport.core import CompletionConfig, ImagePart
+from agentport.core import ImagePart
 
 
 def _built(run: Path, prompt_file: str = "be terse") -> tuple[Invocation, dict[str, str]]:
@@ -49,10 +50,8 @@ def test_a_started_process_gets_its_own_copy_of_the_files(tmp_path: Path) -> Non
 
 
 def _call(tmp_path: Path, **kw: object) -> CliCall:
-    return CliCall(
-        executable="/bin/x", prompt="hello", system_prompt="sys", config=CompletionConfig(),
-        schema=None, options={}, run_dir=tmp_path, cwd=tmp_path / "work", **kw,  # type: ignore[arg-type]
-    )  # fmt: skip
+    base = {"executable": "/bin/x", "prompt": "hello", "system_prompt": "sys"}
+    return cli_call(tmp_path, **(base | {"cwd": tmp_path / "work"} | kw))
 
 
 def test_the_warm_invocations_carry_the_turn_on_stdin_and_never_the_prompt_in_argv(

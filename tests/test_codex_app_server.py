@@ -13,6 +13,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from _helpers import cli_call
 from agentport.backends import CliCall
 from agentport.backends.codex import SPEC, app_decode, decode
 from agentport.core import CompletionConfig, EndSignal, EventType, ImagePart, Sandbox, ToolPolicy
@@ -22,12 +23,9 @@ assert WARM is not None
 
 
 def _call(tmp_path: Path, **kw: Any) -> CliCall:
-    config = kw.pop("config", CompletionConfig(model="m", reasoning_effort="high"))
-    return CliCall(
-        executable="/bin/codex", prompt="hello --sandbox", system_prompt=None, config=config,
-        schema=kw.pop("schema", None), options=kw.pop("options", {}), run_dir=tmp_path,
-        cwd=tmp_path / "work", **kw,
-    )  # fmt: skip
+    config = CompletionConfig(model="m", reasoning_effort="high")
+    base = {"executable": "/bin/codex", "prompt": "hello --sandbox", "config": config}
+    return cli_call(tmp_path, **(base | {"cwd": tmp_path / "work"} | kw))
 
 
 def _configured(argv: Sequence[str]) -> set[str]:

@@ -27,6 +27,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from _helpers import cli_call
 from _more_clis_util import network_isolated
 from agentport import create_llm_adapter
 from agentport.backends import codex
@@ -141,10 +142,7 @@ def test_an_unknown_tool_field_fails_closed_naming_the_model() -> None:
 
 
 def _call(tmp: Path, config: CompletionConfig, **options: Any) -> CliCall:
-    return CliCall(
-        executable="codex", prompt="p", system_prompt=None, config=config, schema=None,
-        options=options, run_dir=tmp, cwd=tmp,
-    )  # fmt: skip
+    return cli_call(tmp, config, executable="codex", options=options)
 
 
 def test_the_catalog_flag_comes_last_and_only_when_tools_are_restricted(tmp_path: Path) -> None:

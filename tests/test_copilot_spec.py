@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from _helpers import cli_call
 from _more_clis_fixtures import replay
 from agentport.backends import CliCall
 from agentport.backends.copilot import SPEC, build
@@ -14,17 +15,7 @@ from agentport.core import CompletionConfig, ErrorKind, EventType, ToolPolicy
 
 
 def _call(tmp_path: Path, **kw: object) -> CliCall:
-    base: dict[str, object] = {
-        "executable": "/bin/copilot",
-        "prompt": "Say hi",
-        "system_prompt": None,
-        "config": CompletionConfig(),
-        "schema": None,
-        "options": {},
-        "run_dir": tmp_path,
-        "cwd": tmp_path,
-    }
-    return CliCall(**(base | kw))  # type: ignore[arg-type]
+    return cli_call(tmp_path, **({"executable": "/bin/copilot", "prompt": "Say hi"} | kw))
 
 
 def test_prompt_goes_through_stdin_with_no_tools_by_default(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import socket
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from importlib import import_module
 from pathlib import Path
 from typing import Any
@@ -88,12 +88,6 @@ def test_a_call_reached_the_provider_when_any_attempt_did(flags: list[bool | Non
 
 
 # ---------------------------------------------------------------------- HTTP backends
-
-
-@pytest.fixture
-def server() -> Iterator[FakeModelServer]:
-    with FakeModelServer(shutdown_timeout=1.0) as srv:
-        yield srv
 
 
 def _closed_port() -> int:

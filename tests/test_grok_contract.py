@@ -15,6 +15,7 @@ import anyio
 import pytest
 from returns.result import Failure, Success
 
+from _helpers import cli_call
 from _more_clis_util import cli_executable, network_isolated
 from agentport import create_llm_adapter
 from agentport.backends import CliCall, grok
@@ -33,10 +34,7 @@ ALL_TOOLS = ToolPolicy.cli_defaults()
 
 
 def _call(tmp_path: Path, config: CompletionConfig, **options: Any) -> CliCall:
-    return CliCall(
-        executable="grok", prompt="-rf hi", system_prompt=None, config=config,
-        options=options, cwd=tmp_path, run_dir=tmp_path, schema=None, session_id=None,
-    )  # fmt: skip
+    return cli_call(tmp_path, config, executable="grok", prompt="-rf hi", options=options)
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +36,6 @@ from agentport.testing import (  # noqa: E402
 class Verdict(BaseModel):
     claim: str
     supported: bool
-
-
-@pytest.fixture
-def server() -> Iterator[FakeModelServer]:
-    with FakeModelServer(shutdown_timeout=1.0) as srv:
-        yield srv
 
 
 def _adapter(

@@ -4,7 +4,6 @@ stream, hang)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +29,6 @@ from agentport.testing import (
 class Verdict(BaseModel):
     claim: str
     supported: bool
-
-
-@pytest.fixture
-def server() -> Iterator[FakeModelServer]:
-    with FakeModelServer(shutdown_timeout=1.0) as srv:
-        yield srv
 
 
 def _adapter(

@@ -1,9 +1,13 @@
-"""The public surface: `agentport.__all__` and a light `import agentport`."""
+"""The public surface: `agentport.__all__`, the public modules' names (a snapshot: a change to
+the public API is a change to this file) and a light `import agentport`."""
 
 from __future__ import annotations
 
+import importlib
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -59,6 +63,78 @@ def test_top_level_exports() -> None:
     )
     for name in agentport.__all__:
         assert getattr(agentport, name) is not None
+
+
+# The public modules besides `agentport` (docs/architecture.md "Public API"); every other module
+# is internal. Its `__all__` is what the other layers use, not a promise to callers.
+PUBLIC: dict[str, list[str]] = {
+    "agentport.catalog": [
+        "CATALOG", "all_backends", "get_capability", "resolve_backend",
+    ],
+    "agentport.policies": [
+        "BUDGET_KEYS", "Budget", "BudgetAdapter", "BudgetLimit", "BudgetLimitName", "BudgetScope",
+        "BudgetSettings", "ChainMember", "ConcurrencyGate", "Cooldown", "CooldownStore",
+        "CooldownStoreWarning", "DEADLINE_SLACK_S", "DEFAULT_FAILOVER_ON", "DEFAULT_HANDOVER_ON",
+        "FailoverAdapter", "PlanFit", "QuotaStatus", "RetryPolicy", "RetryingAdapter",
+        "SessionHandover", "WindowRow", "cooldown_error", "default_store", "failover_kinds",
+        "fit_plan", "format_budget", "merge_budgets", "parse_budget", "parse_duration",
+        "quota_status", "receipt", "state_dir", "windows", "with_retry", "workflow_span",
+    ],
+    "agentport.testing": [
+        "ALLOW_ENV", "ApiKind", "BLOCK_ENV", "Call", "Cassette", "CassetteRecorder",
+        "ConcurrencyLimit", "CutStream", "DEFAULT_PAGES", "DEFAULT_QUESTION", "DEFAULT_SIDE_RULES",
+        "DropConnection", "EchoAdapter", "EchoRuntime", "FakeModelServer", "FunctionAdapter",
+        "Hang", "HttpFault", "INJECTED_PAGE", "JsonReply", "LargeReply", "LoopbackTls",
+        "LoopbackWeb", "RebasedSearch", "RecordedRequest", "ReplyLike", "Rule", "ScriptedAdapter",
+        "SearchHit", "ServerReply", "SideRule", "TextReply", "TokenUsage", "ToolCallReply",
+        "UnmatchedCallError", "WebCall", "WebPage", "WebSearchReply", "block_real_backends",
+        "cassette_calls", "claude_web_rules", "gemini_web_rules",
+    ],
+    "agentport.workflows.deep_research": [
+        "Angle", "CONCURRENCY", "CORPUS_SUFFIXES", "CallCache", "Claim", "ClaimEntry",
+        "ConfirmedEntry", "Corpus", "CorpusSource", "Deduper", "EventCallback", "Extract",
+        "Finding", "InMemoryCorpus", "MAX_FETCH", "MAX_VERIFY_CLAIMS", "Outcome", "Passage",
+        "REFUTATIONS_REQUIRED", "RefutedEntry", "Report", "ResearchConfig", "ResearchEvent",
+        "ResearchPlan", "ResearchReport", "Scope", "Search", "SearchResult",
+        "SearchedPassages", "SetAsideEntry", "SourceEntry", "UnverifiedEntry",
+        "VOTES_PER_CLAIM", "Verdict", "atomic_write_text", "build_stats",
+        "build_synth_blocks", "build_unverified_block", "check_web_search", "claim_key",
+        "corpus_extract_prompt", "corpus_search_prompt", "corpus_verify_appendix",
+        "fetch_prompt", "host_of", "load_corpus", "next_wave_size", "norm_url",
+        "outcome_of", "passage_from_row", "passage_row", "plan_research", "quorum_decided",
+        "rank_claims", "research_config_for", "run_research", "scope_prompt",
+        "search_prompt", "sure_to_rank", "synth_prompt", "tally", "to_json", "to_markdown",
+        "uses_own_web", "verify_prompt", "vote_str", "web_mode_refusal",
+    ],
+    "agentport.workflows.deeprefine": [
+        "Action", "ApplyReport", "BASE_TOP_K", "Graph", "GraphSource", "HISTORY_HORIZON",
+        "INCREMENT_HOP", "InMemoryGraph", "InputError", "Layout", "LoopResult",
+        "LoopSettings", "MAX_ACTIONS", "MAX_HOPS", "MAX_TRIPLE_NUM_BY_STEP", "Parsed",
+        "RefinePlan", "Rejected", "Resolution", "Review", "ReviewContext", "ReviewItem",
+        "Triple", "add_query", "apply_refinement", "apply_reviewed", "atomic_write",
+        "dump_graph", "expand", "find_layout", "finish", "format_history", "load_graph",
+        "load_trace", "match_question", "memory_question", "parse_graph", "parse_judge",
+        "parse_refinement", "pending", "plan_refine", "query_id", "read_history",
+        "render_action", "render_refinement", "render_triples", "review", "run_loop",
+        "save_loop", "save_partial", "source_hints", "sync_memory", "trace_template",
+        "triple_from_row", "triple_row", "validate_trace",
+    ],
+}  # fmt: skip
+
+
+def test_the_public_modules_export_exactly_their_snapshot() -> None:
+    for name, names in PUBLIC.items():
+        module = importlib.import_module(name)
+        assert sorted(module.__all__) == names, name
+        missing = [n for n in names if not hasattr(module, n)]
+        assert not missing, (name, missing)
+
+
+def test_the_docs_name_the_same_public_modules() -> None:
+    text = (Path(__file__).resolve().parents[1] / "docs" / "architecture.md").read_text()
+    section = text.split("## Public API", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`(agentport(?:\.[a-z][a-z_]*)*)`", section))
+    assert named == {"agentport", *PUBLIC}, named
 
 
 def test_every_exported_name_of_subpackages_exists() -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from _helpers import cli_call
 from _more_clis_fixtures import replay
 from agentport.backends import CliCall, RunOutcome
 from agentport.backends.qwen import SPEC, api_error, build
@@ -23,17 +24,7 @@ from agentport.core import (
 
 
 def _call(tmp_path: Path, **kw: object) -> CliCall:
-    base: dict[str, object] = {
-        "executable": "/bin/qwen",
-        "prompt": "Say hi",
-        "system_prompt": None,
-        "config": CompletionConfig(),
-        "schema": None,
-        "options": {},
-        "run_dir": tmp_path,
-        "cwd": tmp_path,
-    }
-    return CliCall(**(base | kw))  # type: ignore[arg-type]
+    return cli_call(tmp_path, **({"executable": "/bin/qwen", "prompt": "Say hi"} | kw))
 
 
 def test_prompt_goes_through_stdin_not_argv(tmp_path: Path) -> None:

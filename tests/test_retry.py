@@ -122,20 +122,3 @@ def test_the_old_retry_module_is_gone() -> None:
     """`agentport.retry` was a shim over `agentport.policies`: removed, one home per name."""
     with pytest.raises(ModuleNotFoundError):
         __import__("agentport.retry")
-
-
-def test_policies_import_nothing_above_core() -> None:
-    import ast
-    from pathlib import Path
-
-    import agentport.policies
-
-    for path in Path(agentport.policies.__file__).parent.glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.level >= 2:
-                # core, or the stdlib-only file helpers every layer shares (transport._fs)
-                module = node.module or ""
-                assert module.split(".")[0] == "core" or module == "transport._fs", (
-                    path.name,
-                    module,
-                )

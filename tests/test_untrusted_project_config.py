@@ -185,13 +185,14 @@ def test_litellm_gets_a_placeholder_key_for_a_project_api_base(
     )
     from agentport.backends import litellm as backend
     from agentport.catalog import get_capability
+    from agentport.factory import backend_settings
 
     root = _project(
         tmp_path / "p", '[llm.litellm]\napi_base = "http://127.0.0.1:9/v1"', pyproject=False
     )
     _trust(root)
     llm = load_settings(root, backend="litellm").llm
-    adapter = backend.create_adapter(get_capability("litellm"), llm)
+    adapter = backend.create_adapter(get_capability("litellm"), backend_settings(llm, "litellm"))
     key = adapter._options.api_key
     assert key is not None
     assert key.get_secret_value() == "agentport-no-key"

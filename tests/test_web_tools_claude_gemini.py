@@ -18,7 +18,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentport.backends import CliCall, claude, gemini
+from _helpers import cli_call
+from agentport.backends import claude, gemini
 from agentport.backends._web_events import web_activity
 from agentport.core import CompletionConfig, EventType, ToolPolicy
 from agentport.testing import (
@@ -34,14 +35,6 @@ from agentport.testing import (
 )
 from agentport.testing._fake_turn import Turn
 from agentport.testing._fake_web_render import anthropic_web_blocks, gemini_grounding
-
-
-def _call(tmp: Path, config: CompletionConfig) -> CliCall:
-    return CliCall(
-        executable="cli", prompt="p", system_prompt=None, config=config, schema=None,
-        options={}, run_dir=tmp, cwd=tmp,
-    )  # fmt: skip
-
 
 # --- flags and policy -------------------------------------------------------------------------
 
@@ -72,8 +65,8 @@ def test_claude_web_tools_join_a_callers_list_and_defaults_are_left_alone() -> N
 
 
 def test_claude_build_turns_web_tools_on_only_when_the_call_asks(tmp_path: Path) -> None:
-    on = claude.build(_call(tmp_path, CompletionConfig(web_search=True))).argv
-    off = claude.build(_call(tmp_path, CompletionConfig())).argv
+    on = claude.build(cli_call(tmp_path, CompletionConfig(web_search=True))).argv
+    off = claude.build(cli_call(tmp_path, CompletionConfig())).argv
     assert "--tools=WebSearch,WebFetch" in on
     assert not [a for a in off if "WebSearch" in a or "WebFetch" in a]
     assert not [a for a in on if a.startswith("--permission-mode")]  # no plan mode prompt
@@ -98,7 +91,7 @@ def test_gemini_policy_allows_only_the_web_tools_when_asked() -> None:
 
 
 def test_gemini_build_writes_the_web_policy(tmp_path: Path) -> None:
-    argv = gemini.build(_call(tmp_path, CompletionConfig(web_search=True))).argv
+    argv = gemini.build(cli_call(tmp_path, CompletionConfig(web_search=True))).argv
     assert "--approval-mode=default" in argv
     policy = (tmp_path / "agentport-policy.toml").read_text()
     assert _rules(policy) == {"*": "deny", "google_web_search": "allow", "web_fetch": "allow"}

@@ -21,8 +21,9 @@ from returns.result import Result, Success
 
 from _deep_research_util import web_model
 from _fake_clis_util import ALL_TOOLS_ONLY
+from _helpers import cli_call
 from _runner_util import FIXTURES
-from agentport.backends import CliCall, RunOutcome, codex
+from agentport.backends import RunOutcome, codex
 from agentport.backends._web_events import web_activity, web_meta
 from agentport.catalog import all_backends, get_capability
 from agentport.core import (
@@ -67,13 +68,6 @@ def _powerful(arg: str) -> bool:
     return bool(words & _POWER_TOOLS) or any(f in low for f in _POWER_FLAGS)
 
 
-def _call(tmp: Path, config: CompletionConfig) -> CliCall:
-    return CliCall(
-        executable="cli", prompt="p", system_prompt=None, config=config, schema=None,
-        options={}, run_dir=tmp, cwd=tmp,
-    )  # fmt: skip
-
-
 def _cli_modules() -> list[tuple[str, Any]]:
     out = []
     for cap in all_backends():  # CLI backends: their modules import without any extra
@@ -89,7 +83,7 @@ def _surface(module: Any, folder: Path, config: CompletionConfig) -> list[str]:
     """What a build hands the CLI: argv, environment values and the files it writes (a
     per-run settings file), each as one string, with the run folder's path neutralised."""
     folder.mkdir()
-    inv = module.build(_call(folder, config))
+    inv = module.build(cli_call(folder, config))
     files = [f.read_text(errors="replace") for f in sorted(folder.rglob("*")) if f.is_file()]
     return [str(x).replace(str(folder), "RUN") for x in [*inv.argv, *inv.env.values(), *files]]
 
@@ -117,9 +111,9 @@ def test_web_search_adds_no_shell_file_or_sandbox_power(
 
 def test_codex_turns_on_live_search_only_when_asked(tmp_path: Path) -> None:
     web = codex.build(
-        _call(tmp_path, CompletionConfig(tools=ToolPolicy.none(), web_search=True))
+        cli_call(tmp_path, CompletionConfig(tools=ToolPolicy.none(), web_search=True))
     ).argv
-    plain = codex.build(_call(tmp_path, CompletionConfig(tools=ToolPolicy.none()))).argv
+    plain = codex.build(cli_call(tmp_path, CompletionConfig(tools=ToolPolicy.none()))).argv
     assert 'web_search="live"' in web
     assert 'web_search="disabled"' not in web
     assert 'web_search="disabled"' in plain

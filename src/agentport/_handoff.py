@@ -194,6 +194,7 @@ class _Recorded:
                 noted = response.model_copy(
                     update={"warnings": (*self._warnings, *response.warnings)}
                 )
-                event = event.model_copy(update={"metadata": {**event.metadata, "response": noted}})
+                metadata = {**event.metadata, "response": noted}  # validated: a new event
+                event = AgentEvent(**{**dict(event), "metadata": metadata})
         self._seen.append(event)
         return event

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .core._printable import printable
+from .core import printable
 
 __all__ = [
     "ENV_TRUSTED",
@@ -163,7 +163,7 @@ def user_toml(path: Path) -> dict[str, Any]:
     file, a CLI's): read like every config file here (`read_regular`: a regular file only,
     bounded, never blocking on a named pipe). A missing file is `{}`; `OSError`,
     `tomllib.TOMLDecodeError` and `UnicodeDecodeError` pass to the caller."""
-    from .transport._fs import read_regular
+    from .transport import read_regular
 
     try:
         data, _ = read_regular(path, PROJECT_FILE_LIMIT)
@@ -178,7 +178,7 @@ def read_user_file(path: Path) -> ProjectFile:
     it is the user's. A missing file gives `data=None`. Raises `ProviderError(config)` naming
     the file when it cannot be read."""
     from .core import ErrorKind, ProviderError
-    from .transport._fs import read_regular
+    from .transport import read_regular
 
     try:
         data, _ = read_regular(path, PROJECT_FILE_LIMIT)
@@ -205,7 +205,7 @@ def read_project_file(path: Path, *, folder_trusted: bool, user_file: Path) -> P
     naming the file when it is not a regular file (a folder, a named pipe, a device), is
     over 4 MiB or cannot be read."""
     from .core import ErrorKind, ProviderError
-    from .transport._fs import read_regular
+    from .transport import read_regular
 
     try:
         link = stat.S_ISLNK(path.lstat().st_mode)

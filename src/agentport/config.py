@@ -67,8 +67,8 @@ from .core import (
     ProviderError,
     ReasoningEffort,
     register_secret,
+    secret_values,
 )
-from .core._errors import secret_values
 from .policies import Budget, BudgetSettings
 from .web import WebSettings
 
@@ -339,7 +339,7 @@ def _user_budget() -> dict[str, Any]:
 
 
 def _measure(key: str, value: Any) -> float:
-    from .policies._budget_spec import parse_duration
+    from .policies import parse_duration
 
     return float(parse_duration(value)) if key == "wall" else float(value)
 

@@ -5,7 +5,8 @@
 `auto`, import the backend module lazily and build the backend: a CLI backend module is one
 `BackendSpec` (`SPEC`) driven by the generic `CliAdapter` / `CliRuntime`; other modules
 (acp, openai_compat, litellm, local, the test doubles) expose `create_adapter(capability,
-settings)` / `create_runtime(capability, settings)`. Adapters are wrapped in the policy layer
+settings)` / `create_runtime(capability, settings)` (`backend_settings`: a backend is handed
+its own typed settings, never `agentport.config`). Adapters are wrapped in the policy layer
 (`agentport.policies`: retries inside the whole-call deadline, attempt history, the
 backend's shared adaptive concurrency window).
 
@@ -35,16 +36,18 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 from returns.result import Failure, Result
 
 from ._chain import parse_chain
 from ._guard import ensure_real_backends_allowed
+from ._trust import ENDPOINT_KEYS
 from .catalog import all_backends, get_capability, resolve_backend
 from .config import LLMSettings, load_settings
 from .core import (
+    MAX_PART_BYTES,
     AgentRuntime,
     BackendCapability,
     BackendKind,
@@ -56,11 +59,10 @@ from .core import (
     LLMAdapter,
     Message,
     ProviderError,
+    RunawayGuard,
     as_messages,
     sniff_image,
 )
-from .core._parts import MAX_PART_BYTES
-from .core._runaway import RunawayGuard
 from .policies import (
     DEFAULT_FAILOVER_ON,
     ChainMember,
@@ -73,6 +75,9 @@ from .policies import (
     default_store,
     failover_kinds,
 )
+
+if TYPE_CHECKING:
+    from .backends import BackendSettings
 
 __all__ = [
     "attach",
@@ -100,7 +105,7 @@ def attach(path: str | os.PathLike[str]) -> ImagePart | FilePart:
     larger than `MAX_PART_BYTES` (20 MiB), or is neither an image nor UTF-8 text (binary
     files other than images are sent by no backend here: see the catalog's `images` /
     `files`)."""
-    from .transport._fs import read_regular
+    from .transport import read_regular
 
     file = Path(path)
     try:
@@ -228,10 +233,27 @@ def _build(capability: BackendCapability, settings: LLMSettings, *, runtime: boo
     module = _module(capability)
     from .backends import BackendSpec, CliAdapter, CliRuntime
 
+    own = backend_settings(settings, capability.name)
     spec = getattr(module, "SPEC", None)
     if isinstance(spec, BackendSpec):
-        return (CliRuntime if runtime else CliAdapter)(spec, capability, settings)
-    return getattr(module, "create_runtime" if runtime else "create_adapter")(capability, settings)
+        return (CliRuntime if runtime else CliAdapter)(spec, capability, own)
+    return getattr(module, "create_runtime" if runtime else "create_adapter")(capability, own)
+
+
+def backend_settings(settings: LLMSettings, backend: str) -> BackendSettings:
+    """What *backend*'s module is handed (`agentport.backends.BackendSettings`): the call
+    defaults, its own `[llm.<backend>]` table, `warm`, and whether a project file chose its
+    endpoint (the trust decision is made here, on the settings' origins, not in the backend)."""
+    from .backends import BackendSettings
+
+    return BackendSettings(
+        defaults=settings.completion_config(),
+        options=settings.options(backend),
+        warm=settings.warm,
+        endpoint_from_project=any(
+            settings.from_project(f"{backend}.{key}") for key in ENDPOINT_KEYS
+        ),
+    )
 
 
 def create_llm_adapter(

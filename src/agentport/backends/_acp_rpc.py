@@ -31,12 +31,15 @@ from ..core import ErrorKind, ProviderError, TimeoutWhich, as_quota
 from ..transport import (
     LineFramer,
     LineTooLongError,
+    Stop,
+    cannot_start,
+    close_at_eof,
+    drain,
     missing_executable,
     open_guarded,
     parse_line,
+    signal_group,
 )
-from ..transport._notices import Stop, drain
-from ..transport._runner import _signal_group, cannot_start, close_at_eof
 from ._classify import kind_from_status, kind_from_text
 
 __all__ = [
@@ -161,7 +164,7 @@ class AgentConnection:
         """SIGKILL the agent's process group now (no await: for an agent of a loop that is
         gone)."""
         if self.process is not None:
-            _signal_group(self.process.pid, signal.SIGKILL)
+            signal_group(self.process.pid, signal.SIGKILL)
 
     async def aclose(self) -> None:
         process = self.process

@@ -36,8 +36,9 @@ from ..core import (
     ProviderError,
     RawInfo,
     ToolPolicy,
+    choose_option,
+    permission_kind,
 )
-from ..core._approvals import choose_option, permission_kind
 from ..transport import DEFAULT_MAX_LINE_BYTES, child_env
 from ._acp_rpc import PROTOCOL_VERSION, AgentConnection, RpcFailure
 from ._acp_wire import (

@@ -29,11 +29,12 @@ from ..core import (
     Sandbox,
     ToolPolicy,
     Usage,
+    input_summary,
+    permission_kind,
     prepare_messages,
 )
-from ..core._approvals import input_summary, permission_kind
 from ..structured import complete_constrained
-from ._cli import render_prompt
+from ._spec import render_prompt
 
 __all__ = [
     "absolute_cwd",

@@ -42,8 +42,8 @@ from ..core import (
     ProviderError,
     Sandbox,
     ToolPolicy,
+    input_summary,
 )
-from ..core._approvals import input_summary
 from ._approvals import decide, denied_event
 
 __all__ = [

@@ -31,7 +31,7 @@ async def caller_tools(
     if not config.functions or capability.support(Param.functions) is ParamSupport.IGNORED:
         yield config
         return
-    from ..transport._tool_host import serve_functions
+    from ..transport import serve_functions
 
     async with serve_functions(config.functions) as server:
         servers = (*config.mcp_servers, server)

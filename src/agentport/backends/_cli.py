@@ -43,11 +43,13 @@ from ..core import (
     RawInfo,
     Usage,
     as_quota,
+    key_handed,
     merge_config,
     prepare_messages,
+    route_for,
+    span,
+    trace_env,
 )
-from ..core._billing import key_handed, route_for
-from ..core._telemetry import span, trace_env
 from ..structured import (
     complete_with_choices,
     complete_with_schema,
@@ -58,18 +60,18 @@ from ..transport import (
     DEFAULT_MAX_EVENTS,
     DEFAULT_MAX_LINE_BYTES,
     Frame,
+    LiveProcess,
     ProcessRequest,
     ProcessResult,
     WarmPool,
     call_pool,
+    check_binary,
     child_env,
     close_shared,
     pool_size,
     private_tempdir,
     run_process,
 )
-from ..transport._binary import check_binary
-from ..transport._live import LiveProcess
 from ._approval_server import ApprovalEndpoint, approval_server
 from ._caller_tools import caller_tools
 from ._cli_warm import Launch, finish, run_turn
@@ -84,32 +86,15 @@ from ._endstate import (
 from ._policy import inherit_env, withheld_hint
 from ._resume import honest_resume
 from ._retry_notice import notice_error
-from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, over_stdin_limit
+from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, over_stdin_limit, render_prompt
 from ._web_events import web_activity
 
-if TYPE_CHECKING:  # settings arrive from the factory; config sits above backends
-    from ..config import LLMSettings
+if TYPE_CHECKING:
+    from ._settings import BackendSettings
 
-__all__ = ["CliAdapter", "render_prompt"]
+__all__ = ["CliAdapter"]
 
 Sink = Callable[[AgentEvent], Awaitable[None]]
-
-
-def render_prompt(messages: Sequence[Message], *, fold_system: bool) -> str:
-    """One prompt from a conversation. A lone user message is passed as is; otherwise each
-    message is labelled (`User:` / `Assistant:`). With `fold_system` the system messages lead
-    as a `System instructions:` block (TRANSLATED system prompt)."""
-    system = [m.content for m in messages if m.role is MessageRole.system]
-    turns = [m for m in messages if m.role is not MessageRole.system]
-    if len(turns) == 1 and turns[0].role is MessageRole.user:
-        body = turns[0].content
-    else:
-        label = {MessageRole.user: "User", MessageRole.assistant: "Assistant"}
-        body = "\n\n".join(f"{label[m.role]}: {m.content}" for m in turns)
-        body += "\n\nReply to the last User message."
-    if fold_system and system:
-        return "System instructions:\n" + "\n\n".join(system) + "\n\n" + body
-    return body
 
 
 class CliAdapter(ClosableAdapter):
@@ -131,12 +116,12 @@ class CliAdapter(ClosableAdapter):
     """
 
     def __init__(
-        self, spec: BackendSpec, capability: BackendCapability, settings: LLMSettings
+        self, spec: BackendSpec, capability: BackendCapability, settings: BackendSettings
     ) -> None:
         self.spec = spec
         self.capability = capability
-        self.options: dict[str, Any] = settings.options(capability.name)
-        self.default_config = settings.completion_config()
+        self.options: dict[str, Any] = dict(settings.options)
+        self.default_config = settings.defaults
         self.warm = settings.warm
         self._warm_keys: set[Hashable] = set()
 

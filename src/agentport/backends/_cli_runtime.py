@@ -39,8 +39,8 @@ from ..transport import private_tempdir
 from ._cli import CliAdapter
 from ._spec import BackendSpec
 
-if TYPE_CHECKING:  # settings arrive from the factory; config sits above backends
-    from ..config import LLMSettings
+if TYPE_CHECKING:
+    from ._settings import BackendSettings
 
 __all__ = ["CliRuntime"]
 
@@ -59,7 +59,7 @@ class CliRuntime:
         self,
         spec: BackendSpec,
         capability: BackendCapability,
-        settings: LLMSettings,
+        settings: BackendSettings,
         buffer: int = 64,
     ) -> None:
         self._adapter = CliAdapter(spec, capability, settings)

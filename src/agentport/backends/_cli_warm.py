@@ -30,16 +30,17 @@ from pathlib import Path
 from ..core import ProviderError
 from ..transport import (
     Frame,
+    LiveProcess,
     OnFrame,
     ProcessRequest,
     ProcessResult,
     WarmPool,
+    cannot_start,
     empty_folder,
     missing_executable,
     private_tempdir,
+    total_timeout,
 )
-from ..transport._live import LiveProcess
-from ..transport._runner import cannot_start, total_timeout
 from ._spec import BackendSpec, Invocation
 
 __all__ = ["Launch", "finish", "run_turn"]

@@ -26,10 +26,10 @@ from ..core import (
     RawInfo,
     Usage,
     as_quota,
+    billing_said,
+    bounded,
+    wait_from_headers,
 )
-from ..core import _bounded as bounded
-from ..core._billing import billing_said
-from ..core._wait import wait_from_headers
 from ._classify import CONTEXT_WORDS, kind_from_text
 
 __all__ = [

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import ErrorKind, ProviderError, Sandbox, ToolPolicy
-from ..transport._fs import read_regular
+from ..transport import read_regular
 
 __all__ = [
     "codex_config_env",

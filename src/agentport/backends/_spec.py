@@ -20,6 +20,8 @@ from ..core import (
     ErrorKind,
     EventType,
     ImagePart,
+    Message,
+    MessageRole,
     OutputSchema,
     ProviderError,
 )
@@ -42,6 +44,7 @@ __all__ = [
     "json_line",
     "last_text",
     "over_stdin_limit",
+    "render_prompt",
     "text_after_last_tool",
 ]
 
@@ -319,3 +322,20 @@ def over_stdin_limit(spec: BackendSpec, stdin: bytes | None) -> None:
             "stdin and would answer the cut prompt",
             retryable=False, request_sent=False,
         )  # fmt: skip
+
+
+def render_prompt(messages: Sequence[Message], *, fold_system: bool) -> str:
+    """One prompt from a conversation. A lone user message is passed as is; otherwise each
+    message is labelled (`User:` / `Assistant:`). With `fold_system` the system messages lead
+    as a `System instructions:` block (TRANSLATED system prompt)."""
+    system = [m.content for m in messages if m.role is MessageRole.system]
+    turns = [m for m in messages if m.role is not MessageRole.system]
+    if len(turns) == 1 and turns[0].role is MessageRole.user:
+        body = turns[0].content
+    else:
+        label = {MessageRole.user: "User", MessageRole.assistant: "Assistant"}
+        body = "\n\n".join(f"{label[m.role]}: {m.content}" for m in turns)
+        body += "\n\nReply to the last User message."
+    if fold_system and system:
+        return "System instructions:\n" + "\n\n".join(system) + "\n\n" + body
+    return body

@@ -38,7 +38,6 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 from returns.result import Failure, Result, Success
 
-from ..config import LLMSettings
 from ..core import (
     AgentEvent,
     BackendCapability,
@@ -59,17 +58,18 @@ from ..core import (
 from ..transport import (
     WarmPool,
     call_pool,
+    check_binary,
     close_shared,
     empty_folder,
     pool_size,
     private_tempdir,
 )
-from ..transport._binary import check_binary
 from ._acp_rpc import PROTOCOL_VERSION
 from ._acp_session import Session, agent_env
 from ._acp_wire import absolute_cwd, decode_update, permission_allowed, prompt_text, schema_or_plain
 from ._caller_tools import caller_tools
 from ._endstate import with_progress
+from ._settings import BackendSettings
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -96,10 +96,10 @@ class AcpAdapter(ClosableAdapter):
     any error, or served `DEFAULT_MAX_USES` calls, is closed instead. Adapters made with the
     same options share one pool (`agentport.transport.shared_pool`)."""
 
-    def __init__(self, capability: BackendCapability, settings: LLMSettings) -> None:
+    def __init__(self, capability: BackendCapability, settings: BackendSettings) -> None:
         self.capability = capability
-        self.options: dict[str, Any] = settings.options(capability.name)
-        self.default_config = settings.completion_config()
+        self.options: dict[str, Any] = dict(settings.options)
+        self.default_config = settings.defaults
         self.warm = settings.warm
         self.keeps_warm = True  # `[llm] warm` applies
 
@@ -256,11 +256,11 @@ class AcpRuntime:
     """
 
     def __init__(
-        self, capability: BackendCapability, settings: LLMSettings, buffer: int = 64
+        self, capability: BackendCapability, settings: BackendSettings, buffer: int = 64
     ) -> None:
         self.capability = capability
-        self.options: dict[str, Any] = settings.options(capability.name)
-        self.default_config = settings.completion_config()
+        self.options: dict[str, Any] = dict(settings.options)
+        self.default_config = settings.defaults
         self._handle = RuntimeHandle(backend=capability.name)
         self._buffer = buffer
         self._tg: TaskGroup | None = None
@@ -400,9 +400,9 @@ class AcpRuntime:
             await session.close()
 
 
-def create_adapter(capability: BackendCapability, settings: LLMSettings) -> AcpAdapter:
+def create_adapter(capability: BackendCapability, settings: BackendSettings) -> AcpAdapter:
     return AcpAdapter(capability, settings)
 
 
-def create_runtime(capability: BackendCapability, settings: LLMSettings) -> AcpRuntime:
+def create_runtime(capability: BackendCapability, settings: BackendSettings) -> AcpRuntime:
     return AcpRuntime(capability, settings)

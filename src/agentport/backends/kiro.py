@@ -34,8 +34,8 @@ from ..core import (
     EventType,
     ProviderError,
     Sandbox,
+    without_sequences,
 )
-from ..core._printable import without_sequences
 from . import _lines
 from ._classify import kind_from_text
 from ._spec import BackendSpec, CliCall, Invocation, RunOutcome

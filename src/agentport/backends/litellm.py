@@ -28,7 +28,6 @@ import anyio
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 from returns.result import Failure, Result, Success
 
-from ..config import LLMSettings
 from ..core import (
     BackendCapability,
     ClosableAdapter,
@@ -43,10 +42,11 @@ from ..core import (
     as_quota,
     merge_config,
     prepare_messages,
+    wait_from_headers,
 )
-from ..core._wait import wait_from_headers
 from ..structured import complete_constrained, schema_dict
 from ._openai_wire import chat_message
+from ._settings import BackendSettings
 
 # LiteLLM fetches a model price list over the network at import unless told not to.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -431,13 +431,13 @@ class LiteLLMAdapter(ClosableAdapter):
         )
 
 
-def create_adapter(capability: BackendCapability, settings: LLMSettings) -> LiteLLMAdapter:
+def create_adapter(capability: BackendCapability, settings: BackendSettings) -> LiteLLMAdapter:
     """Factory hook: `[llm.litellm]` validated (`ProviderError(config)` on a bad table)."""
-    options = load_options(settings.options(capability.name))
-    if settings.from_project(f"{capability.name}.api_base") and not options.api_key:
+    options = load_options(dict(settings.options))
+    if settings.endpoint_from_project and not options.api_key:
         # LiteLLM would read the provider's key from the environment and send it to an
         # endpoint a project file chose; a placeholder key stops that.
         options = options.model_copy(update={"api_key": SecretStr("agentport-no-key")})
-    if settings.model:  # llm.model beats the table's model for calls that name none
-        options = options.model_copy(update={"model": settings.model})
-    return LiteLLMAdapter(capability, options, settings.completion_config())
+    if settings.defaults.model:  # llm.model beats the table's model for calls that name none
+        options = options.model_copy(update={"model": settings.defaults.model})
+    return LiteLLMAdapter(capability, options, settings.defaults)

@@ -49,7 +49,6 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from returns.result import Failure, Result, Success
 
-from ..config import LLMSettings
 from ..core import (
     BackendCapability,
     ClosableAdapter,
@@ -72,6 +71,7 @@ if (
     raise ImportError("the local backend needs llama-cpp-python: pip install 'agentport[local]'")
 
 from ._local_client import ModelWorker, scored_response, worker_for
+from ._settings import BackendSettings
 
 __all__ = [
     "LocalAdapter",
@@ -570,9 +570,7 @@ class LocalAdapter(ClosableAdapter):
         )
 
 
-def create_adapter(capability: BackendCapability, settings: LLMSettings) -> LocalAdapter:
+def create_adapter(capability: BackendCapability, settings: BackendSettings) -> LocalAdapter:
     """Factory hook: `[llm.local]` validated (`ProviderError(config)` on a bad table). The model
     loads on the first call (or `LocalAdapter.load()`)."""
-    return LocalAdapter(
-        capability, load_options(settings.options(capability.name)), settings.completion_config()
-    )
+    return LocalAdapter(capability, load_options(dict(settings.options)), settings.defaults)

@@ -38,7 +38,6 @@ import httpx
 from pydantic import ValidationError
 from returns.result import Failure, Result
 
-from ..config import LLMSettings
 from ..core import (
     BackendCapability,
     BillingRoute,
@@ -50,13 +49,13 @@ from ..core import (
     Message,
     ProviderError,
     TimeoutWhich,
+    bounded,
     headroom_from_headers,
+    loopback_url,
     merge_config,
     prepare_messages,
+    with_headroom,
 )
-from ..core import _bounded as bounded
-from ..core._billing import loopback_url
-from ..core._headroom import with_headroom
 from ..structured import complete_constrained, restore_answer, schema_dict, strict_schema
 from ..transport import tls_context
 from ._openai_wire import (  # re-exported: the public wire helpers
@@ -68,6 +67,7 @@ from ._openai_wire import (  # re-exported: the public wire helpers
     parse_chat_body,
     parse_retry_after,
 )
+from ._settings import BackendSettings
 
 __all__ = [
     "ENV_API_KEY",
@@ -352,17 +352,17 @@ def _maybe_sent(exc: httpx.TransportError) -> bool | None:
     return False if isinstance(exc, never) else None
 
 
-def create_adapter(capability: BackendCapability, settings: LLMSettings) -> OpenAICompatAdapter:
+def create_adapter(capability: BackendCapability, settings: BackendSettings) -> OpenAICompatAdapter:
     """Factory hook: the `[llm.openai_compat]` table plus the environment (module docstring).
 
     Raises `ProviderError(config)` for a bad table or when no endpoint is configured.
     """
     environ: Mapping[str, str] | None = None
-    if settings.from_project(f"{capability.name}.base_url"):
+    if settings.endpoint_from_project:
         # the user's environment key never follows an endpoint a project file chose
         environ = {k: v for k, v in os.environ.items() if k not in ENV_API_KEY}
-    endpoint = load_options(settings.options(capability.name), environ, section=capability.name)
-    if settings.model:  # llm.model beats the table's model for calls that name none
-        options = endpoint.options.model_copy(update={"model": settings.model})
+    endpoint = load_options(dict(settings.options), environ, section=capability.name)
+    if settings.defaults.model:  # llm.model beats the table's model for calls that name none
+        options = endpoint.options.model_copy(update={"model": settings.defaults.model})
         endpoint = _Endpoint(endpoint.base_url, endpoint.api_key, options)
-    return OpenAICompatAdapter(capability, endpoint, settings.completion_config())
+    return OpenAICompatAdapter(capability, endpoint, settings.defaults)

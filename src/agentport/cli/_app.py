@@ -25,11 +25,11 @@ from ..core import (
     Message,
     Param,
     ProviderError,
+    bounded,
     json_schema_problem,
     printable,
     redact,
 )
-from ..core import _bounded as bounded
 from ._docs import billing_label, verified_label
 from ._out import echo
 
@@ -352,7 +352,7 @@ _SCHEMA_LIMIT = 4 * 1024 * 1024  # a JSON schema is small; a larger file is refu
 
 
 def _load_schema(path: Path) -> dict[str, Any]:
-    from ..transport._fs import read_regular
+    from ..transport import read_regular
 
     try:  # a regular file only (a FIFO would block, /dev/zero never end), bounded
         value = bounded.loads(read_regular(path, _SCHEMA_LIMIT)[0].decode("utf-8"))

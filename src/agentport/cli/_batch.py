@@ -223,7 +223,7 @@ def _web_input() -> dict[str, Any]:
     from ..config import load_settings
 
     try:
-        from ..temporal._web import web_input
+        from ..temporal import web_input
     except ImportError:
         fail("--temporal needs the temporal extra: pip install 'agentport[temporal]'", 2)
     try:
@@ -353,7 +353,7 @@ def _submit(
     except ProviderError as exc:
         fail_error(exc)
     try:
-        from ..temporal._batch import BatchJob
+        from ..temporal import BatchJob
         from ..temporal._client import connect, default_batch_id, follow, start_batch
     except ImportError:
         fail("--temporal needs the temporal extra: pip install 'agentport[temporal]'", 2)
@@ -377,13 +377,13 @@ def _submit(
     if budget is None and state.extra.get("budget"):
         budget = (Budget(), 1)  # no ceiling, but the batch keeps counting what it spends
     if budget is not None:
-        from ..temporal._budget import budget_data
+        from ..temporal import budget_data
 
         spent = (state.extra.get("budget") or {}).get("spent")
         fields["budget"] = budget_data(budget[0], spent, budget[1])
     from pydantic import ValidationError
 
-    from ..temporal._inputs import one_line
+    from ..temporal import one_line
 
     try:  # the closed type the workers parse: refused here in one line, not on the cluster
         job = BatchJob(kind=kind, items=todo, backend=backend, out=str(out.resolve()), **fields)
@@ -427,8 +427,7 @@ def _research_budget(budget: Budget | None, config: Any) -> tuple[Budget, int] |
     """The batch budget and one research question's worst case of calls (its plan)."""
     if budget is None:
         return None
-    from ..workflows.deep_research import plan_research
-    from ..workflows.deep_research._budget import budget_plan
+    from ..workflows.deep_research import budget_plan, plan_research
 
     return budget, budget_plan(plan_research(config), config.max_tokens)[0]
 

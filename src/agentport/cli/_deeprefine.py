@@ -28,19 +28,20 @@ from ..workflows.deeprefine import (
     add_query,
     apply_refinement,
     atomic_write,
+    dump_trace,
+    ensure_state,
     find_layout,
     finish,
     load_graph,
     load_trace,
     pending,
+    read_bytes,
     read_history,
     review,
     sync_memory,
     trace_template,
     validate_trace,
 )
-from ..workflows.deeprefine._files import ensure_state, read_bytes
-from ..workflows.deeprefine._workflow import dump_trace
 from ._out import echo
 from ._skills import add_installers
 

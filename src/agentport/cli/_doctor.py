@@ -94,9 +94,12 @@ def _local_row() -> dict[str, Any]:
     row["version"] = f"llama-cpp-python {importlib.metadata.version('llama-cpp-python')}"
     from ..backends.local import create_adapter
     from ..config import load_settings
+    from ..factory import backend_settings
 
     try:
-        adapter = create_adapter(get_capability("local"), load_settings().llm)
+        adapter = create_adapter(
+            get_capability("local"), backend_settings(load_settings().llm, "local")
+        )
         started = time.monotonic()
         load_s = adapter.load(CompletionConfig(total_timeout_s=300))
     except ProviderError as exc:

@@ -49,8 +49,8 @@ Echo = Callable[[str], object]
 def _writable(layout: Layout, graph: Path, apply: bool) -> None:
     """`OSError` naming the folder unless the trace, the actions (`.deeprefine/`) and, with
     *apply*, the new graph.json can be written there."""
-    from ..transport._fs import check_writable
-    from ..workflows.deeprefine._files import ensure_state
+    from ..transport import check_writable
+    from ..workflows.deeprefine import ensure_state
 
     check_writable(ensure_state(layout.state))
     if apply:

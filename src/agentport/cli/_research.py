@@ -26,7 +26,7 @@ from ..core import (
     redact,
 )
 from ..policies import Budget, workflow_span
-from ..transport._fs import check_writable
+from ..transport import check_writable
 from ..workflows.deep_research import (
     CallCache,
     Corpus,
@@ -34,6 +34,7 @@ from ..workflows.deep_research import (
     ResearchEvent,
     ResearchReport,
     atomic_write_text,
+    budget_plan,
     load_corpus,
     plan_research,
     run_research,
@@ -42,7 +43,6 @@ from ..workflows.deep_research import (
     uses_own_web,
     web_mode_refusal,
 )
-from ..workflows.deep_research._budget import budget_plan
 from ._app import app, fail, fail_error
 from ._budget import BUDGET_HELP, PARTIAL_EXIT, budget_lines, resolve_budget
 from ._out import echo
@@ -74,8 +74,7 @@ def _no_web_in_small_mode(target: str | None) -> str:
     """Why small-model research without --corpus cannot run, with what can make it run:
     never `--full-model` for the embedded model (refused too), and the web extra when an
     engine is configured but the extra is missing."""
-    from ..workflows.deep_research import check_web_search
-    from ..workflows.deep_research._web_own import own_web_refusal
+    from ..workflows.deep_research import check_web_search, own_web_refusal
 
     local = target is not None and get_capability(target).kind is BackendKind.local
     full = "" if local else " (or --full-model for web research)"

@@ -123,8 +123,7 @@ def worker(
     from ..config import load_settings
 
     try:
-        from ..temporal import run_worker
-        from ..temporal._worker import WorkerPlan
+        from ..temporal import WorkerPlan, run_worker
     except ImportError as exc:
         hint = "" if "agentport[temporal]" in str(exc) else " (pip install 'agentport[temporal]')"
         fail(f"{exc}{hint}", 2)

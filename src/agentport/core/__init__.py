@@ -1,9 +1,15 @@
 """agentport.core: types, errors, capabilities and protocols. No I/O at all.
 
-The quota parsers (`as_quota`, `parse_quota`, `quota_from_body`, `QuotaWindow`, `MAX_WINDOW`)
-and the headroom parser (`headroom_from_headers`, `Headroom`) load on first use: their
-patterns cost more at import than a caller of the types needs; so do the session transcript
-and its briefing (`Transcript`, `brief`), which only a handover needs.
+The quota parsers (`as_quota`, `parse_quota`, `quota_from_body`, `QuotaWindow`, `MAX_WINDOW`),
+the headroom parser (`headroom_from_headers`, `Headroom`, `with_headroom`), the billing
+words (`billing_said`), tracing (`span`, `trace_env`), the depth-bounded JSON parser
+(`bounded.loads`) and the session transcript and its briefing (`Transcript`, `brief`, which
+only a handover needs) load on first use: they cost more at import than a caller of the
+types needs.
+
+Internal to agentport, with no stability promise (the public modules: docs/architecture.md,
+"Public API"): `agentport` re-exports the types a caller annotates with; `__all__` is what
+the other layers of agentport use.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -17,6 +23,9 @@ from ._approvals import (
     PermissionKind,
     PermissionOption,
     PermissionRequest,
+    choose_option,
+    input_summary,
+    permission_kind,
 )
 from ._capabilities import (
     BackendCapability,
@@ -46,12 +55,13 @@ from ._errors import (
     redact,
     redact_value,
     register_secret,
+    secret_values,
 )
 from ._events import EventStream, until_consumer_leaves
 from ._mcp_servers import FUNCTIONS_SERVER, McpServer, ToolFunction
 from ._messages import Message, MessageRole, Part, as_messages, inline_files, split_system
-from ._parts import FilePart, ImagePart, sniff_image
-from ._printable import printable
+from ._parts import MAX_PART_BYTES, FilePart, ImagePart, sniff_image
+from ._printable import printable, without_sequences
 from ._protocols import (
     AgentEvent,
     AgentRuntime,
@@ -61,6 +71,7 @@ from ._protocols import (
     LLMAdapter,
     RuntimeHandle,
     SteerResult,
+    aclose_adapter,
 )
 from ._response import (
     BinaryInfo,
@@ -69,11 +80,18 @@ from ._response import (
     RawInfo,
     SkippedBackend,
     Usage,
+    usage_of,
+    with_usage,
 )
+from ._wait import wait_from_headers
 
 if TYPE_CHECKING:
-    from ._headroom import Headroom, headroom_from_headers
+    from . import _bounded as bounded
+    from ._billing import billing_said, key_handed, loopback_url, route_for
+    from ._headroom import Headroom, headroom_from_headers, with_headroom
     from ._quota import MAX_WINDOW, QuotaWindow, as_quota, parse_quota, quota_from_body
+    from ._runaway import RunawayGuard, input_digest
+    from ._telemetry import annotate_span, span, trace_env
     from ._transcript import (
         DEFAULT_BRIEFING_TOKENS,
         MIN_BRIEFING_TOKENS,
@@ -89,7 +107,6 @@ _LAZY = {
     **dict.fromkeys(
         ("MAX_WINDOW", "QuotaWindow", "as_quota", "parse_quota", "quota_from_body"), "_quota"
     ),
-    **dict.fromkeys(("Headroom", "headroom_from_headers"), "_headroom"),
     **dict.fromkeys(
         (
             "DEFAULT_BRIEFING_TOKENS",
@@ -103,20 +120,27 @@ _LAZY = {
         ),
         "_transcript",
     ),
+    **dict.fromkeys(("Headroom", "headroom_from_headers", "with_headroom"), "_headroom"),
+    **dict.fromkeys(("annotate_span", "span", "trace_env"), "_telemetry"),
+    **dict.fromkeys(("billing_said", "key_handed", "loopback_url", "route_for"), "_billing"),
+    **dict.fromkeys(("RunawayGuard", "input_digest"), "_runaway"),
 }
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from importlib import import_module
+    from importlib import import_module
 
+    if name in _LAZY:
         return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    if name == "bounded":  # the depth-bounded JSON parser, as a module (`bounded.loads`)
+        return import_module("._bounded", __name__)
     raise AttributeError(f"module 'agentport.core' has no attribute {name!r}")
 
 
 __all__ = [
     "DEFAULT_BRIEFING_TOKENS",
     "FUNCTIONS_SERVER",
+    "MAX_PART_BYTES",
     "MAX_WINDOW",
     "MIN_BRIEFING_TOKENS",
     "AgentEvent",
@@ -158,9 +182,9 @@ __all__ = [
     "PermissionOption",
     "PermissionRequest",
     "ProviderError",
-    "QuotaWindow",
     "RawInfo",
     "ReasoningEffort",
+    "RunawayGuard",
     "RuntimeHandle",
     "Sandbox",
     "SkippedBackend",
@@ -172,25 +196,38 @@ __all__ = [
     "Turn",
     "TurnKind",
     "Usage",
+    "aclose_adapter",
+    "annotate_span",
     "as_messages",
     "as_quota",
+    "billing_said",
+    "bounded",
     "brief",
     "check_params",
+    "choose_option",
     "estimate_tokens",
     "headroom_from_headers",
-    "inline_files",
+    "input_digest",
+    "input_summary",
     "json_schema_problem",
+    "key_handed",
+    "loopback_url",
     "merge_config",
-    "messages_for",
     "normalize_name",
-    "parse_quota",
+    "permission_kind",
     "prepare_messages",
     "printable",
-    "quota_from_body",
     "redact",
-    "redact_value",
     "register_secret",
+    "route_for",
+    "secret_values",
     "sniff_image",
-    "split_system",
+    "span",
+    "trace_env",
     "until_consumer_leaves",
+    "usage_of",
+    "wait_from_headers",
+    "with_headroom",
+    "with_usage",
+    "without_sequences",
 ]

@@ -22,7 +22,7 @@ from functools import cache
 from types import ModuleType
 from typing import Any, Literal
 
-__all__ = ["span", "trace_env", "tracing_available"]
+__all__ = ["annotate_span", "span", "trace_env", "tracing_available"]
 
 AttributeValue = str | bool | int | float | tuple[str, ...]
 
@@ -61,6 +61,17 @@ def span(
     clean = {k: v for k, v in attributes.items() if v is not None}
     with tracer.start_as_current_span(name, kind=span_kind, attributes=clean) as current:
         yield current
+
+
+def annotate_span(attributes: Mapping[str, AttributeValue]) -> None:
+    """Set *attributes* on the current span; a no-op without the package or outside a
+    recording span."""
+    trace = _trace()
+    if trace is None:
+        return
+    current = trace.get_current_span()
+    if current.is_recording():
+        current.set_attributes(dict(attributes))
 
 
 def trace_env() -> dict[str, str]:

@@ -1,5 +1,8 @@
 """`agentport mcp`: agentport as a Model Context Protocol server (official MCP Python SDK).
 
+Internal to agentport, with no stability promise (the public modules: docs/architecture.md,
+"Public API"): `__all__` is what the other layers of agentport use.
+
 Tools: `complete`, `backends`; deep research on a folder or the web as a job
 (`research_start`, `research_status`, `research_wait`, `research_result`,
 `research_cancel`); DeepRefine (`refine`, `review`, `apply`); research and refine take a
@@ -22,14 +25,8 @@ from ._server import build_server, check_bind
 from ._stdio import DEFAULT_MAX_MESSAGE_BYTES, serve_stdio
 
 __all__ = [
-    "DEFAULT_MAX_MESSAGE_BYTES",
-    "Roots",
-    "SessionLimits",
-    "ToolFailure",
     "build_server",
     "check_bind",
-    "http_app",
-    "is_loopback",
     "serve_http",
     "serve_stdio",
 ]

@@ -18,8 +18,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
 from ..core import ErrorKind, ProviderError, printable, redact
-from ..transport._beneath import PathRefused
-from ..transport._beneath import Roots as Beneath
+from ..transport import PathRefused
+from ..transport import Roots as Beneath
 
 __all__ = [
     "Progress",

@@ -26,13 +26,13 @@ from ..workflows.deeprefine import (
     finish,
     load_graph,
     load_trace,
+    partial_trace_path,
     review,
     run_loop,
     save_loop,
     save_partial,
     validate_trace,
 )
-from ..workflows.deeprefine._workflow import partial_trace_path
 from ._errors import Progress, Roots, ToolFailure, describe, guarded, tool_hints
 from ._outputs import ApplyOutcome, ApplyResult, RefineResult, ReviewItem, ReviewResult
 from ._tools import AdapterFactory, BackendArg, BudgetArg, run_budget

@@ -32,7 +32,10 @@ from ._budget_spec import (
     parse_duration,
 )
 from ._chain import DEFAULT_FAILOVER_ON, failover_kinds
-from ._concurrency import ConcurrencyGate, Slot, concurrency_gate, gate_key
+from ._concurrency import ConcurrencyGate
+from ._concurrency import Slot as Slot  # internal: the factory, tests
+from ._concurrency import concurrency_gate as concurrency_gate
+from ._concurrency import gate_key as gate_key
 from ._cooldown import (
     Cooldown,
     CooldownStore,
@@ -42,14 +45,17 @@ from ._cooldown import (
     state_dir,
 )
 from ._failover import ChainMember, FailoverAdapter
-from ._gated_runtime import GatedRuntime
+from ._gated_runtime import GatedRuntime as GatedRuntime
 from ._handover import DEFAULT_HANDOVER_ON, SessionHandover
 from ._headroom import QuotaStatus, quota_status
 from ._pressure import WindowRow, windows
 from ._receipt import receipt
 from ._retry import DEADLINE_SLACK_S, RetryingAdapter, RetryPolicy, with_retry
 from ._tracing import workflow_span
-from ._window import Outcome, WindowState, outcome_of, settle
+from ._window import Outcome as Outcome  # internal: the window core, its tests
+from ._window import WindowState as WindowState
+from ._window import outcome_of as outcome_of
+from ._window import settle as settle
 
 __all__ = [
     "BUDGET_KEYS",
@@ -68,30 +74,22 @@ __all__ = [
     "CooldownStore",
     "CooldownStoreWarning",
     "FailoverAdapter",
-    "GatedRuntime",
-    "Outcome",
     "PlanFit",
     "QuotaStatus",
     "RetryPolicy",
     "RetryingAdapter",
     "SessionHandover",
-    "Slot",
     "WindowRow",
-    "WindowState",
-    "concurrency_gate",
     "cooldown_error",
     "default_store",
     "failover_kinds",
     "fit_plan",
     "format_budget",
-    "gate_key",
     "merge_budgets",
-    "outcome_of",
     "parse_budget",
     "parse_duration",
     "quota_status",
     "receipt",
-    "settle",
     "state_dir",
     "windows",
     "with_retry",

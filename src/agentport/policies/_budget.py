@@ -46,10 +46,10 @@ from ..core import (
     Message,
     ProviderError,
     Usage,
+    aclose_adapter,
     merge_config,
+    usage_of,
 )
-from ..core._protocols import aclose_adapter
-from ..core._response import usage_of
 from ._budget_limit import DETAILS_KEY, BudgetLimit, BudgetLimitName
 
 _LOWER_BOUND = frozenset({CostState.lower_bound, CostState.unpriced})

@@ -56,10 +56,10 @@ from ..core import (
     ProviderError,
     SkippedBackend,
     Usage,
+    aclose_adapter,
     check_params,
     merge_config,
 )
-from ..core._protocols import aclose_adapter
 from ._chain import DEFAULT_FAILOVER_ON
 from ._cooldown import CooldownStore, cooling_error
 from ._handover import SessionHandover

@@ -23,11 +23,12 @@ from ..core import (
     AgentEvent,
     AgentRuntime,
     CompletionConfig,
+    EventStream,
     Message,
     ProviderError,
     RuntimeHandle,
+    until_consumer_leaves,
 )
-from ..core._events import EventStream, until_consumer_leaves
 from ._concurrency import ConcurrencyGate
 
 __all__ = ["GatedRuntime"]

@@ -22,7 +22,7 @@ import anyio
 from returns.result import Result, Success
 
 from ..core import CompletionResponse, Headroom, ProviderError
-from ..transport._fs import atomic_write
+from ..transport import atomic_write
 from ._cooldown import state_dir
 
 __all__ = ["QuotaStatus", "note_headroom", "quota_status"]

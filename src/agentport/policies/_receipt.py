@@ -25,8 +25,8 @@ from ..core import (
     ParamReceipt,
     ProviderError,
     Usage,
+    route_for,
 )
-from ..core._billing import route_for
 
 __all__ = ["billed", "billed_result", "receipt"]
 

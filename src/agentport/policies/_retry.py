@@ -39,13 +39,15 @@ from ..core import (
     LLMAdapter,
     Message,
     ProviderError,
+    RunawayGuard,
     TimeoutWhich,
     Usage,
+    aclose_adapter,
+    input_digest,
     merge_config,
+    usage_of,
+    with_usage,
 )
-from ..core._protocols import aclose_adapter
-from ..core._response import usage_of, with_usage
-from ..core._runaway import RunawayGuard, input_digest
 from ._concurrency import ConcurrencyGate, Slot
 from ._cooldown import CooldownStore, cooling_error, note_exhausted
 from ._headroom import note_headroom

@@ -25,8 +25,7 @@ from typing import Any
 
 from returns.result import Result, Success
 
-from ..core import CompletionConfig, CompletionResponse, ProviderError
-from ..core._telemetry import _trace, span
+from ..core import CompletionConfig, CompletionResponse, ProviderError, annotate_span, span
 
 __all__ = ["call_span", "note_window", "record", "workflow_span"]
 
@@ -91,13 +90,7 @@ def note_window(key: str, slot: Any, after: Any) -> None:
     """Put an attempt's concurrency window on the current span (the call's): *slot* is the
     `_concurrency.Slot` it ran in, *after* the `WindowState` its outcome left. A no-op
     without the package or outside a span."""
-    trace = _trace()
-    if trace is None:
-        return
-    current = trace.get_current_span()
-    if not current.is_recording():
-        return
-    current.set_attributes(
+    annotate_span(
         {
             "agentport.concurrency.key": key,
             "agentport.concurrency.window": slot.state.window,

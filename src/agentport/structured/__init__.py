@@ -1,5 +1,8 @@
 """Structured output: schemas in, validated objects out.
 
+Internal to agentport, with no stability promise (the public modules: docs/architecture.md,
+"Public API"): `__all__` is what the other layers of agentport use.
+
 - `schema_dict(output_schema)`: a pydantic model class or JSON-schema dict -> JSON schema.
 - `find_json(text)` / `extract_json(text)`: the answer's JSON value: the whole text, a fenced
   block, or the first OUTERMOST object/array in prose (never an object nested in a value that
@@ -40,23 +43,16 @@ from ._strict import native_schema_gaps, restore_strict, strict_schema
 from ._validate import parse_answer, schema_dict, schema_instruction, truncated_message, validate
 
 __all__ = [
-    "NOTHING",
-    "Call",
-    "choice_instruction",
     "complete_constrained",
     "complete_with_choices",
     "complete_with_schema",
     "extract_json",
-    "find_json",
     "match_choice",
-    "native_schema_gaps",
     "parse_answer",
     "parse_choice",
     "restore_answer",
     "restore_strict",
     "schema_dict",
-    "schema_instruction",
     "strict_schema",
-    "truncated_message",
     "validate",
 ]

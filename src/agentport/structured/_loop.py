@@ -18,8 +18,9 @@ from ..core import (
     OutputSchema,
     ProviderError,
     Usage,
+    usage_of,
+    with_usage,
 )
-from ..core._response import usage_of, with_usage
 from ._extract import NOTHING, find_json
 from ._strict import native_schema_gaps, restore_strict
 from ._validate import parse_answer, schema_instruction

@@ -1,5 +1,8 @@
 """agentport.temporal: agentport calls and workflows as durable Temporal executions.
 
+Internal to agentport, with no stability promise (the public modules: docs/architecture.md,
+"Public API"): `__all__` is what the other layers of agentport use.
+
 The only package of agentport that imports `temporalio` (the `agentport[temporal]` extra).
 
 - Every workflow and activity input is a closed type (`_inputs`: unknown keys refused,
@@ -27,7 +30,7 @@ Source: docs/deployment.md.
 from __future__ import annotations
 
 try:
-    import temporalio  # noqa: F401
+    import temporalio
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ImportError(
         "agentport.temporal needs the Temporal SDK: pip install 'agentport[temporal]'"
@@ -41,6 +44,7 @@ from ._activities import (
     execute_complete,
 )
 from ._batch import BatchJob, BatchResult, ItemResult, RefineJob, ResearchJob
+from ._budget import budget_data
 from ._client import BatchStatus, follow, start_batch, status
 from ._data import (
     CallConfig,
@@ -54,14 +58,8 @@ from ._data import (
     messages_to_dicts,
     retry_decision,
 )
-from ._inputs import REFUSED_INPUT, InputRefused
-from ._queues import (
-    DEFAULT_CONCURRENCY,
-    DEFAULT_PREFIX,
-    concurrency_for,
-    queue_for,
-    workflow_queue,
-)
+from ._inputs import REFUSED_INPUT, InputRefused, one_line
+from ._queues import DEFAULT_CONCURRENCY, DEFAULT_PREFIX, concurrency_for, queue_for, workflow_queue
 from ._semaphore import (
     SEMAPHORE_ACTIVITIES,
     SemaphoreWorkflow,
@@ -81,56 +79,10 @@ from ._workflows import (
 )
 
 __all__ = [
-    "COMPLETE_ACTIVITY",
-    "DEFAULT_CONCURRENCY",
-    "DEFAULT_HEARTBEAT_TIMEOUT",
-    "DEFAULT_PREFIX",
-    "DEFAULT_RETRY_POLICY",
-    "REFUSED_INPUT",
-    "SEMAPHORE_ACTIVITIES",
-    "WEB_ACTIVITIES",
-    "WORKFLOWS",
-    "ActivityAdapter",
     "BatchJob",
-    "BatchResult",
-    "BatchStatus",
-    "BatchWorkflow",
-    "CallConfig",
-    "CallSettings",
-    "CompleteInput",
-    "CompleteOutput",
-    "InputRefused",
-    "ItemResult",
-    "RefineJob",
-    "RefineWorkflow",
-    "ResearchJob",
-    "ResearchWorkflow",
-    "SemaphoreWorkflow",
     "WorkerPlan",
-    "activity_web",
-    "cluster_cap_for",
-    "cluster_permit",
-    "complete",
-    "concurrency_for",
-    "config_from_dict",
-    "config_to_dict",
-    "connect",
-    "error_from_dict",
-    "error_to_dict",
-    "execute_complete",
-    "follow",
-    "messages_to_dicts",
-    "plan_worker",
-    "queue_for",
-    "retry_decision",
+    "budget_data",
+    "one_line",
     "run_worker",
-    "semaphore_id",
-    "start_batch",
-    "status",
-    "web_fetch",
     "web_input",
-    "web_queue",
-    "web_search",
-    "workflow_queue",
-    "workflow_runner",
 ]

@@ -21,7 +21,7 @@ from temporalio import activity
 from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
-from ..transport._beneath import PathRefused, Rooted, Roots
+from ..transport import PathRefused, Rooted, Roots
 from ..workflows.batch import (
     BatchState,
     Item,
@@ -33,7 +33,7 @@ from ..workflows.batch import (
     summary_markdown,
 )
 from ..workflows.deep_research import ResearchConfig
-from ..workflows.deeprefine._files import Layout
+from ..workflows.deeprefine import Layout
 from ._data import CallSettings
 from ._inputs import (
     BackendName,

@@ -24,13 +24,15 @@ from ..core import (
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
+    IgnoredPolicy,
     Message,
+    MessageRole,
+    Part,
     ProviderError,
+    ReasoningEffort,
     ToolPolicy,
     Usage,
 )
-from ..core._config import IgnoredPolicy, ReasoningEffort
-from ..core._messages import MessageRole, Part
 from ._inputs import BackendName, Closed, Label, ModelName, Seconds
 
 __all__ = [

@@ -60,7 +60,7 @@ from ..web import (
     provider_from_settings,
     without_secrets,
 )
-from ..workflows.deep_research._web_own import OwnWeb, no_engine_message
+from ..workflows.deep_research import OwnWeb, no_engine_message
 from ._data import failure_line
 from ._inputs import Closed, Label, WebRequest, parse, wire
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..config import LLMSettings
+from ..backends import BackendSettings
 from ..core import BackendCapability, LLMAdapter
 from ._echo import EchoAdapter, EchoRuntime
 from ._scripted import ScriptedAdapter
@@ -10,15 +10,15 @@ from ._scripted import ScriptedAdapter
 __all__ = ["create_adapter", "create_runtime"]
 
 
-def create_adapter(capability: BackendCapability, settings: LLMSettings) -> LLMAdapter:
+def create_adapter(capability: BackendCapability, settings: BackendSettings) -> LLMAdapter:
     if capability.name == "echo":
-        return EchoAdapter(settings.completion_config())
+        return EchoAdapter(settings.defaults)
     # Configured as a backend there is nobody to script rules: answer `[llm.scripted] default`.
     return ScriptedAdapter(
-        default=settings.options("scripted").get("default", "ok"),
-        default_config=settings.completion_config(),
+        default=settings.options.get("default", "ok"),
+        default_config=settings.defaults,
     )
 
 
-def create_runtime(capability: BackendCapability, settings: LLMSettings) -> EchoRuntime:
-    return EchoRuntime(settings.completion_config())
+def create_runtime(capability: BackendCapability, settings: BackendSettings) -> EchoRuntime:
+    return EchoRuntime(settings.defaults)

@@ -43,8 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import BinaryInfo
-from ..transport._binary import identify
-from ..transport._fs import atomic_write
+from ..transport import atomic_write, identify
 from ._fake_replies import RecordedRequest
 from ._fake_server import FakeModelServer
 

@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..web._types import SearchHit
+from ..web import SearchHit
 from ._fake_replies import RecordedRequest, SideRule, TextReply
 from ._fake_webcall import WebCall
 from ._fake_websearch import SearchEngine, WebSearchReply

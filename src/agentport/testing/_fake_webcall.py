@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..web._types import SearchHit
+from ..web import SearchHit
 
 __all__ = ["WebCall", "responses_web_items"]
 

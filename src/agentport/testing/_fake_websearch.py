@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol, cast
 
-from ..web._types import SearchHit
+from ..web import SearchHit
 from ._fake_replies import RecordedRequest, ReplyLike, ServerReply, coerce_reply
 from ._fake_turn import Turn
 from ._fake_webcall import WebCall

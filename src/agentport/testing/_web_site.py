@@ -22,7 +22,7 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
-from ..web._types import SearchHit
+from ..web import SearchHit
 
 __all__ = [
     "DEFAULT_PAGES",

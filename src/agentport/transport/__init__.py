@@ -1,5 +1,8 @@
 """agentport.transport: the one subprocess runner and its pure NDJSON framer.
 
+Internal to agentport, with no stability promise (the public modules: docs/architecture.md,
+"Public API"): `__all__` is what the other layers of agentport use.
+
 - `run_process(ProcessRequest, on_frame) -> ProcessResult`: spawn (under a guardian that kills
   the CLI's group when this process dies), frame, time out, tear down; `on_stderr_line` ends a
   run at a CLI's retry notice.
@@ -19,6 +22,11 @@
 - `WarmPool`, `warm_processes(size)`, `current_scope()`, `pool_size`, `call_pool`: warm agent
   processes kept between calls (a bounded pool per configuration, one event loop; a block
   that owns and closes them).
+- Shared with the other layers (not the runner itself): the file helpers every layer uses to
+  write state (`atomic_write`, `read_regular`, `check_writable`, `ensure_real_dir`, ...:
+  never through a symbolic link), the path authority under a worker's roots (`Roots`,
+  `Rooted`, `PathRefused`), a long-lived process (`LiveProcess`, `signal_group`,
+  `close_at_eof`, `cannot_start`, `total_timeout`) and its stderr notices (`drain`, `Stop`).
 - `tls_context()`: the one TLS client context every HTTP client shares (reading the CA bundle
   blocks the event loop).
 
@@ -27,6 +35,13 @@ docs/runner.md describes the behaviour, timeouts and teardown.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from ._beneath import PathRefused, Rooted, Roots
+from ._binary import check_binary, identify
+
+if TYPE_CHECKING:
+    from ._tool_host import serve_functions
 from ._env import DEPTH_ENV, MAX_DEPTH, NESTING_MARKERS, check_argv, child_env
 from ._framer import (
     DEFAULT_MAX_LINE_BYTES,
@@ -37,6 +52,18 @@ from ._framer import (
     NestingTooDeepError,
     parse_line,
 )
+from ._fs import (
+    append_text,
+    atomic_write,
+    check_writable,
+    ensure_private_dir,
+    ensure_real_dir,
+    open_lock_file,
+    open_regular_input,
+    read_regular,
+)
+from ._live import LiveProcess
+from ._notices import Stop, drain
 from ._rundir import empty_folder, private_base, private_tempdir
 from ._runner import (
     DEFAULT_MAX_EVENTS,
@@ -44,11 +71,15 @@ from ._runner import (
     OnStderrLine,
     ProcessRequest,
     ProcessResult,
+    cannot_start,
+    close_at_eof,
     group_members,
     missing_executable,
     run_capture,
     run_capture_sync,
     run_process,
+    signal_group,
+    total_timeout,
 )
 from ._spawner import guard_argv, open_guarded
 from ._tls import tls_context
@@ -69,41 +100,58 @@ from ._warm import (
 __all__ = [
     "DEFAULT_MAX_EVENTS",
     "DEFAULT_MAX_LINE_BYTES",
-    "DEFAULT_MAX_USES",
-    "DEPTH_ENV",
-    "MAX_DEPTH",
-    "MAX_JSON_DEPTH",
-    "NESTING_MARKERS",
     "WORKFLOW_WARM",
     "Frame",
     "LineFramer",
     "LineTooLongError",
-    "NestingTooDeepError",
+    "LiveProcess",
     "OnFrame",
-    "OnStderrLine",
+    "PathRefused",
     "ProcessRequest",
     "ProcessResult",
+    "Rooted",
+    "Roots",
+    "Stop",
     "WarmPool",
-    "WarmScope",
+    "append_text",
+    "atomic_write",
     "call_pool",
-    "check_argv",
+    "cannot_start",
+    "check_binary",
+    "check_writable",
     "child_env",
+    "close_at_eof",
     "close_shared",
-    "current_scope",
+    "drain",
     "empty_folder",
-    "group_members",
+    "ensure_private_dir",
+    "ensure_real_dir",
     "guard_argv",
+    "identify",
     "missing_executable",
     "open_guarded",
+    "open_lock_file",
+    "open_regular_input",
     "parse_line",
     "pool_size",
-    "private_base",
     "private_tempdir",
+    "read_regular",
     "run_capture",
     "run_capture_sync",
     "run_process",
-    "shared_pool",
+    "serve_functions",
+    "signal_group",
     "tls_context",
+    "total_timeout",
     "warm_processes",
     "with_warm_processes",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # the functions server needs the `mcp` extra: loaded on first use, never with the package
+    if name == "serve_functions":
+        from ._tool_host import serve_functions
+
+        return serve_functions
+    raise AttributeError(f"module 'agentport.transport' has no attribute {name!r}")

@@ -33,9 +33,9 @@ from ._runner import (
     ProcessResult,
     _ExitWatch,
     _pump,
-    _signal_group,
     _teardown,
     close_at_eof,
+    signal_group,
     total_timeout,
 )
 from ._spawner import open_guarded
@@ -91,7 +91,7 @@ class LiveProcess:
 
     def kill(self) -> None:
         """SIGKILL its group now (no await: for a process of an event loop that is gone)."""
-        _signal_group(self.process.pid, signal.SIGKILL)
+        signal_group(self.process.pid, signal.SIGKILL)
         if self.home is not None:
             self.home.close()
 

@@ -226,7 +226,7 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
+def signal_group(pgid: int, sig: signal.Signals) -> None:
     with suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
 
@@ -250,9 +250,9 @@ async def _teardown(process: Process, grace_s: float, close: bool = True) -> Non
     pgid = process.pid
     with anyio.CancelScope(shield=True):
         if process.returncode is None or group_members(pgid):
-            _signal_group(pgid, signal.SIGTERM)
+            signal_group(pgid, signal.SIGTERM)
             if not await _wait_gone(process, pgid, grace_s):
-                _signal_group(pgid, signal.SIGKILL)
+                signal_group(pgid, signal.SIGKILL)
                 await _wait_gone(process, pgid, max(grace_s, 1.0))
         if close:
             with anyio.move_on_after(max(grace_s, 1.0)):

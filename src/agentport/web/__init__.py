@@ -1,5 +1,8 @@
 """agentport.web: search providers and a guarded fetcher for backends without web tools.
 
+Internal to agentport, with no stability promise (the public modules: docs/architecture.md,
+"Public API"): `__all__` is what the other layers of agentport use.
+
 - `SearchProvider` (protocol), `SearxngProvider` (a SearxNG instance's JSON API),
   `provider_from_settings(WebSettings)`; failures raise `SearchError`.
 - `Fetcher`: httpx fetching with robots.txt, per-host concurrency and delay, size, time and
@@ -22,20 +25,14 @@ from ._settings import DEFAULT_USER_AGENT, WebSettings, narrow_web, without_secr
 from ._types import FetchedPage, FetchRefused, FetchResult, RefusalKind, SearchError, SearchHit
 
 __all__ = [
-    "DEFAULT_USER_AGENT",
     "FetchRefused",
     "FetchResult",
     "FetchedPage",
     "Fetcher",
-    "RefusalKind",
     "SearchError",
     "SearchHit",
     "SearchProvider",
-    "SearxngProvider",
     "WebSettings",
-    "check_url",
-    "html_to_text",
-    "is_public_address",
     "narrow_web",
     "provider_from_settings",
     "without_secrets",

@@ -12,7 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 import anyio
 import httpx
 
-from ..core import _bounded as bounded
+from ..core import bounded
 from ..transport import tls_context
 from ._settings import WebSettings, without_userinfo
 from ._types import SearchError, SearchHit

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import anyio
 
-from ...transport._fs import atomic_write
+from ...transport import atomic_write
 from ._questions import Question
 from ._state import BatchState, Item
 

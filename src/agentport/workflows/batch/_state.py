@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ...transport._fs import atomic_write, check_writable, ensure_real_dir, open_lock_file
+from ...transport import atomic_write, check_writable, ensure_real_dir, open_lock_file
 from ._questions import BatchInputError, Question
 
 __all__ = ["STATE_FILE", "BatchState", "Item", "Status"]

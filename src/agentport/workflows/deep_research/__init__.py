@@ -19,6 +19,7 @@ print(to_markdown(report))
 
 from __future__ import annotations
 
+from ._budget import budget_plan as budget_plan  # for agentport's interfaces, not public
 from ._cache import CallCache, atomic_write_text
 from ._config import (
     CONCURRENCY,
@@ -80,6 +81,9 @@ from ._report import (
 from ._run import EventCallback, check_web_search, research_config_for
 from ._schemas import Angle, Claim, Extract, Finding, Report, Scope, Search, SearchResult, Verdict
 from ._web_mode import uses_own_web, web_mode_refusal
+from ._web_own import OwnWeb as OwnWeb  # for agentport's interfaces
+from ._web_own import no_engine_message as no_engine_message  # for agentport's interfaces
+from ._web_own import own_web_refusal as own_web_refusal  # for agentport's interfaces
 
 __all__ = [
     "CONCURRENCY",

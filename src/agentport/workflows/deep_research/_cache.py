@@ -14,9 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ...core import _bounded as bounded
-from ...core import redact
-from ...transport._fs import atomic_write, ensure_private_dir
+from ...core import bounded, redact
+from ...transport import atomic_write, ensure_private_dir
 
 __all__ = ["CallCache", "atomic_write_text"]
 

@@ -30,6 +30,8 @@ from ._constants import (
     MAX_TRIPLE_NUM_BY_STEP,
 )
 from ._files import InputError, Layout, atomic_write, find_layout
+from ._files import ensure_state as ensure_state  # for agentport's interfaces, not public
+from ._files import read_bytes as read_bytes  # for agentport's interfaces, not public
 from ._graph import Graph, Resolution, dump_graph, load_graph, parse_graph
 from ._history import add_query, memory_question, pending, read_history, sync_memory
 from ._loop import LoopResult, LoopSettings, format_history, parse_judge, run_loop
@@ -37,7 +39,9 @@ from ._retrieval import Triple, expand, match_question, render_triples, source_h
 from ._review import Review, ReviewContext, ReviewItem, review
 from ._source import GraphSource, InMemoryGraph, triple_from_row, triple_row
 from ._trace import load_trace, query_id, trace_template, validate_trace
+from ._workflow import dump_trace as dump_trace  # for agentport's interfaces, not public
 from ._workflow import finish, save_loop, save_partial
+from ._workflow import partial_trace_path as partial_trace_path  # for agentport's interfaces
 
 __all__ = [
     "BASE_TOP_K",

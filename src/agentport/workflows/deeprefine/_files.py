@@ -21,7 +21,7 @@ from typing import BinaryIO
 from returns.result import Failure
 
 from ...core import ErrorKind, ProviderError
-from ...transport._fs import (
+from ...transport import (
     append_text,
     atomic_write,
     ensure_real_dir,

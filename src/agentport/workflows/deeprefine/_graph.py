@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ...core import _bounded as bounded
+from ...core import bounded
 from ._constants import BARE_AMBIGUOUS_NAMES
 from ._files import InputError, read_bytes
 

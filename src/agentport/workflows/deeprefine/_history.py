@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...core import _bounded as bounded
-from ...transport._fs import read_regular
+from ...core import bounded
+from ...transport import read_regular
 from ._files import Layout, append_text, atomic_write, ensure_state
 from ._trace import query_id
 

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ...core import _bounded as bounded
+from ...core import bounded
 from ._constants import (
     BASE_TOP_K,
     CONSTANTS,

@@ -8,8 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ...core import _bounded as bounded
-from ...core import redact
+from ...core import bounded, redact
 from ._files import (
     InputError,
     Layout,
