@@ -281,3 +281,31 @@ async def test_real_cli_interrupted_mid_request_ends_the_turn(
             after = [e async for e in rt.send("next question")]
         assert after[-1].type is EventType.final, after[-1]
         assert after[-1].content == "next answer"
+
+
+async def test_a_handoff_that_does_not_fit_says_what_it_left_out(
+    fake_claude: dict[str, Any],
+) -> None:
+    from agentport import handoff
+    from agentport.core import Transcript, Turn, TurnKind
+
+    record = fake_claude.pop("record")
+    turns = tuple(Turn(TurnKind.user, f"old turn {i} " + "x" * 300) for i in range(40))
+    transcript = Transcript(turns=turns, open_question="what now? MARK-OPEN")
+    async with handoff(transcript, to="claude", max_tokens=600, **fake_claude) as moved:
+        events = [e async for e in moved.send()]
+    final = events[-1]
+    assert final.type is EventType.final, final
+    warnings = final.metadata["response"].warnings
+    assert any("older turn(s) of 40" in w for w in warnings)
+    assert moved.briefing is not None
+    assert moved.warnings == moved.briefing.warnings
+    seen = "\n".join(json.loads(line)["prompt"] for line in record.read_text().splitlines())
+    assert "MARK-OPEN" in seen
+    assert "old turn 39" in seen
+    assert "old turn 0 " not in seen
+    assert "left out" in seen  # the new agent is told too
+    with pytest.raises(ValueError, match="max_tokens"):
+        handoff(transcript, to="claude", max_tokens=10, **fake_claude)
+    with pytest.raises(TypeError, match="keeps no transcript"):
+        handoff(object(), to="claude", **fake_claude)  # type: ignore[arg-type]
