@@ -38,7 +38,10 @@ _TOOL: dict[str, tuple[str, dict[str, Any], ToolPolicy] | None] = {
     "pi": ("bash", {"command": "echo tool-says-MARK-T"},
            ToolPolicy(allowed_tools=("bash", "read"))),
 }  # fmt: skip
-PAIRS = [("claude", "codex"), ("codex", "gemini"), ("gemini", "opencode"), ("pi", "claude")]
+PAIRS = [
+    ("claude", "codex"), ("codex", "gemini"), ("gemini", "opencode"), ("pi", "claude"),
+    ("opencode", "qwen"), ("qwen", "copilot"), ("copilot", "pi"),
+]  # fmt: skip
 
 
 @pytest.fixture

@@ -40,27 +40,27 @@ def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, An
 
 
 async def _interrupt_when(
-    rt: Any, text: str, ready: Any = lambda e: False, after_s: float = 1.0
+    rt: Any, text: str, ready: Any = lambda: True, first_s: float = 1.0, within_s: float = 90
 ) -> tuple[list[AgentEvent], float]:
-    """Run a turn and interrupt it at the first event *ready* accepts, else after
-    *after_s*; (its events, seconds from the interrupt to the stream's end)."""
+    """Run a turn and interrupt it once *ready()* says so (polled after *first_s*, for at
+    most *within_s*); (its events, seconds from the interrupt to the stream's end)."""
     events: list[AgentEvent] = []
     asked = 0.0
     async with anyio.create_task_group() as tg:
 
         async def later() -> None:
             nonlocal asked
-            await anyio.sleep(after_s)
+            await anyio.sleep(first_s)
+            with anyio.fail_after(within_s):
+                # the fake server's request list is plain state, no event to wait on
+                while not ready():  # noqa: ASYNC110
+                    await anyio.sleep(0.05)
             asked = time.monotonic()
             assert rt.interrupt() is True
 
         tg.start_soon(later)
-        async for event in rt.send(text, CompletionConfig(idle_timeout_s=60)):
+        async for event in rt.send(text, CompletionConfig(idle_timeout_s=120)):
             events.append(event)
-            if ready(event) and not asked:
-                tg.cancel_scope.cancel()
-                asked = time.monotonic()
-                assert rt.interrupt() is True
         tg.cancel_scope.cancel()
     return events, time.monotonic() - asked
 
@@ -122,10 +122,10 @@ async def test_real_cli_interrupted_mid_request_resumes(
             server.reply(Hang())
             waiting = len(server.model_requests)
 
-            def reached(_: AgentEvent) -> bool:
+            def reached() -> bool:
                 return len(server.model_requests) > waiting
 
-            events, took = await _interrupt_when(rt, "second question", reached, after_s=20)
+            events, took = await _interrupt_when(rt, "second question", reached, first_s=0)
             assert len(server.model_requests) > waiting, "the hung request never started"
             assert events[-1].metadata["error"].kind is ErrorKind.interrupted
             assert took < 10
@@ -254,3 +254,58 @@ async def test_real_claude_fork(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         assert again[-1].content == "original goes on"
         assert rt.handle.session_id == original
         assert "in the fork" not in json.dumps(server.model_requests[-1].body)
+
+
+@pytest.mark.contract
+@pytest.mark.skipif(not network_isolated(), reason="run under `unshare -n` (loopback only)")
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize("cli", ["gemini", "opencode", "qwen", "pi", "copilot"])
+async def test_real_cli_interrupted_mid_request_ends_the_turn(
+    cli: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # these CLIs keep no session agentport can resume: the turn ends, the next one is new
+    monkeypatch.setenv(ALLOW_ENV, "1")
+    with FakeModelServer(default="fallback") as server:
+        options = {cli: cli_options(cli, server, tmp_path / "home")}
+        async with create_agent_runtime(cli, model=model_for(cli), **options) as rt:
+            server.reply(Hang())
+
+            def reached() -> bool:
+                return len(server.model_requests) > 0
+
+            events, took = await _interrupt_when(rt, "a question", reached, first_s=0)
+            assert server.model_requests, "the hung request never started"
+            assert events[-1].metadata["error"].kind is ErrorKind.interrupted
+            assert took < 10
+            server.reply("next answer")
+            after = [e async for e in rt.send("next question")]
+        assert after[-1].type is EventType.final, after[-1]
+        assert after[-1].content == "next answer"
+
+
+async def test_a_handoff_that_does_not_fit_says_what_it_left_out(
+    fake_claude: dict[str, Any],
+) -> None:
+    from agentport import handoff
+    from agentport.core import Transcript, Turn, TurnKind
+
+    record = fake_claude.pop("record")
+    turns = tuple(Turn(TurnKind.user, f"old turn {i} " + "x" * 300) for i in range(40))
+    transcript = Transcript(turns=turns, open_question="what now? MARK-OPEN")
+    async with handoff(transcript, to="claude", max_tokens=600, **fake_claude) as moved:
+        events = [e async for e in moved.send()]
+    final = events[-1]
+    assert final.type is EventType.final, final
+    warnings = final.metadata["response"].warnings
+    assert any("older turn(s) of 40" in w for w in warnings)
+    assert moved.briefing is not None
+    assert moved.warnings == moved.briefing.warnings
+    seen = "\n".join(json.loads(line)["prompt"] for line in record.read_text().splitlines())
+    assert "MARK-OPEN" in seen
+    assert "old turn 39" in seen
+    assert "old turn 0 " not in seen
+    assert "left out" in seen  # the new agent is told too
+    with pytest.raises(ValueError, match="max_tokens"):
+        handoff(transcript, to="claude", max_tokens=10, **fake_claude)
+    with pytest.raises(TypeError, match="keeps no transcript"):
+        handoff(object(), to="claude", **fake_claude)  # type: ignore[arg-type]

@@ -53,6 +53,9 @@ class CliRuntime:
     applies back-pressure). A fresh working directory lives as long as the runtime (unless the
     config sets `cwd`); later turns resume `handle.session_id` where the catalog says
     session_resume is NATIVE. Leaving the block cancels a running turn and kills its process.
+    Session controls (docs/sessions.md): `interrupt()` ends the running turn, `steer(text)`
+    queues text for the next turn, `fork()` copies the session where the CLI can, and
+    `transcript` records the conversation for `agentport.handoff`.
     """
 
     def __init__(
