@@ -277,3 +277,25 @@ async def test_a_lower_bound_shows_in_the_ceiling_reason() -> None:
 def test_a_bad_on_unpriced_is_refused_naming_it() -> None:
     with pytest.raises(ValueError, match="on_unpriced"):
         BudgetAdapter(_Says(_unpriced), Budget(cost_usd=1.0), on_unpriced="ignore")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("model", "route", "priced_above_zero"),
+    [
+        ("openai/gpt-4o-mini", BillingRoute.api_key, True),  # in LiteLLM's price list
+        ("openai/fake-model", BillingRoute.local, False),  # unknown, on this machine
+    ],
+)
+async def test_litellm_prices_from_its_own_list_or_is_your_own_server(
+    model: str, route: BillingRoute, priced_above_zero: bool
+) -> None:
+    pytest.importorskip("litellm")
+    with FakeModelServer() as server:
+        server.reply("hello")
+        options = {"model": model, "api_base": server.openai_base_url, "api_key": "sk-fake-1"}
+        result = await create_llm_adapter("litellm", litellm=options).complete(ASK)
+    usage = result.unwrap().usage
+    assert usage.billing_route is route
+    assert usage.cost_state is CostState.priced
+    assert usage.cost_usd is not None
+    assert (usage.cost_usd > 0) is priced_above_zero

@@ -31,8 +31,10 @@ from returns.result import Failure, Result, Success
 from ..config import LLMSettings
 from ..core import (
     BackendCapability,
+    BillingRoute,
     CompletionConfig,
     CompletionResponse,
+    CostState,
     ErrorKind,
     Message,
     ProviderError,
@@ -43,6 +45,7 @@ from ..core import (
     merge_config,
     prepare_messages,
 )
+from ..core._billing import loopback_url
 from ..core._wait import wait_from_headers
 from ..structured import complete_constrained, schema_dict
 from ._openai_wire import chat_message
@@ -205,6 +208,34 @@ def _usage(obj: Any) -> Usage | None:
     )
 
 
+def _priced(model: object, usage: Usage, local: bool, keyed: bool) -> Usage:
+    """*usage* priced from LiteLLM's own model price list (the copy bundled with it) when the
+    list knows *model*: on a key when one was given (else the route is the receipt's
+    `unknown`); a model it does not know on an endpoint on this machine (*local*) is your
+    own server, priced at 0 by the receipt; anything else stays `unpriced`."""
+    name = str(model or "")
+    if name in litellm.model_cost or name.split("/", 1)[-1] in litellm.model_cost:
+        try:
+            prompt, completion = litellm.cost_per_token(
+                model=name,
+                prompt_tokens=usage.input_tokens,
+                completion_tokens=usage.output_tokens,
+            )
+        except Exception:  # a price the list cannot give is no price
+            pass
+        else:
+            update: dict[str, object] = {
+                "cost_usd": float(prompt) + float(completion),
+                "cost_state": CostState.priced,
+            }
+            if keyed:
+                update["billing_route"] = BillingRoute.api_key
+            return usage.model_copy(update=update)
+    if local:
+        return usage.model_copy(update={"billing_route": BillingRoute.local})
+    return usage
+
+
 def _on_asyncio() -> bool:
     try:
         asyncio.get_running_loop()
@@ -294,11 +325,19 @@ class LiteLLMAdapter:
     ) -> Result[CompletionResponse, ProviderError]:
         kwargs = self._kwargs(messages, config, schema)
         if _on_asyncio():
-            return await self._acall(kwargs, config)
-        # LiteLLM needs asyncio: give it a loop of its own in a worker thread. On cancel the
-        # thread is abandoned and ends at LiteLLM's own timeout (set to the total budget).
-        return await anyio.to_thread.run_sync(
-            lambda: asyncio.run(self._acall(kwargs, config)), abandon_on_cancel=True
+            result = await self._acall(kwargs, config)
+        else:
+            # LiteLLM needs asyncio: give it a loop of its own in a worker thread. On cancel
+            # the thread is abandoned and ends at LiteLLM's own timeout (the total budget).
+            result = await anyio.to_thread.run_sync(
+                lambda: asyncio.run(self._acall(kwargs, config)), abandon_on_cancel=True
+            )
+        base = self._options.api_base
+        local, keyed = bool(base and loopback_url(base)), self._options.api_key is not None
+        return result.map(
+            lambda r: r.model_copy(
+                update={"usage": _priced(kwargs.get("model"), r.usage, local, keyed)}
+            )
         )
 
     def _kwargs(
