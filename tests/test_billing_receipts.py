@@ -299,3 +299,16 @@ async def test_litellm_prices_from_its_own_list_or_is_your_own_server(
     assert usage.cost_state is CostState.priced
     assert usage.cost_usd is not None
     assert (usage.cost_usd > 0) is priced_above_zero
+
+
+async def test_a_failed_chain_says_route_and_cost_too(tmp_path: Path) -> None:
+    # neither member installed: nothing was sent, the chain's failure still says both
+    missing = {"executable": str(tmp_path / "missing")}
+    llm = create_llm_adapter(["codex", "claude"], codex=missing, claude=missing)
+    result = await llm.complete(ASK)
+    assert isinstance(result, Failure)
+    assert result.failure().kind is ErrorKind.not_installed
+    usage = result.failure().usage
+    assert usage.billing_route is BillingRoute.unknown  # claude's catalog has three routes
+    assert usage.cost_state is CostState.priced  # never sent: nothing spent
+    assert usage.cost_usd == 0.0
