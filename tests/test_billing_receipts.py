@@ -277,3 +277,38 @@ async def test_a_lower_bound_shows_in_the_ceiling_reason() -> None:
 def test_a_bad_on_unpriced_is_refused_naming_it() -> None:
     with pytest.raises(ValueError, match="on_unpriced"):
         BudgetAdapter(_Says(_unpriced), Budget(cost_usd=1.0), on_unpriced="ignore")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("model", "route", "priced_above_zero"),
+    [
+        ("openai/gpt-4o-mini", BillingRoute.api_key, True),  # in LiteLLM's price list
+        ("openai/fake-model", BillingRoute.local, False),  # unknown, on this machine
+    ],
+)
+async def test_litellm_prices_from_its_own_list_or_is_your_own_server(
+    model: str, route: BillingRoute, priced_above_zero: bool
+) -> None:
+    pytest.importorskip("litellm")
+    with FakeModelServer() as server:
+        server.reply("hello")
+        options = {"model": model, "api_base": server.openai_base_url, "api_key": "sk-fake-1"}
+        result = await create_llm_adapter("litellm", litellm=options).complete(ASK)
+    usage = result.unwrap().usage
+    assert usage.billing_route is route
+    assert usage.cost_state is CostState.priced
+    assert usage.cost_usd is not None
+    assert (usage.cost_usd > 0) is priced_above_zero
+
+
+async def test_a_failed_chain_says_route_and_cost_too(tmp_path: Path) -> None:
+    # neither member installed: nothing was sent, the chain's failure still says both
+    missing = {"executable": str(tmp_path / "missing")}
+    llm = create_llm_adapter(["codex", "claude"], codex=missing, claude=missing)
+    result = await llm.complete(ASK)
+    assert isinstance(result, Failure)
+    assert result.failure().kind is ErrorKind.not_installed
+    usage = result.failure().usage
+    assert usage.billing_route is BillingRoute.unknown  # claude's catalog has three routes
+    assert usage.cost_state is CostState.priced  # never sent: nothing spent
+    assert usage.cost_usd == 0.0

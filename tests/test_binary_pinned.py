@@ -172,3 +172,20 @@ def test_link_chain_refuses_a_loop_and_a_dangling_link(tmp_path: Path) -> None:
     (tmp_path / "c").symlink_to(tmp_path / "missing")
     with pytest.raises(FileNotFoundError):
         link_chain(tmp_path / "c")
+
+
+async def test_a_launcher_with_the_same_bytes_in_an_upgraded_package_is_binary_changed(
+    tmp_path: Path,
+) -> None:
+    pkg = tmp_path / "lib" / "fake-cli"
+    exe = _script(pkg / "bin" / "claude", "launcher")
+    _package(pkg, "1.0.0")
+    llm = _llm(tmp_path, exe)
+    assert isinstance(await _ask(llm), Success)
+    _package(pkg, "1.1.0")  # npm replaced the package: the launcher's bytes did not change
+    _script(exe, "launcher")
+    result = await _ask(llm)
+    assert isinstance(result, Failure), result
+    assert result.failure().kind is ErrorKind.binary_changed
+    assert "another package version" in result.failure().message
+    assert result.failure().details["after"]["version"] == "1.1.0"

@@ -430,6 +430,7 @@ async def test_usage_and_cost_are_totalled_over_every_call() -> None:
     assert out.stats["inputTokens"] == 170
     assert out.stats["outputTokens"] == 34
     assert out.stats["costUsd"] == pytest.approx(8.5)
+    assert out.stats["costState"] == "priced"  # every call had a price: not a lower bound
 
 
 async def test_resume_replays_finished_calls_and_only_redoes_the_failed_one(

@@ -30,9 +30,11 @@ from returns.result import Failure, Result, Success
 
 from ..core import (
     BackendCapability,
+    BillingRoute,
     ClosableAdapter,
     CompletionConfig,
     CompletionResponse,
+    CostState,
     ErrorKind,
     Message,
     ProviderError,
@@ -40,6 +42,7 @@ from ..core import (
     TimeoutWhich,
     Usage,
     as_quota,
+    loopback_url,
     merge_config,
     prepare_messages,
     wait_from_headers,
@@ -206,6 +209,34 @@ def _usage(obj: Any) -> Usage | None:
     )
 
 
+def _priced(model: object, usage: Usage, local: bool, keyed: bool) -> Usage:
+    """*usage* priced from LiteLLM's own model price list (the copy bundled with it) when the
+    list knows *model*: on a key when one was given (else the route is the receipt's
+    `unknown`); a model it does not know on an endpoint on this machine (*local*) is your
+    own server, priced at 0 by the receipt; anything else stays `unpriced`."""
+    name = str(model or "")
+    if name in litellm.model_cost or name.split("/", 1)[-1] in litellm.model_cost:
+        try:
+            prompt, completion = litellm.cost_per_token(
+                model=name,
+                prompt_tokens=usage.input_tokens,
+                completion_tokens=usage.output_tokens,
+            )
+        except Exception:  # a price the list cannot give is no price
+            pass
+        else:
+            update: dict[str, object] = {
+                "cost_usd": float(prompt) + float(completion),
+                "cost_state": CostState.priced,
+            }
+            if keyed:
+                update["billing_route"] = BillingRoute.api_key
+            return usage.model_copy(update=update)
+    if local:
+        return usage.model_copy(update={"billing_route": BillingRoute.local})
+    return usage
+
+
 def _on_asyncio() -> bool:
     try:
         asyncio.get_running_loop()
@@ -295,11 +326,19 @@ class LiteLLMAdapter(ClosableAdapter):
     ) -> Result[CompletionResponse, ProviderError]:
         kwargs = self._kwargs(messages, config, schema)
         if _on_asyncio():
-            return await self._acall(kwargs, config)
-        # LiteLLM needs asyncio: give it a loop of its own in a worker thread. On cancel the
-        # thread is abandoned and ends at LiteLLM's own timeout (set to the total budget).
-        return await anyio.to_thread.run_sync(
-            lambda: asyncio.run(self._acall(kwargs, config)), abandon_on_cancel=True
+            result = await self._acall(kwargs, config)
+        else:
+            # LiteLLM needs asyncio: give it a loop of its own in a worker thread. On cancel
+            # the thread is abandoned and ends at LiteLLM's own timeout (the total budget).
+            result = await anyio.to_thread.run_sync(
+                lambda: asyncio.run(self._acall(kwargs, config)), abandon_on_cancel=True
+            )
+        base = self._options.api_base
+        local, keyed = bool(base and loopback_url(base)), self._options.api_key is not None
+        return result.map(
+            lambda r: r.model_copy(
+                update={"usage": _priced(kwargs.get("model"), r.usage, local, keyed)}
+            )
         )
 
     def _kwargs(

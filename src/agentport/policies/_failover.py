@@ -371,6 +371,13 @@ class FailoverAdapter(ClosableAdapter):
                 )  # fmt: skip
         listed = [s.model_dump(mode="json", exclude={"usage"}) for s in skipped]
         last = errors[-1] if errors else None
+        failed = [o for o in outcomes if o.error is not None]
+        member_cap = self.members[failed[-1].index].capability if failed else None
+        if member_cap is not None and None in (spent.billing_route, spent.cost_state):
+            # nothing spent reported a route (every member refused before sending, or none
+            # had the retry policy): the last member's catalog entry says it
+            unsent = all(e.request_sent is False for e in errors)
+            spent = billed(member_cap, spent, sent=False if unsent else None)
         finished = last is not None and not self._moves_on(outcomes[-1])
         if last is not None and (finished or len(outcomes) >= len(self.members)):
             last = last.reached_by(errors).replace(usage=spent)

@@ -4,12 +4,13 @@ At the first call of a CLI backend the resolved executable is recorded: its path
 of symbolic links to the real file, the real file's sha256 and the version its package
 declares (`BinaryInfo`). Before each later call every link of the chain and the real file
 are `lstat`ed (device, inode, size, mtime, ctime: no read); when any of them changed the
-file is hashed again. The same real file with the same bytes (a `touch`, a reinstall of the
-same build) is re-verified and the batch goes on; another file or other bytes (an upgrade
-by the package manager, a retargeted link) is `ErrorKind.binary_changed`, not retryable,
-for this and every later call of the process, unless the caller opted in with
-`[llm.<backend>] on_binary_change = "reverify"`: then the new binary is recorded and
-answers, and the receipt (`CompletionResponse.binary`) names it. Never a silent switch.
+file is hashed again. The same real file with the same bytes and package version (a `touch`,
+a reinstall of the same build) is re-verified and the batch goes on; another file, other
+bytes or another package version (an upgrade by the package manager, a retargeted link)
+is `ErrorKind.binary_changed`, not retryable, for this and every later call of the process,
+unless the caller opted in with `[llm.<backend>] on_binary_change = "reverify"`: then the
+new binary is recorded and answers, and the receipt (`CompletionResponse.binary`) names it.
+Never a silent switch.
 
 Records are per process, keyed by backend and the executable's absolute path.
 """
@@ -111,6 +112,12 @@ def identify(path: str | os.PathLike[str]) -> tuple[BinaryInfo, _Stamp]:
     return info, stamp
 
 
+def _identity(info: BinaryInfo) -> tuple[str, str, str | None]:
+    # the version too: an npm CLI's launcher script (codex.js) can keep its bytes across
+    # releases while the package beside it, and the native binary it starts, change
+    return info.real_path, info.sha256, info.version
+
+
 def _describe(info: BinaryInfo) -> str:
     version = f" {info.version}" if info.version else ""
     return f"{info.real_path}{version} sha256 {info.sha256[:12]}"
@@ -163,11 +170,14 @@ async def check_binary(
                 backend=backend, retryable=False,
             )  # fmt: skip
         return _changed(backend, known.info, None, str(exc))
-    if known is not None and (info.real_path, info.sha256) != (
-        known.info.real_path,
-        known.info.sha256,
-    ):
-        why = "another file" if info.real_path != known.info.real_path else "other bytes"
+    if known is not None and _identity(info) != _identity(known.info):
+        why = (
+            "another file"
+            if info.real_path != known.info.real_path
+            else "other bytes"
+            if info.sha256 != known.info.sha256
+            else "another package version"
+        )
         if on_change != "reverify":
             return _changed(backend, known.info, info, why)
     # first call, the same bytes re-verified, or a change the caller accepts

@@ -394,6 +394,9 @@ def extra_stats(run: Run, base: Record, started: float) -> Record:
         "outputTokens": run.usage.output_tokens,
         "cachedTokens": run.usage.cached_tokens,
         "costUsd": run.usage.cost_usd,
+        # priced, lower_bound (some calls had no price) or unpriced; None: no call reported
+        "costState": None if run.usage.cost_state is None else run.usage.cost_state.value,
+        "billingRoute": None if run.usage.billing_route is None else run.usage.billing_route.value,
         "durationS": round(time.monotonic() - started, 3),
     }
 
