@@ -175,6 +175,13 @@ class Run:
         # small-model mode: values a phase computes once per run (the votes' priors)
         self.memo: dict[str, Any] = {}
         self.scored_votes = 0  # votes the backend's likelihoods decided (`_small_votes`)
+        # small-model mode on an embedded model, which reports each choice's likelihood:
+        # the extract and synthesis picks are scored (`_small_votes.scored_items`);
+        # `picks_scored` counts them, `picks_moved` those where the model changed the
+        # code's first choice
+        self.scores_choices = config.small_model and _is_local(adapter.backend)
+        self.picks_scored = 0
+        self.picks_moved = 0
 
     def emit(self, kind: EventKind, phase: str, **fields: Any) -> None:
         if self.on_event is not None:
@@ -344,6 +351,13 @@ class Run:
             if p == phase:
                 return str(err)
         return "no answer"
+
+
+def _is_local(backend: str) -> bool:
+    try:
+        return get_capability(backend).kind is BackendKind.local
+    except ProviderError:
+        return False
 
 
 def _takes_temperature(backend: str) -> bool:

@@ -49,7 +49,7 @@ from ._small_report import (
     synth_prompt,
 )
 from ._small_topic import common_words
-from ._small_votes import SMALL_VOTES, run_vote, verdict_of, verify_prompt
+from ._small_votes import SMALL_VOTES, run_vote, scored_pick, verdict_of, verify_prompt
 from ._units import Unit, sentences, units_of
 
 __all__ = [
@@ -325,39 +325,47 @@ def abstention(question: str, run: Run, read: int) -> str:
 async def run_extract(question: str, run: Run, url: str, priority: float) -> Record:
     """Claims of one passage by sentence choice: `sourceQuality`, `claims` (claim = quote =
     a chosen sentence, verbatim), and `error` when the call failed. A passage with no
-    sentence sharing a word with the question is skipped without a call."""
+    sentence sharing a word with the question is skipped without a call. On a backend
+    that reports likelihoods the choice is scored (`scored_pick`), else sampled ids."""
     assert run.corpus is not None
     passage = run.corpus.passage(url)
     common = common_words(run.corpus, question)
     scores = candidates(question, run, passage, common)
     units = list(scores)
-    if passage is None or not units:
-        return {"sourceQuality": "primary", "claims": [], "section": place(run.corpus, url)}
-    ids = [f"S{i}" for i in range(1, len(units) + 1)]
-    title = f"{passage.title} › {passage.heading}" if passage.heading else passage.title
-    parsed = await run.call(
-        "extract",
-        extract_prompt(question, title, passage.path, [shown(u, passage.heading) for u in units]),
-        schema=ids_schema(ids, max_items=3),
-        priority=priority,
-        max_tokens=48,
-    )
     section = place(run.corpus, url)
-    if parsed is None:
-        error = run.last_error("extract")
-        return {"sourceQuality": "primary", "claims": [], "error": error, "section": section}
-    picks = [units[ids.index(i)] for i in chosen(parsed, ids)]
-    return {
-        "sourceQuality": "primary",
-        "section": section,
-        "claims": [
-            {
-                "claim": u.text,
-                "quote": u.text,
-                "subject": u.subject,
-                "importance": importance_of(question, u.text, common),
-                "_score": scores[u],
-            }
-            for u in picks
-        ],
-    }
+    if passage is None or not units:
+        return {"sourceQuality": "primary", "claims": [], "section": section}
+    title = f"{passage.title} › {passage.heading}" if passage.heading else passage.title
+    texts = [shown(u, passage.heading) for u in units]
+    order = None
+    if run.scores_choices:
+        path = passage.path
+
+        def prompt_of(shown: Sequence[str]) -> str:
+            return extract_prompt(question, title, path, shown)
+
+        order = await scored_pick(run, "extract", prompt_of, texts, [scores[u] for u in units])
+    if order is None:
+        ids = [f"S{i}" for i in range(1, len(units) + 1)]
+        parsed = await run.call(
+            "extract",
+            extract_prompt(question, title, passage.path, texts),
+            schema=ids_schema(ids, max_items=3),
+            priority=priority,
+            max_tokens=48,
+        )
+        if parsed is None:
+            error = run.last_error("extract")
+            return {"sourceQuality": "primary", "claims": [], "error": error, "section": section}
+        order = [ids.index(i) for i in chosen(parsed, ids)]
+    claims = [
+        {
+            "claim": u.text,
+            "quote": u.text,
+            "subject": u.subject,
+            "importance": importance_of(question, u.text, common),
+            "_score": scores[u],
+        }
+        for u in (units[i] for i in order)
+    ]
+    return {"sourceQuality": "primary", "section": section, "claims": claims}

@@ -10,7 +10,7 @@ from typing import Any
 from ._corpus import Corpus
 from ._run import Run, cap
 from ._schemas import Finding, Report
-from ._small_qa import carries, conflicts, mentions
+from ._small_qa import carries, conflicts, mentions, overlap, stems
 from ._small_topic import (
     ON_TOPIC,
     common_words,
@@ -19,7 +19,7 @@ from ._small_topic import (
     key_terms,
     not_on_topic,
 )
-from ._small_votes import SURE
+from ._small_votes import SURE, scored_pick
 
 __all__ = [
     "chosen",
@@ -127,18 +127,35 @@ def _about(claim: Record) -> str:
 
 
 def about_of(corpus: Corpus | None, question: str, claim: Record) -> str:
-    """The title of *claim*'s document when neither *question* nor the sentence (with its
-    subject) names it: the sentence may be about that document's subject, not the
-    question's ("The CLI's own retries" on the gemini page, for a question about
+    """The title of *claim*'s document when the sentence (with its subject) does not name
+    it and it shares no word with *question*: the sentence may be about that document's
+    subject, not the question's ("The CLI's own retries" on the gemini page, for a question about
     agentport's retries); "" otherwise."""
     passage = corpus.passage(str(claim.get("sourceUrl") or "")) if corpus is not None else None
     if passage is None or not passage.title:
         return ""
     said = f"{claim.get('claim') or ''} {claim.get('subject') or ''}"
     names = [passage.title, passage.title.split(" (", 1)[0]]
-    if any(mentions(question, n) or mentions(said, n) for n in names):
-        return ""
+    if any(mentions(said, n) for n in names) or overlap(stems(question), stems(passage.title)):
+        return ""  # named, or a page about what the question asks ("Errors and retries")
     return passage.title
+
+
+def _how_picked(picks: tuple[int, int] | None) -> str:
+    """The caveats' first sentences: who chose the sentences and how much the model did."""
+    head = (
+        "Small-model mode: every finding is a sentence quoted verbatim from the documents, "
+        "found and ranked by the code; the summary is assembled from those sentences, not "
+        "written by the model. "
+    )
+    if picks is None:
+        return head + "The model picked among the code's best candidates. "
+    moved, scored = picks
+    return head + (
+        "Each pick is the code's ranking weighed by the model's likelihood of each "
+        "candidate (asked in two orders, calibrated for position); the model changed "
+        f"the code's first choice in {moved} of {scored} picks. "
+    )
 
 
 def _short(url: str) -> str:
@@ -184,6 +201,7 @@ def small_report(
     best: Sequence[int],
     label: Callable[[str], str] = _short,
     scored: bool = False,
+    picks: tuple[int, int] | None = None,
 ) -> Report:
     """The report assembled by code from *confirmed* claims (records with claim, sourceUrl,
     valid, refutedVotes): identical claims merged with their sources, the *best* indexes
@@ -194,7 +212,8 @@ def small_report(
     answer and the noise beside it do not share one mark. *scored* says the votes were
     probabilities (`_small_votes`). Claims that contradict a claim of another document
     (`_small_qa.conflicts`: the same sentence with one value changed) are no finding: the
-    caveats name both sides."""
+    caveats name both sides. *picks* (moved, scored): how often the model's scored
+    choice changed the code's first choice (`_small_votes.scored_pick`)."""
     disputed = conflicts([(c["claim"], _document(c["sourceUrl"])) for c in confirmed])
     merged: dict[str, Record] = {}
     order = [*best, *(i for i in range(len(confirmed)) if i not in best)]
@@ -238,11 +257,7 @@ def small_report(
         f"{_with_subject(m['record'], label(m['sources'][0]))} [{label(m['sources'][0])}]"
         for m in top
     )
-    caveats = (
-        "Small-model mode: every finding is a sentence quoted verbatim from the "
-        "documents, found and ranked by the code and picked by the model; the summary "
-        "is assembled from those sentences, not written by the model. "
-    ) + (
+    caveats = _how_picked(picks) + (
         "Each vote is the model's probability that the statement is supported, from its "
         "likelihoods and calibrated against a content-free statement; a voter less than "
         f"{SURE:.0%} sure either way abstains. The votes are a small model's judgement, "
@@ -328,6 +343,15 @@ async def run_synthesis(
     ids = [f"C{i}" for i in range(1, len(texts) + 1)]
     prompt = synth_prompt(question, texts)
     scored = run.scored_votes > 0
+    if run.scores_choices and texts:
+        code = [float(c.get("_score") or 0) for c in confirmed[: len(texts)]]
+        best = await scored_pick(
+            run, "synthesis", lambda shown: synth_prompt(question, shown), texts, code, "C"
+        )
+        if best:
+            picks = (run.picks_moved, run.picks_scored)
+            report = small_report(question, confirmed, best, label, scored, picks)
+            return report, "model choice (scored)"
     for attempt in range(2):
         parsed = await run.call(
             "synthesis",

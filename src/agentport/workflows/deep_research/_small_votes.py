@@ -22,7 +22,7 @@ and the report says so.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -34,10 +34,14 @@ __all__ = [
     "SURE",
     "calibrated",
     "confidence_of",
+    "position_calibrated",
     "run_vote",
+    "scored_items",
+    "scored_pick",
     "verdict_of",
     "verify_prompt",
     "vote_probability",
+    "weighed",
 ]
 
 Record = dict[str, Any]
@@ -166,3 +170,116 @@ async def run_vote(question: str, run: Run, claim: Record, v: int) -> Record | N
         return verdict_of(answer)
     run.scored_votes += 1
     return verdict_of(answer, calibrated(p, await _prior(question, run, v)))
+
+
+# ── scored choices: which of several listed items answers (extract, synthesis) ──
+
+
+def position_calibrated(logprobs: Sequence[float], prior: Sequence[float] | None) -> list[float]:
+    """The probability of each listed position from the log-likelihoods of its id, with
+    the position's content-free *prior* probability divided out (the same prompt listing
+    "N/A" items: a small model's taste for the first and the last id), normalised to
+    sum to 1. Without a usable *prior*, the softmax of *logprobs* as it is."""
+    peak = max(logprobs)
+    p = [math.exp(lp - peak) for lp in logprobs]
+    if prior is not None and len(prior) == len(p) and all(x > 0 for x in prior):
+        p = [a / b for a, b in zip(p, prior, strict=True)]
+    total = sum(p)
+    return [x / total for x in p]
+
+
+async def scored_items(
+    run: Run,
+    phase: str,
+    prompt_of: Callable[[Sequence[str]], str],
+    items: Sequence[str],
+    priority: float = 0.0,
+    prefix: str = "S",
+) -> list[float] | None:
+    """P(item i is the best answer) for *items* listed by *prompt_of* as S1..Sn (ids
+    begin with *prefix*): the
+    likelihood of each id after the prompt, asked in two orders (as given and reversed,
+    so no item owes its score to its place), each calibrated per position against the
+    same prompt with content-free items (`position_calibrated`), averaged. None when the
+    backend reports no likelihoods or a call failed."""
+    n = len(items)
+    ids = tuple(f"{prefix}{i}" for i in range(1, n + 1))
+    prior = await _position_prior(run, phase, prompt_of, ids, priority)
+    total = [0.0] * n
+    orders = [list(range(n)), list(range(n))[::-1]] if n > 1 else [[0]]
+    for order in orders:
+        scores: dict[str, float] = {}
+        prompt = prompt_of([items[i] for i in order])
+        answer = await run.call(
+            phase, prompt, choices=ids, max_tokens=4, scores=scores, priority=priority
+        )
+        if answer is None or len(scores) != n:
+            return None
+        probs = position_calibrated([scores[i] for i in ids], prior)
+        for place, item in enumerate(order):
+            total[item] += probs[place] / len(orders)
+    return total
+
+
+async def _position_prior(
+    run: Run,
+    phase: str,
+    prompt_of: Callable[[Sequence[str]], str],
+    ids: tuple[str, ...],
+    priority: float,
+) -> list[float] | None:
+    """Each position's probability for content-free items (once per run, phase and
+    number of items)."""
+    key = f"position-prior:{phase}:{len(ids)}"
+    lock = run.memo.setdefault("position-prior-lock", anyio.Lock())
+    async with lock:
+        if key not in run.memo:
+            scores: dict[str, float] = {}
+            prompt = prompt_of([_NULL] * len(ids))
+            await run.call(
+                phase, prompt, choices=ids, max_tokens=4, scores=scores, priority=priority
+            )
+            found = [scores[i] for i in ids] if len(scores) == len(ids) else None
+            run.memo[key] = position_calibrated(found, None) if found else None
+    prior = run.memo[key]
+    return prior if isinstance(prior, list) else None
+
+
+def weighed(code: Sequence[float], model: Sequence[float], most: int = 3) -> list[int]:
+    """The items to keep, best first: the code's relevance *code* (any scale >= 0, its
+    share of the sum the prior) times the model's probability *model*; the best, and the
+    others at least half as likely as it, at most *most*. The model moves the code's
+    order only as far as it is sure: an even *model* leaves it as it is."""
+    share = sum(code) or 1.0
+    final = [(c or 1e-9) / share * m for c, m in zip(code, model, strict=True)]
+    order = sorted(range(len(final)), key=lambda i: (-final[i], i))
+    top = final[order[0]] if order else 0.0
+    return [i for i in order if final[i] >= top / 2][:most]
+
+
+_BEST = "\nThe best answer is"  # the id follows: its likelihood is the model's choice
+
+
+async def scored_pick(
+    run: Run,
+    phase: str,
+    prompt_of: Callable[[Sequence[str]], str],
+    items: Sequence[str],
+    code: Sequence[float],
+    prefix: str = "S",
+) -> list[int] | None:
+    """The indexes of *items* (listed in the code's order, best first; *code* their code
+    relevance) to keep, best first, from the model's scored choice (`scored_items`,
+    `weighed`); counted in `run.picks_scored` and, when the model moved the code's first
+    item, `run.picks_moved`. None when the backend reports no likelihoods."""
+
+    def asked(shown: Sequence[str]) -> str:
+        return prompt_of(shown) + _BEST
+
+    probs = await scored_items(run, phase, asked, items, prefix=prefix)
+    if probs is None:
+        return None
+    order = weighed(code, probs)
+    run.picks_scored += 1
+    run.picks_moved += bool(order) and order[0] != 0
+    return order
