@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 import anyio
 from anyio.abc import TaskGroup
@@ -46,6 +46,17 @@ class GatedRuntime:
     @property
     def handle(self) -> RuntimeHandle:
         return self.inner.handle
+
+    def fork(self) -> GatedRuntime:
+        """The wrapped runtime's fork (where it has one), gated by the same window."""
+        return GatedRuntime(self.inner.fork(), self.gate, self._buffer)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> Any:
+        # the session controls a runtime may offer (`steer`, `interrupt`, `transcript`):
+        # the wrapped runtime's own, so gating a runtime never hides what it can do
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
 
     async def __aenter__(self) -> Self:
         await self.inner.__aenter__()
