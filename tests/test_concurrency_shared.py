@@ -204,7 +204,7 @@ def test_every_backend_has_its_kinds_window_and_agent_clis_start_at_one() -> Non
         limits = capability.concurrency
         if capability.kind is BackendKind.cli:
             assert limits is not None, capability.name
-            assert limits.initial == 1, capability.name
+            assert limits.initial == 4, capability.name
         elif capability.kind is BackendKind.http:
             assert limits is not None, capability.name
             assert 1 < limits.initial <= limits.maximum, capability.name
@@ -369,7 +369,7 @@ def test_the_factory_gates_an_agent_clis_runtime(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("AGENTPORT_ALLOW_REAL_BACKENDS", "1")
     runtime = create_agent_runtime("codex")
     assert isinstance(runtime, GatedRuntime)
-    assert (runtime.gate.key, runtime.gate.initial) == ("codex", 1)
+    assert (runtime.gate.key, runtime.gate.initial) == ("codex", 4)
 
 
 @pytest.mark.anyio

@@ -52,7 +52,10 @@ def test_each_kind_says_by_itself_whether_the_request_left() -> None:
             assert error.request_sent is False, kind
         elif kind in (ErrorKind.timeout, ErrorKind.network, ErrorKind.process_failed,
                       ErrorKind.auth_required, ErrorKind.context_length,
-                      ErrorKind.invalid_request):  # fmt: skip
+                      ErrorKind.invalid_request,
+                      # a resume refused before sending, or answered in another session;
+                      # a turn interrupted before or during its request
+                      ErrorKind.session_not_found, ErrorKind.interrupted):  # fmt: skip
             assert error.request_sent is None, kind
         else:  # only a reply of the provider produces it
             assert error.request_sent is True, kind

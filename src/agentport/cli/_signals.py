@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
+from ._out import echo
+
 __all__ = ["stop_on_signals"]
 
 _STOPPING = b"agentport: stopping (press Ctrl-C again to quit at once)\n"
@@ -42,7 +44,7 @@ def stop_on_signals() -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt:  # a command without its own handling: one line, no traceback
-        sys.stderr.write("agentport: interrupted\n")
+        echo("agentport: interrupted", err=True)
         raise SystemExit(128 + (got[0] if got else signal.SIGINT)) from None
     except SystemExit as exc:
         if got and exc.code == 128 + signal.SIGINT and got[0] == signal.SIGTERM:

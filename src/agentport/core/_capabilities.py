@@ -107,10 +107,12 @@ class Concurrency(BaseModel):
 
 
 # Agent CLIs publish no concurrency limit and one login's parallel calls share one usage
-# window (14 parallel calls of one CLI once stampeded an exhausted quota): one at a time
-# until successes show more is fine. An HTTP endpoint serves several at once.
+# window (14 parallel calls of one CLI once stampeded an exhausted quota): a few at a time
+# until successes show more is fine (an exhausted window stops them all through the
+# cooldown). Not one: a single hung turn would then hold every other call of the backend
+# until its deadline. An HTTP endpoint serves several at once.
 _DEFAULT_CONCURRENCY: dict[str, Concurrency | None] = {
-    "cli": Concurrency(initial=1, maximum=8),
+    "cli": Concurrency(initial=4, maximum=8),
     "http": Concurrency(initial=8, maximum=64),
     "local": None,
     "test": None,

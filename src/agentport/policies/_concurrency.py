@@ -14,7 +14,7 @@ SQLite transaction per poll, not 200. Cancellation is never swallowed; a slot is
 back, in a shielded, bounded step.
 
 The window's defaults are the catalog's (`BackendCapability.concurrency`: agent CLIs, whose
-limits nobody publishes, start at 1; HTTP backends higher). A gate's key is the backend's
+limits nobody publishes, start at 4; HTTP backends higher). A gate's key is the backend's
 name, and for an HTTP backend its endpoint (`openai_compat@host:port`): two servers are two
 windows.
 """
