@@ -155,9 +155,8 @@ def build(call: CliCall) -> Invocation:
         argv.append(f"--json-schema={json.dumps(call.schema, separators=(',', ':'))}")
     if config.max_turns is not None:
         argv.append(f"--max-turns={config.max_turns}")
-    argv += tool_flags(config.tools, web=config.web_search)
-    argv += mcp_flags(call)
     argv += tool_flags(config.tools, web=config.web_search, asks=call.approvals is not None)
+    argv += mcp_flags(call)
     if call.approvals is not None:  # the permission prompt goes to the caller's hook
         argv.append(f"--mcp-config={call.approvals.mcp_config()}")
         argv.append(f"--permission-prompt-tool={PROMPT_TOOL}")
