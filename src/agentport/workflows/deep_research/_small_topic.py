@@ -14,6 +14,7 @@ saying how much of the corpus was read.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,18 +52,30 @@ def unknown_names(corpus: Corpus, question: str) -> list[str]:
 
 def coverage(corpus: Corpus, question: str, text: str, common: frozenset[str]) -> float:
     """The share (0..1) of *question*'s content words (minus *common*), weighted by their
-    rarity in *corpus*, that *text* (a claim and its context) meets: 0.0 when the question
-    names an identifier no document holds (`unknown_names`), 1.0 for a question with no
-    content word."""
-    index = index_of(corpus)
-    terms = [t for t in term_stems(question) if t not in common]
-    total = sum(index.idf(t) for t in terms)
+    rarity in *corpus*, that *text* (a claim and its context) meets, in the best of the
+    question's parts (a question asking several things, "what did X cost, how much does it
+    produce and how has it affected wildlife", is answered one part per sentence): 0.0 when
+    the question names an identifier no document holds (`unknown_names`), 1.0 for a
+    question with no content word."""
     if unknown_names(corpus, question):
         return 0.0
-    if total <= 0:
-        return 1.0
-    met = meets_any(terms, term_stems(text))
-    return sum(index.idf(t) for t in terms if t in met) / total
+    index = index_of(corpus)
+    met = term_stems(text)
+    shares = []
+    for part in _parts(question):
+        terms = [t for t in term_stems(part) if t not in common]
+        total = sum(index.idf(t) for t in terms)
+        if total > 0:
+            hit = meets_any(terms, met)
+            shares.append(sum(index.idf(t) for t in terms if t in hit) / total)
+    return max(shares, default=1.0)
+
+
+def _parts(question: str) -> list[str]:
+    """The clauses of *question* (split at commas, semicolons, "and" and question marks);
+    the whole question when it has one."""
+    pieces = [p for p in re.split(r"[,;?]|\band\b", question) if p.strip()]
+    return pieces or [question]
 
 
 def key_terms(corpus: Corpus, question: str, common: frozenset[str]) -> list[str]:
