@@ -126,8 +126,7 @@ class CooldownStore:
         )
         try:
             conn.execute(f"PRAGMA busy_timeout={_BUSY_MS}")
-            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                conn.execute("PRAGMA journal_mode=WAL")
+            _wal(conn)
             conn.execute("PRAGMA synchronous=NORMAL")  # WAL: durable across process crashes
             conn.execute(_SCHEMA)
             for sibling in ("", "-wal", "-shm"):
@@ -366,3 +365,18 @@ async def note_exhausted(store: CooldownStore, error: ProviderError, backend: st
     except ValueError as exc:  # a retry_at years ahead: not believed, not stored
         warnings.warn(f"cooldown not recorded: {exc}", CooldownStoreWarning, stacklevel=2)
         return False
+
+
+def _wal(conn: sqlite3.Connection, tries: int = 50) -> None:
+    """Switch a store to WAL once. Two processes opening a new store at once both try it,
+    and SQLite refuses the loser at once ("database is locked": no busy wait for a journal
+    mode change); it retries until the other's switch shows."""
+    for attempt in range(tries):
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == tries - 1:
+                raise
+            time.sleep(0.02)
