@@ -56,6 +56,11 @@ async def test_another_subjects_sentence_carries_its_subject(tmp_path: Path) -> 
         corpus=_corpus(tmp_path),
         config=ResearchConfig.for_small_model(),
     )
-    said = [f.claim for f in out.findings if "CLI's own retries" in f.claim]
+    said = [f for f in out.findings if "CLI's own retries" in f.claim]
     assert said, out.findings
-    assert all(c.startswith("gemini (Gemini CLI): ") for c in said), said
+    # the finding stays the verbatim sentence; what it is about is named beside it, and the
+    # summary states it with its subject
+    assert all(f.evidence.endswith("; about gemini (Gemini CLI)") for f in said), said
+    assert all(not f.claim.startswith("gemini (Gemini CLI)") for f in said), said
+    if "CLI's own retries" in out.summary:
+        assert "gemini (Gemini CLI): " in out.summary, out.summary

@@ -121,9 +121,11 @@ def _with_subject(claim: Record, label: str) -> str:
 
 
 def _about(claim: Record) -> str:
-    """A finding's claim: the sentence, prefixed with `about` when it does not name it."""
+    """What a finding's sentence is about when it does not name it (its document's title,
+    `about`), as the tail of its evidence line: "; about gemini (Gemini CLI)". The finding
+    itself stays the verbatim sentence."""
     about, text = str(claim.get("about") or ""), str(claim["claim"])
-    return f"{about}: {text}" if about and not mentions(text, about) else text
+    return f"; about {about}" if about and not mentions(text, about) else ""
 
 
 def about_of(corpus: Corpus | None, question: str, claim: Record) -> str:
@@ -243,10 +245,12 @@ def small_report(
 
     findings = [
         Finding(
-            claim=_about(m["record"]),
+            claim=str(m["record"]["claim"]),  # verbatim: what it is about goes beside it
             confidence=confidence(m),
             sources=list(dict.fromkeys(m["sources"])),
-            evidence="Quoted verbatim from " + ", ".join(label(s) for s in m["sources"]),
+            evidence="Quoted verbatim from "
+            + ", ".join(label(s) for s in m["sources"])
+            + _about(m["record"]),
             vote=m["vote"],
         )
         for m in merged.values()
