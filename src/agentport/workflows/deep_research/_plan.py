@@ -14,6 +14,7 @@ __all__ = ["ResearchPlan", "plan_research"]
 _MAX_ANGLES = 6  # Scope schema: 3..6 angles
 _TYPICAL_ANGLES = 5  # the scope prompt asks for 5
 _MAX_RESULTS = 6  # Search schema: at most 6 results per angle
+_MAX_LISTED = 8  # small-model mode: the most sentences one pick lists
 _MAX_CLAIMS_PER_SOURCE = 5  # Extract schema
 
 
@@ -120,7 +121,16 @@ def _small_plan(cfg: ResearchConfig, corpus: Corpus | None) -> ResearchPlan:
         max_fetches=fetches,
         max_claims_verified=claims,
         votes_per_claim=cfg.VOTES_PER_CLAIM,
-        upper_bound_calls=1 + fetches + claims * cfg.VOTES_PER_CLAIM + priors + 2,
+        # + scored picks on a model that reports likelihoods: each extract pick and the
+        # synthesis asked in a second order, and a content-free prior per phase and list
+        # length (at most 8 listed)
+        upper_bound_calls=1
+        + fetches
+        + claims * cfg.VOTES_PER_CLAIM
+        + priors
+        + 2
+        + (fetches + 1)
+        + 2 * _MAX_LISTED,
         typical_calls=1 + fetches + claims * min(2, cfg.VOTES_PER_CLAIM) + priors + 1,
         requests_per_call=cfg.schema_retries + 1,
         concurrency=cfg.CONCURRENCY,

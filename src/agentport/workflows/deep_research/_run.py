@@ -182,6 +182,7 @@ class Run:
         self.scores_choices = config.small_model and _is_local(adapter.backend)
         self.picks_scored = 0
         self.picks_moved = 0
+        self.pick_calls = 0  # scoring's calls beyond one per pick: second orders, priors
 
     def emit(self, kind: EventKind, phase: str, **fields: Any) -> None:
         if self.on_event is not None:
@@ -398,6 +399,9 @@ def extra_stats(run: Run, base: Record, started: float) -> Record:
     kinds = Counter(err.kind.value for _, err in run.failures)
     return base | {
         "agentCallsMade": run.calls_made,
+        # of those, the calls scoring the extract and synthesis picks made beyond one a pick
+        # (the reversed order, the content-free priors): not in the seed's formula
+        "agentCallsScoringPicks": run.pick_calls,
         "agentCallsCached": run.calls_cached,
         "agentCallsFailed": len(run.failures),
         "failuresByKind": dict(sorted(kinds.items())),

@@ -207,9 +207,10 @@ async def scored_items(
     prior = await _position_prior(run, phase, prompt_of, ids, priority)
     total = [0.0] * n
     orders = [list(range(n)), list(range(n))[::-1]] if n > 1 else [[0]]
-    for order in orders:
+    for place_in_run, order in enumerate(orders):
         scores: dict[str, float] = {}
         prompt = prompt_of([items[i] for i in order])
+        run.pick_calls += place_in_run  # the reversed order: a call the seed never makes
         answer = await run.call(
             phase, prompt, choices=ids, max_tokens=4, scores=scores, priority=priority
         )
@@ -236,6 +237,7 @@ async def _position_prior(
         if key not in run.memo:
             scores: dict[str, float] = {}
             prompt = prompt_of([_NULL] * len(ids))
+            run.pick_calls += 1  # a content-free prior: a call the seed never makes
             await run.call(
                 phase, prompt, choices=ids, max_tokens=4, scores=scores, priority=priority
             )
