@@ -42,8 +42,35 @@ def main() -> None:
     _load_app()
     from ._app import main as run
 
-    with stop_on_signals():
-        run()
+    try:
+        with stop_on_signals():
+            run()
+    except SystemExit as done:
+        _leave(done)
+        raise
+    _leave(SystemExit(0))
+
+
+def _leave(done: SystemExit) -> None:
+    """After a command that used a Temporal client, exit without interpreter finalization:
+    the client's native runtime threads can still call into Python while it tears down
+    (seen as "PyGILState_Release" aborts and segfaults after a batch had completed). What
+    the command wrote is flushed first; its work is done."""
+    import contextlib
+    import os
+    import sys
+
+    if "temporalio.client" not in sys.modules:
+        return
+    code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+    if not isinstance(done.code, int | None):  # sys.exit("message") prints it
+        from ._out import echo
+
+        echo(str(done.code), err=True)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
 
 
 def __getattr__(name: str) -> Any:
