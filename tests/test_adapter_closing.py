@@ -20,6 +20,7 @@ from agentport.core import (
     ClosableAdapter,
     CompletionConfig,
     CompletionResponse,
+    ErrorKind,
     LLMAdapter,
     Message,
     ProviderError,
@@ -55,7 +56,12 @@ async def _closes(adapter: LLMAdapter) -> None:
 def test_every_backend_adapter_is_an_async_context_manager(
     name: str, retry: bool, tmp_path: Path
 ) -> None:
-    adapter = create_llm_adapter(name, cwd=tmp_path, retry=retry, **_OPTIONS.get(name, {}))
+    try:
+        adapter = create_llm_adapter(name, cwd=tmp_path, retry=retry, **_OPTIONS.get(name, {}))
+    except ProviderError as exc:  # litellm, local: their extra is not installed here
+        if exc.kind is not ErrorKind.not_installed:
+            raise
+        pytest.skip(exc.message)
     anyio.run(_closes, adapter)
 
 

@@ -143,6 +143,7 @@ def test_the_limit_is_closed_and_immutable() -> None:
 
 
 def test_a_question_share_of_a_batch_budget_names_its_scope() -> None:
+    pytest.importorskip("temporalio")
     from agentport.temporal._budget import AllowanceAdapter
 
     now = [0.0]

@@ -116,6 +116,7 @@ def test_params_set_names_the_new_params() -> None:
 async def test_functions_are_served_then_gone() -> None:
     """A result, an exception as the tool's error (the run goes on), a 401 without the
     per-call token, and nothing listening once the block ends."""
+    pytest.importorskip("mcp", reason="the functions server needs the mcp extra")
     from mcp.client.session import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
@@ -237,6 +238,7 @@ def test_an_ignored_caller_tool_is_never_dropped_in_silence(backend: str, param:
 
 async def test_anyio_teardown_of_a_call_cancelled_mid_serve() -> None:
     """A call cancelled while its functions are served leaves no listener behind."""
+    pytest.importorskip("mcp", reason="the functions server needs the mcp extra")
     from agentport.transport._tool_host import serve_functions
 
     port = 0
