@@ -186,6 +186,10 @@ async def _one(
         server.default = make()
         options = user_setup(cli, server, home, marker, cache)
         llm = create_llm_adapter(cli, model=_model(cli), **{cli: options})
+        # the faults run at once in this process, each against its own fake server: a 429 in
+        # one must not make another wait for room in the backend's shared concurrency window
+        # (the window has its own tests and benchmarks/storm.py)
+        llm.concurrency = None  # type: ignore[attr-defined]
         started = time.monotonic()
         result = await llm.complete(
             [Message.user("Say hi")], CompletionConfig(total_timeout_s=deadline_s)
