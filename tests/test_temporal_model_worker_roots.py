@@ -21,11 +21,11 @@ def test_the_roots_a_worker_is_given_are_the_roots_it_serves(
 ) -> None:
     corpora = tmp_path / "corpora"
     corpora.mkdir()
-    plan = plan_worker(["local"], workflows=workflows)
+    plan = plan_worker(["openai_compat"], workflows=workflows)
     assert served_roots(plan, [corpora]) == [corpora.resolve()]
 
 
 def test_a_model_worker_without_roots_serves_none_and_a_workflow_worker_needs_one() -> None:
-    assert served_roots(plan_worker(["local"], workflows=False), []) == []
+    assert served_roots(plan_worker(["openai_compat"], workflows=False), []) == []
     with pytest.raises(ProviderError, match="--root"):
-        served_roots(plan_worker(["local"], workflows=True), [])
+        served_roots(plan_worker(["openai_compat"], workflows=True), [])
