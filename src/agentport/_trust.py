@@ -158,6 +158,16 @@ class ProjectFile:
     why: str = FOLDER_UNTRUSTED
 
 
+def _unreadable(path: Path, exc: OSError) -> Exception:
+    """The one-line config error for a config file `read_regular` could not read: its own
+    refusal as it says it (a pipe, a folder, too large), anything else as "cannot read"."""
+    from .core import ErrorKind, ProviderError
+
+    refused = exc.errno in (errno.EINVAL, errno.ENXIO, errno.EFBIG)  # read_regular's own
+    why = exc.strerror if refused else f"cannot read: {exc.strerror or exc}"
+    return ProviderError(ErrorKind.config, f"{path}: {why}")
+
+
 def user_toml(path: Path) -> dict[str, Any]:
     """The TOML table of a config file someone else's program also reads (the user's own
     file, a CLI's): read like every config file here (`read_regular`: a regular file only,
@@ -177,7 +187,6 @@ def read_user_file(path: Path) -> ProjectFile:
     pipe, a folder or a device is refused at once instead of blocking the load) and trusted:
     it is the user's. A missing file gives `data=None`. Raises `ProviderError(config)` naming
     the file when it cannot be read."""
-    from .core import ErrorKind, ProviderError
     from .transport import read_regular
 
     try:
@@ -185,9 +194,7 @@ def read_user_file(path: Path) -> ProjectFile:
     except FileNotFoundError:
         return ProjectFile(path, None, True, "")
     except OSError as exc:
-        refused = exc.errno in (errno.EINVAL, errno.ENXIO, errno.EFBIG)  # read_regular's own
-        why = exc.strerror if refused else f"cannot read: {exc.strerror or exc}"
-        raise ProviderError(ErrorKind.config, f"{path}: {why}") from None
+        raise _unreadable(path, exc) from None
     return ProjectFile(path, data, True, "")
 
 
@@ -204,7 +211,6 @@ def read_project_file(path: Path, *, folder_trusted: bool, user_file: Path) -> P
     A missing file (or a dangling link) gives `data=None`. Raises `ProviderError(config)`
     naming the file when it is not a regular file (a folder, a named pipe, a device), is
     over 4 MiB or cannot be read."""
-    from .core import ErrorKind, ProviderError
     from .transport import read_regular
 
     try:
@@ -213,9 +219,7 @@ def read_project_file(path: Path, *, folder_trusted: bool, user_file: Path) -> P
     except FileNotFoundError:
         return ProjectFile(path, None, False)
     except OSError as exc:
-        refused = exc.errno in (errno.EINVAL, errno.ENXIO, errno.EFBIG)  # read_regular's own
-        why = exc.strerror if refused else f"cannot read: {exc.strerror or exc}"
-        raise ProviderError(ErrorKind.config, f"{path}: {why}") from None
+        raise _unreadable(path, exc) from None
     if link:
         why = (
             f"this file is a symbolic link (to {os.readlink(path)}); a linked project file is "
