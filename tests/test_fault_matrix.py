@@ -43,7 +43,10 @@ from _more_clis_util import (
     wait_no_live_processes,
 )
 from agentport import create_llm_adapter
+from agentport.catalog import get_capability
 from agentport.core import CompletionConfig, ErrorKind, Message
+from agentport.policies import default_store
+from agentport.policies._concurrency import ConcurrencyGate
 from agentport.testing import (
     ALLOW_ENV,
     CutStream,
@@ -186,10 +189,14 @@ async def _one(
         server.default = make()
         options = user_setup(cli, server, home, marker, cache)
         llm = create_llm_adapter(cli, model=_model(cli), **{cli: options})
-        # the faults run at once in this process, each against its own fake server: a 429 in
-        # one must not make another wait for room in the backend's shared concurrency window
-        # (the window has its own tests and benchmarks/storm.py)
-        llm.concurrency = None  # type: ignore[attr-defined]
+        # the faults run at once in this process, each against its own fake server, as seven
+        # independent providers would: each gets its own adaptive window (the catalog's
+        # limits, a key per fault), so a 429 in one does not shrink the window another waits in
+        limits = get_capability(cli).concurrency
+        assert limits is not None, f"{cli} is an agent CLI: the catalog gates it"
+        llm.concurrency = ConcurrencyGate(  # type: ignore[attr-defined]
+            f"{cli}#{fault}", initial=limits.initial, maximum=limits.maximum, store=default_store()
+        )
         started = time.monotonic()
         result = await llm.complete(
             [Message.user("Say hi")], CompletionConfig(total_timeout_s=deadline_s)
