@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..core import redact
+from ..transport import PathRefused
 from ..workflows.deeprefine import (
     InputError,
     Layout,
@@ -397,7 +398,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args))
     except _Exit as exc:
         return exc.code
-    except InputError as exc:
+    except (InputError, PathRefused) as exc:  # PathRefused: a link below an install's base
         _err(str(exc))
         return 1
     except OSError as exc:

@@ -33,10 +33,10 @@ import json
 import os
 import secrets
 import stat
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from ..transport import descend, link_refusal
 from ._out import echo
 
 __all__ = ["AGENTS", "add_installers"]
@@ -129,62 +129,15 @@ def gemini_target(target: str | None) -> Target:
 
 # -- walking below the base without following a link -------------------------------------
 
-_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
-
-def _refuse(path: Path, why: str, code: int = errno.ELOOP) -> OSError:
+def _refuse(path: Path, why: str, code: int) -> OSError:
     return OSError(code, why, str(path))
 
 
-def _link_refusal(path: Path, dirfd: int, name: str, verb: str) -> OSError | None:
-    """The refusal for *name* in *dirfd* when it is a symbolic link, else None."""
-    try:
-        info = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
-    except FileNotFoundError:
-        return None
-    if stat.S_ISLNK(info.st_mode):
-        to = os.readlink(name, dir_fd=dirfd)
-        return _refuse(path, f"is a symbolic link (to {to}); refusing to {verb} through it")
-    return None
-
-
-@contextlib.contextmanager
-def _folders(base: Path, rel: PurePosixPath, *, create: bool, verb: str) -> Iterator[list[int]]:
-    """Descriptors on *base* and each folder of *rel* below it, opened one component at a
-    time with O_NOFOLLOW (created when missing and *create*). Yields fewer descriptors than
-    components when one is missing. `OSError` naming the component that is a symbolic link
-    or no folder."""
-    chain = [os.open(base, _DIR)]
-    try:
-        here = base
-        for part in rel.parts:
-            here = here / part
-            try:
-                fd = os.open(part, _DIR | os.O_NOFOLLOW, dir_fd=chain[-1])
-            except FileNotFoundError:
-                if not create:
-                    break
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(part, 0o777, dir_fd=chain[-1])
-                fd = os.open(part, _DIR | os.O_NOFOLLOW, dir_fd=chain[-1])
-            except OSError as exc:
-                refusal = _link_refusal(here, chain[-1], part, verb)
-                if refusal is not None:
-                    raise refusal from None
-                if exc.errno == errno.ENOTDIR:
-                    raise _refuse(here, "is not a folder", errno.ENOTDIR) from None
-                raise
-            chain.append(fd)
-        yield chain
-    finally:
-        for fd in chain:
-            os.close(fd)
-
-
 def _read_at(dirfd: int, name: str, path: Path, verb: str) -> bytes | None:
-    """The regular file *name*'s bytes, None when absent; `OSError` for a link or a
-    non-regular file (opened O_NOFOLLOW | O_NONBLOCK, checked with fstat)."""
-    refusal = _link_refusal(path, dirfd, name, verb)
+    """The regular file *name*'s bytes, None when absent; `PathRefused` for a link, `OSError`
+    for a non-regular file (opened O_NOFOLLOW | O_NONBLOCK, checked with fstat)."""
+    refusal = link_refusal(dirfd, name, path)
     if refusal is not None:
         raise refusal
     try:
@@ -233,13 +186,13 @@ def install(target: Target) -> list[str]:
     target.base.mkdir(parents=True, exist_ok=True)  # a new --target-dir's parents
     # check every path before writing any, so a refusal leaves nothing half-installed
     for rel in target.files:
-        with _folders(target.base, rel.parent, create=False, verb="install") as chain:
+        with descend(target.base, rel.parent.parts, create=False) as chain:
             if len(chain) == len(rel.parent.parts) + 1:
                 _read_at(chain[-1], rel.name, target.base / rel, "install over")
     lines = []
     for rel, data in target.files.items():
         path = target.base / rel
-        with _folders(target.base, rel.parent, create=True, verb="install") as chain:
+        with descend(target.base, rel.parent.parts, create=True) as chain:
             before = _read_at(chain[-1], rel.name, path, "install over")
             if before == data:
                 lines.append(f"installed {path} (unchanged)")
@@ -258,13 +211,13 @@ def uninstall(target: Target) -> tuple[list[str], bool]:
     folders left empty (up to the base). Returns the output lines and whether anything was
     removed; a file with other content is kept and named."""
     for rel in target.files:  # refuse before removing anything
-        with _folders(target.base, rel.parent, create=False, verb="uninstall") as chain:
+        with descend(target.base, rel.parent.parts, create=False) as chain:
             if len(chain) == len(rel.parent.parts) + 1:
                 _read_at(chain[-1], rel.name, target.base / rel, "remove")
     lines, removed = [], False
     for rel, data in target.files.items():
         path = target.base / rel
-        with _folders(target.base, rel.parent, create=False, verb="uninstall") as chain:
+        with descend(target.base, rel.parent.parts, create=False) as chain:
             if len(chain) < len(rel.parent.parts) + 1:
                 continue
             current = _read_at(chain[-1], rel.name, path, "remove")

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._beneath import PathRefused, Rooted, Roots
+from ._beneath import PathRefused, Rooted, Roots, descend, link_refusal
 from ._binary import check_binary, identify
 
 if TYPE_CHECKING:
@@ -122,12 +122,14 @@ __all__ = [
     "child_env",
     "close_at_eof",
     "close_shared",
+    "descend",
     "drain",
     "empty_folder",
     "ensure_private_dir",
     "ensure_real_dir",
     "guard_argv",
     "identify",
+    "link_refusal",
     "missing_executable",
     "open_guarded",
     "open_lock_file",

@@ -24,11 +24,11 @@ import errno
 import os
 import secrets
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PathRefused", "Rooted", "Roots", "safe_name"]
+__all__ = ["PathRefused", "Rooted", "Roots", "descend", "link_refusal", "safe_name"]
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _MAX_NAME_BYTES = 255
@@ -126,19 +126,9 @@ class Rooted:
     def _parent(self, *, create: bool) -> Iterator[int | None]:
         """A descriptor of the folder holding the last component, walked with `O_NOFOLLOW`;
         None when a folder on the way does not exist (and not *create*)."""
-        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            for index, name in enumerate(self.parts[:-1]):
-                child = _step(fd, name, create, self.root.joinpath(*self.parts[: index + 1]))
-                os.close(fd)
-                fd = child
-                if fd < 0:
-                    yield None
-                    return
-            yield fd
-        finally:
-            if fd >= 0:
-                os.close(fd)
+        folders = self.parts[:-1]
+        with descend(self.root, folders, create=create) as chain:
+            yield chain[-1] if len(chain) == len(folders) + 1 else None
 
     def check(self, *, kind: str = "any") -> Path:
         """Walk the components that exist (none may be a symbolic link) and return the
@@ -214,21 +204,46 @@ class Rooted:
                 os.fsync(parent)
 
 
-def _step(fd: int, name: str, create: bool, where: Path) -> int:
-    """Open folder *name* inside folder *fd* without following a link; -1 when it is
-    missing and not *create*."""
+@contextlib.contextmanager
+def descend(base: Path, parts: Sequence[str], *, create: bool) -> Iterator[list[int]]:
+    """Descriptors on *base* (opened as given) and on each folder of *parts* below it,
+    opened one `openat` at a time with `O_NOFOLLOW` (made, mode 0o777 less the umask, when
+    missing and *create*). Fewer descriptors than `len(parts) + 1` when one is missing.
+    `PathRefused` naming the component that is a symbolic link (and where it points) or no
+    folder. Every walk below a root, the worker's and the skill installers', is this one."""
+    chain = [os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)]
     try:
-        try:
-            child = os.open(name, _DIR_FLAGS, dir_fd=fd)
-        except FileNotFoundError:
-            if not create:
-                return -1
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(name, 0o777, dir_fd=fd)
-            child = os.open(name, _DIR_FLAGS, dir_fd=fd)
-    except OSError as exc:
-        raise _refusal(where, exc) from None
-    return child
+        for index, name in enumerate(parts):
+            try:
+                try:
+                    child = os.open(name, _DIR_FLAGS, dir_fd=chain[-1])
+                except FileNotFoundError:
+                    if not create:
+                        break
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(name, 0o777, dir_fd=chain[-1])
+                    child = os.open(name, _DIR_FLAGS, dir_fd=chain[-1])
+            except OSError as exc:
+                where = base.joinpath(*parts[: index + 1])
+                raise (link_refusal(chain[-1], name, where) or _refusal(where, exc)) from None
+            chain.append(child)
+        yield chain
+    finally:
+        for fd in chain:
+            os.close(fd)
+
+
+def link_refusal(dirfd: int, name: str, where: object) -> PathRefused | None:
+    """The refusal for entry *name* of folder *dirfd* (shown as *where*) when it is a
+    symbolic link, naming where it points; None otherwise (missing included)."""
+    try:
+        info = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISLNK(info.st_mode):
+        return None
+    to = os.readlink(name, dir_fd=dirfd)
+    return PathRefused(where, f"is a symbolic link (to {to}); refusing to follow it")
 
 
 def _refusal(where: object, exc: OSError) -> PathRefused | OSError:
