@@ -47,8 +47,9 @@ class Deadline:
     ) -> Deadline:
         """A call's deadline: `total_timeout_s` from now, or its `attempt_timeout_s` when that
         is shorter (a call run as one attempt, without the retry policy)."""
-        whole = cls.after(total_s, "total", now)
-        return whole if attempt_s is None else whole.narrow(attempt_s, "attempt", whole.start)
+        start = time.monotonic() if now is None else now
+        whole = cls.after(total_s, "total", start)
+        return whole.narrow(attempt_s, "attempt", start)
 
     @classmethod
     def of_scope(cls, scope_end: float, now: float | None = None) -> Deadline:

@@ -37,7 +37,8 @@ class CallPlan:
         """The plan of one attempt: the call's deadline narrowed by `attempt_timeout_s`
         from *now*, and the config's `total_timeout_s` the attempt's bound (what a backend
         that reads only its config runs with)."""
-        return self.within(self.deadline.narrow(self.config.attempt_timeout_s, "attempt", now))
+        bound = self.deadline.narrow(self.config.attempt_timeout_s, "attempt", now)
+        return self.within(bound, now)
 
     def within(self, deadline: Deadline, now: float | None = None) -> CallPlan:
         """This plan bounded by *deadline* (the earlier of the two), its config's
