@@ -130,3 +130,15 @@ async def test_the_config_is_merged_once_and_one_deadline_reaches_the_runner(
     # attempt_timeout_s=60 ends before total_timeout_s=90: the deadline says which
     assert (deadline.limit, deadline.seconds) == ("attempt", 60)
     assert request.total_timeout_s <= 60
+
+
+async def test_a_callers_cancel_scope_is_a_deadline_on_the_same_clock() -> None:
+    import anyio
+
+    with anyio.move_on_after(5):
+        await anyio.lowlevel.checkpoint()  # the caller's code runs inside its scope
+        scope = Deadline.of_scope(anyio.current_effective_deadline())
+        call = Deadline.of_call(30).earliest(scope)
+    assert call is scope  # the caller's 5 s end before the call's 30 s
+    assert scope.limit == "scope"
+    assert 4 < scope.remaining() <= 5
