@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.lowlevel
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -133,8 +135,6 @@ async def test_the_config_is_merged_once_and_one_deadline_reaches_the_runner(
 
 
 async def test_a_callers_cancel_scope_is_a_deadline_on_the_same_clock() -> None:
-    import anyio
-
     with anyio.move_on_after(5):
         await anyio.lowlevel.checkpoint()  # the caller's code runs inside its scope
         scope = Deadline.of_scope(anyio.current_effective_deadline())
