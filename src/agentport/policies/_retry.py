@@ -7,13 +7,15 @@ Retries only failures whose `ProviderError.retryable` is true, waits
 An exhausted usage window (`quota_exhausted`) is retried only when its `retry_at` comes before
 the deadline, and then not before `retry_at`.
 
-The deadline: `CompletionConfig.total_timeout_s` bounds the whole call. Each attempt is handed
-`total_timeout_s = min(attempt_timeout_s, time left)`, so a backend's own limit (the process
-runner's, the HTTP read loop's) fires first and classifies the failure; a backend that does
-not stop in time is cancelled `DEADLINE_SLACK_S` later. A back-off that would end past the
-deadline is not slept: the call ends at once in `Failure(timeout, timeout="total")`.
-Retrying lives here, above the backends, never inside one: a backend only says what its
-output means (its error kind), this layer decides what to do about it.
+The deadline: `CompletionConfig.total_timeout_s` bounds the whole call; it is the call plan's
+`Deadline` (`agentport.core.plan_call`, made once at the top of the stack). Each attempt is handed a
+plan of its own (`CallPlan.for_attempt`): the earlier of that deadline and `attempt_timeout_s`, its
+config's `total_timeout_s` the seconds left, so a backend's own limit (the process runner's, the
+HTTP read loop's) fires first and classifies the failure; a backend that does not stop in time is
+cancelled `DEADLINE_SLACK_S` later. A back-off that would end past the deadline is not slept: the
+call ends at once in `Failure(timeout, timeout="total")`. Retrying lives here, above the backends,
+never inside one: a backend only says what its output means (its error kind), this layer decides
+what to do about it.
 """
 
 from __future__ import annotations
@@ -116,13 +118,13 @@ class RetryingAdapter(ClosableAdapter):
     """An `LLMAdapter` that applies a `RetryPolicy` around another adapter, within the call's
     deadline.
 
-    Per call: the config is merged over *defaults* (the configured settings,
-    `merge_config`); `total_timeout_s` is the whole call's deadline and `attempt_timeout_s`
-    one attempt's bound (module docstring). A failure carries `attempts` (one `Attempt` per
-    try); a deadline reached ends in `ProviderError(timeout, timeout="total",
-    retryable=False)` naming the last failure; a success's `duration_s` covers the whole call.
-    Usage covers every attempt: a success's adds the failed attempts' (those that reported
-    any), a failure's is the sum of all of them; `request_sent` is the whole call's.
+    Per call: the call plan (`plan_call`: the config merged over *defaults*, the configured
+    settings, unless a layer above made the plan already); `total_timeout_s` is the whole call's
+    deadline and `attempt_timeout_s` one attempt's bound (module docstring). A failure carries
+    `attempts` (one `Attempt` per try); a deadline reached ends in `ProviderError(timeout,
+    timeout="total", retryable=False)` naming the last failure; a success's `duration_s` covers the
+    whole call. Usage covers every attempt: a success's adds the failed attempts' (those that
+    reported any), a failure's is the sum of all of them; `request_sent` is the whole call's.
 
     *hand_over*: error kinds that end the call at once, with no retry and no wait (a failover
     chain's member before the last: its rate limit, exhausted window, outage or missing
