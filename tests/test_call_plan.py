@@ -142,3 +142,15 @@ async def test_a_callers_cancel_scope_is_a_deadline_on_the_same_clock() -> None:
     assert call is scope  # the caller's 5 s end before the call's 30 s
     assert scope.limit == "scope"
     assert 4 < scope.remaining() <= 5
+
+
+def test_only_the_call_plan_merges_defaults() -> None:
+    # every layer reaches the merge through `plan_call` / `merge_config`, which hand a
+    # planned config back as it is: no other module may merge on its own
+    src = Path(__file__).resolve().parent.parent / "src" / "agentport"
+    callers = sorted(
+        str(path.relative_to(src))
+        for path in src.rglob("*.py")
+        if ".with_defaults(" in path.read_text(encoding="utf-8")
+    )
+    assert callers == ["core/_plan.py"]

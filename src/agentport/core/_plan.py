@@ -81,7 +81,7 @@ def plan_call(
     above = _CURRENT.get()
     if above is not None and config is above.config:
         return above
-    merged = defaults if config is None else config.with_defaults(defaults)
+    merged = merge_config(config, defaults)
     attempt = merged.attempt_timeout_s if limit == "attempt" else None
     return CallPlan(tuple(messages), merged, Deadline.of_call(merged.total_timeout_s, attempt))
 
@@ -90,7 +90,7 @@ def merge_config(config: CompletionConfig | None, defaults: CompletionConfig) ->
     """The config a backend runs with: *config* (None = nothing set) over *defaults*, field by
     field (`CompletionConfig.with_defaults`). Settings > `CompletionConfig` defaults; the
     caller's explicit fields > settings. A config handed down from the call's plan is
-    returned as it is (merged once, at the top)."""
+    returned as it is (merged once, at the top). The only caller of `with_defaults`."""
     above = _CURRENT.get()
     if above is not None and config is above.config:
         return config
