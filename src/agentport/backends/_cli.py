@@ -34,6 +34,7 @@ from ..core import (
     ClosableAdapter,
     CompletionConfig,
     CompletionResponse,
+    Deadline,
     ErrorKind,
     Message,
     MessageRole,
@@ -44,7 +45,7 @@ from ..core import (
     Usage,
     as_quota,
     key_handed,
-    merge_config,
+    plan_call,
     prepare_messages,
     route_for,
     span,
@@ -178,15 +179,20 @@ class CliAdapter(ClosableAdapter):
         sink: Sink | None = None,
     ) -> Result[CompletionResponse, ProviderError]:
         """`complete`, also handing every decoded event to *sink* as it arrives; the call's
-        `functions` are served for its length (`caller_tools`)."""
-        config = merge_config(config, self.default_config)
-        async with caller_tools(self.capability, config) as served:
-            return await self._run(messages, served, sink)
+        `functions` are served for its length (`caller_tools`). The config and deadline are
+        the call plan's (`agentport.core.plan_call`): the policy layer's attempt, or, called
+        directly, one attempt of its own (`min(attempt_timeout_s, total_timeout_s)`)."""
+        plan = plan_call(messages, config, self.default_config, limit="attempt")
+        async with caller_tools(self.capability, plan.config) as served:
+            return await self._run(messages, served, sink, plan.deadline)
 
     async def _run(
-        self, messages: Sequence[Message], config: CompletionConfig, sink: Sink | None
+        self,
+        messages: Sequence[Message],
+        config: CompletionConfig,
+        sink: Sink | None,
+        deadline: Deadline,  # re-prompts share it
     ) -> Result[CompletionResponse, ProviderError]:
-        deadline = time.monotonic() + config.attempt_budget_s  # re-prompts share it
         prepared = prepare_messages(self.capability, messages, config)
         if isinstance(prepared, Failure):
             return prepared
@@ -247,7 +253,7 @@ class CliAdapter(ClosableAdapter):
         config: CompletionConfig,
         native_schema: bool,
         sink: Sink | None,
-        deadline: float | None = None,
+        deadline: Deadline,
     ) -> Result[CompletionResponse, ProviderError]:
         """`_run_once`, with the call's approval server around it when the call sets a hook
         and the catalog says approvals are NATIVE (claude's permission prompt tool)."""
@@ -273,7 +279,7 @@ class CliAdapter(ClosableAdapter):
         config: CompletionConfig,
         native_schema: bool,
         sink: Sink | None,
-        deadline: float | None = None,
+        deadline: Deadline,
         approvals: ApprovalEndpoint | None = None,
     ) -> Result[CompletionResponse, ProviderError]:
         """One CLI process: refuse what cannot start, build its invocation, run it through
@@ -291,7 +297,7 @@ class CliAdapter(ClosableAdapter):
         grace = self.spec.error_grace_s or DEFAULT_ERROR_GRACE_S
         with ExitStack() as stack:
             run_dir = stack.enter_context(private_tempdir(f"agentport-{self.backend}-"))
-            call = self._call(messages, config, native_schema, exe, run_dir, started, deadline)
+            call = self._call(messages, config, native_schema, exe, run_dir, deadline)
             call = replace(call, approvals=approvals)
             warm = self._warm_size(call)
             decode = self.spec.warm.decode if warm and self.spec.warm else None
@@ -306,11 +312,10 @@ class CliAdapter(ClosableAdapter):
                 key = (*self._options_key(), launch.key())
                 self._warm_keys.add(key)
                 pool = call_pool(key, warm)
-            budget_s = config.attempt_budget_s if deadline is None else deadline - started
             more = turn.dialogue(invocation, stack)
             with span(f"exec {Path(exe).name}", {"agentport.backend": self.backend}) as current:
                 env.update(trace_env())  # the CLI continues this trace (OpenTelemetry)
-                request = self._request(invocation, env, call, budget_s, more)
+                request = self._request(invocation, env, call, deadline, more)
                 live = None
                 if pool is None:
                     outcome = await run_process(request, turn.on_frame)
@@ -344,10 +349,10 @@ class CliAdapter(ClosableAdapter):
         return self.backend, hashlib.sha256(text.encode()).hexdigest()
 
     def _refused(
-        self, config: CompletionConfig, started: float, deadline: float | None, exe: str | None
+        self, config: CompletionConfig, started: float, deadline: Deadline, exe: str | None
     ) -> Failure[ProviderError] | None:
         """The failure of a call that cannot start: its deadline is spent, or no CLI."""
-        if deadline is not None and deadline <= started:
+        if deadline.reached(started):
             return self._fail(
                 ProviderError(
                     ErrorKind.timeout,
@@ -374,8 +379,7 @@ class CliAdapter(ClosableAdapter):
         native_schema: bool,
         exe: str,
         run_dir: Path,
-        started: float,
-        deadline: float | None,
+        deadline: Deadline,
     ) -> CliCall:
         """What the spec builds from: the prompt (system folded in unless NATIVE), the native
         schema form when asked for, and a working folder inside the run's private folder
@@ -399,7 +403,7 @@ class CliAdapter(ClosableAdapter):
             run_dir=run_dir,
             cwd=cwd,
             session_id=config.session_id,
-            deadline=started + config.attempt_budget_s if deadline is None else deadline,
+            deadline=deadline.end,
             images=tuple(image for m in messages for image in m.images),
         )
 
@@ -433,7 +437,7 @@ class CliAdapter(ClosableAdapter):
         invocation: Invocation,
         env: dict[str, str],
         call: CliCall,
-        budget_s: float,
+        deadline: Deadline,
         stdin_more: MemoryObjectReceiveStream[bytes] | None,
     ) -> ProcessRequest:
         """The runner's request: the call's timeouts and the backend's options."""
@@ -447,7 +451,7 @@ class CliAdapter(ClosableAdapter):
             stdin_more=stdin_more,
             startup_timeout_s=config.startup_timeout_s,
             idle_timeout_s=config.idle_timeout_s,
-            total_timeout_s=budget_s,
+            total_timeout_s=deadline.remaining(),
             grace_s=float(self.options.get("grace_s", 3.0)),
             linger_s=float(self.options.get("linger_s", 1.0)),
             stdout_to_file=self.spec.stdout_to_file,
@@ -455,6 +459,7 @@ class CliAdapter(ClosableAdapter):
             max_events=int(self.options.get("max_events", DEFAULT_MAX_EVENTS)),
             on_stderr_line=None if watcher is None else watcher(),
             log_dir=invocation.log_dir,
+            deadline=deadline,
         )
 
     def _settle(

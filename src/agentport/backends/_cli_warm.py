@@ -117,7 +117,7 @@ async def run_turn(
     cannot start: `result.error`); the process (or None when none started) goes to `finish`
     after the call is judged. A cancelled turn closes its process. The reset counts against
     the request's `total_timeout_s`: the turn gets what is left of it."""
-    deadline = time.monotonic() + request.total_timeout_s
+    deadline = request.ends().end  # the call plan's deadline
     live = await _take(pool, spec, request, deadline)
     if live is None and time.monotonic() < deadline:
         try:

@@ -3,8 +3,9 @@
 The quota parsers (`as_quota`, `parse_quota`, `quota_from_body`, `QuotaWindow`, `MAX_WINDOW`),
 the headroom parser (`headroom_from_headers`, `Headroom`, `with_headroom`), the billing
 words (`billing_said`), tracing (`span`, `trace_env`), the depth-bounded JSON parser
-(`bounded.loads`) and the session transcript and its briefing (`Transcript`, `brief`, which
-only a handover needs) load on first use: they cost more at import than a caller of the
+(`bounded.loads`), the session transcript and its briefing (`Transcript`, `brief`, which
+only a handover needs) and the call plan (`plan_call`, `CallPlan`, `Deadline`, `merge_config`)
+load on first use: they cost more at import than a caller of the
 types needs.
 
 Internal to agentport, with no stability promise (the public modules: docs/architecture.md,
@@ -44,7 +45,6 @@ from ._config import (
     Sandbox,
     ToolPolicy,
     json_schema_problem,
-    merge_config,
 )
 from ._cost import BillingRoute, CostState
 from ._errors import (
@@ -88,7 +88,9 @@ from ._wait import wait_from_headers
 if TYPE_CHECKING:
     from . import _bounded as bounded
     from ._billing import billing_said, key_handed, loopback_url, route_for
+    from ._deadline import Deadline, DeadlineLimit
     from ._headroom import Headroom, headroom_from_headers, with_headroom
+    from ._plan import CallPlan, current_plan, merge_config, plan_call, planned
     from ._quota import MAX_WINDOW, QuotaWindow, as_quota, parse_quota, quota_from_body
     from ._runaway import RunawayGuard, input_digest
     from ._telemetry import annotate_span, span, trace_env
@@ -124,6 +126,8 @@ _LAZY = {
     **dict.fromkeys(("annotate_span", "span", "trace_env"), "_telemetry"),
     **dict.fromkeys(("billing_said", "key_handed", "loopback_url", "route_for"), "_billing"),
     **dict.fromkeys(("RunawayGuard", "input_digest"), "_runaway"),
+    **dict.fromkeys(("Deadline", "DeadlineLimit"), "_deadline"),
+    **dict.fromkeys(("CallPlan", "current_plan", "merge_config", "plan_call", "planned"), "_plan"),
 }
 
 
@@ -153,10 +157,13 @@ __all__ = [
     "BillingRoute",
     "BinaryInfo",
     "Briefing",
+    "CallPlan",
     "ClosableAdapter",
     "CompletionConfig",
     "CompletionResponse",
     "CostState",
+    "Deadline",
+    "DeadlineLimit",
     "Deny",
     "EndSignal",
     "ErrorKind",
@@ -205,6 +212,7 @@ __all__ = [
     "brief",
     "check_params",
     "choose_option",
+    "current_plan",
     "estimate_tokens",
     "headroom_from_headers",
     "input_digest",
@@ -215,6 +223,8 @@ __all__ = [
     "merge_config",
     "normalize_name",
     "permission_kind",
+    "plan_call",
+    "planned",
     "prepare_messages",
     "printable",
     "redact",

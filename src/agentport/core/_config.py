@@ -22,7 +22,6 @@ __all__ = [
     "Sandbox",
     "ToolPolicy",
     "json_schema_problem",
-    "merge_config",
 ]
 
 OutputSchema = type[BaseModel] | dict[str, Any]
@@ -45,13 +44,6 @@ def json_schema_problem(schema: dict[str, Any]) -> str | None:
         where = "/".join(str(p) for p in exc.absolute_path)
         return f"{where + ': ' if where else ''}{exc.message}"
     return None
-
-
-def merge_config(config: CompletionConfig | None, defaults: CompletionConfig) -> CompletionConfig:
-    """The config a backend runs with: *config* (None = nothing set) over *defaults*, field by
-    field (`CompletionConfig.with_defaults`). Settings > `CompletionConfig` defaults; the
-    caller's explicit fields > settings."""
-    return defaults if config is None else config.with_defaults(defaults)
 
 
 class Sandbox(enum.StrEnum):

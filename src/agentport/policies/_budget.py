@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from typing import Literal
 
@@ -37,17 +38,20 @@ import anyio
 from returns.result import Failure, Result, Success
 
 from ..core import (
+    CallPlan,
     ClosableAdapter,
     CompletionConfig,
     CompletionResponse,
     CostState,
+    Deadline,
     ErrorKind,
     LLMAdapter,
     Message,
     ProviderError,
     Usage,
     aclose_adapter,
-    merge_config,
+    plan_call,
+    planned,
     usage_of,
 )
 from ._budget_limit import DETAILS_KEY, BudgetLimit, BudgetLimitName
@@ -168,15 +172,19 @@ class BudgetAdapter(ClosableAdapter):
                 )
             )
         self.calls += 1  # counted at the start: calls running together never pass it
+        plan: CallPlan | None = None
         if self.budget.deadline_s is not None:
             left = self.budget.deadline_s - (self._clock() - self._started)
-            # the configured deadline of the adapter below counts as set (merge_config)
-            base = merge_config(config, getattr(self.inner, "defaults", CompletionConfig()))
-            if left < base.total_timeout_s:
-                config = base.model_copy(update={"total_timeout_s": max(left, 0.001)})
+            # the configured deadline of the adapter below counts as set: the call's plan
+            # (its one merge) is made here and handed down, bounded by what is left
+            plan = plan_call(messages, config, getattr(self.inner, "defaults", CompletionConfig()))
+            if left < plan.config.total_timeout_s:
+                plan = plan.within(Deadline.after(max(left, 0.001)))
+            config = plan.config
         self.running += 1
         try:
-            result = await self._call(messages, config)
+            with nullcontext() if plan is None else planned(plan):
+                result = await self._call(messages, config)
         finally:
             self.running -= 1
         self.finished += 1

@@ -47,9 +47,11 @@ from returns.result import Failure, Result, Success
 from ..core import (
     Attempt,
     BackendCapability,
+    CallPlan,
     ClosableAdapter,
     CompletionConfig,
     CompletionResponse,
+    Deadline,
     ErrorKind,
     LLMAdapter,
     Message,
@@ -58,7 +60,8 @@ from ..core import (
     Usage,
     aclose_adapter,
     check_params,
-    merge_config,
+    plan_call,
+    planned,
 )
 from ._chain import DEFAULT_FAILOVER_ON
 from ._cooldown import CooldownStore, cooling_error
@@ -140,12 +143,12 @@ class FailoverAdapter(ClosableAdapter):
     async def complete(
         self, messages: Sequence[Message], config: CompletionConfig | None = None
     ) -> Result[CompletionResponse, ProviderError]:
-        config = merge_config(config, self.defaults)
-        deadline = time.monotonic() + config.total_timeout_s
+        plan = plan_call(messages, config, self.defaults)  # the call's one merge and deadline
+        config, deadline = plan.config, plan.deadline
         outcomes: list[_Outcome] = []
         winner: _Outcome | None = None
         with call_span(self.backend, config) as current:
-            with anyio.move_on_after(config.total_timeout_s):
+            with anyio.move_on_after(deadline.remaining()):
                 winner = await self._race(messages, config, deadline, outcomes)
             result = self._result(messages, config, outcomes, winner)
             if self.handover is not None and isinstance(result, Success):
@@ -203,13 +206,14 @@ class FailoverAdapter(ClosableAdapter):
         adapter: LLMAdapter,
         messages: Sequence[Message],
         config: CompletionConfig,
-        deadline: float,
+        deadline: Deadline,
     ) -> _Outcome:
         began = time.monotonic()
-        left = max(deadline - began, 0.001)
-        result = await adapter.complete(
-            messages, config.model_copy(update={"total_timeout_s": left})
-        )
+        # the member runs within the chain's deadline, its config already merged (and
+        # perhaps shaped by the hand-over): a plan of its own, nothing merged again
+        plan = CallPlan(tuple(messages), config, deadline).within(deadline, began)
+        with planned(plan):
+            result = await adapter.complete(plan.messages, plan.config)
         elapsed = time.monotonic() - began
         if isinstance(result, Success):
             return _Outcome(index, result)
@@ -242,7 +246,7 @@ class FailoverAdapter(ClosableAdapter):
         self,
         messages: Sequence[Message],
         config: CompletionConfig,
-        deadline: float,
+        deadline: Deadline,
         outcomes: list[_Outcome],
     ) -> _Outcome | None:
         """Run members (one at a time, or hedged); the winning outcome, or None when every

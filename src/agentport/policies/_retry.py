@@ -7,13 +7,15 @@ Retries only failures whose `ProviderError.retryable` is true, waits
 An exhausted usage window (`quota_exhausted`) is retried only when its `retry_at` comes before
 the deadline, and then not before `retry_at`.
 
-The deadline: `CompletionConfig.total_timeout_s` bounds the whole call. Each attempt is handed
-`total_timeout_s = min(attempt_timeout_s, time left)`, so a backend's own limit (the process
-runner's, the HTTP read loop's) fires first and classifies the failure; a backend that does
-not stop in time is cancelled `DEADLINE_SLACK_S` later. A back-off that would end past the
-deadline is not slept: the call ends at once in `Failure(timeout, timeout="total")`.
-Retrying lives here, above the backends, never inside one: a backend only says what its
-output means (its error kind), this layer decides what to do about it.
+The deadline: `CompletionConfig.total_timeout_s` bounds the whole call; it is the call plan's
+`Deadline` (`agentport.core.plan_call`, made once at the top of the stack). Each attempt is handed a
+plan of its own (`CallPlan.for_attempt`): the earlier of that deadline and `attempt_timeout_s`, its
+config's `total_timeout_s` the seconds left, so a backend's own limit (the process runner's, the
+HTTP read loop's) fires first and classifies the failure; a backend that does not stop in time is
+cancelled `DEADLINE_SLACK_S` later. A back-off that would end past the deadline is not slept: the
+call ends at once in `Failure(timeout, timeout="total")`. Retrying lives here, above the backends,
+never inside one: a backend only says what its output means (its error kind), this layer decides
+what to do about it.
 """
 
 from __future__ import annotations
@@ -32,9 +34,11 @@ from returns.result import Failure, Result, Success
 from ..core import (
     Attempt,
     BackendCapability,
+    CallPlan,
     ClosableAdapter,
     CompletionConfig,
     CompletionResponse,
+    Deadline,
     ErrorKind,
     LLMAdapter,
     Message,
@@ -44,7 +48,8 @@ from ..core import (
     Usage,
     aclose_adapter,
     input_digest,
-    merge_config,
+    plan_call,
+    planned,
     usage_of,
     with_usage,
 )
@@ -113,13 +118,13 @@ class RetryingAdapter(ClosableAdapter):
     """An `LLMAdapter` that applies a `RetryPolicy` around another adapter, within the call's
     deadline.
 
-    Per call: the config is merged over *defaults* (the configured settings,
-    `merge_config`); `total_timeout_s` is the whole call's deadline and `attempt_timeout_s`
-    one attempt's bound (module docstring). A failure carries `attempts` (one `Attempt` per
-    try); a deadline reached ends in `ProviderError(timeout, timeout="total",
-    retryable=False)` naming the last failure; a success's `duration_s` covers the whole call.
-    Usage covers every attempt: a success's adds the failed attempts' (those that reported
-    any), a failure's is the sum of all of them; `request_sent` is the whole call's.
+    Per call: the call plan (`plan_call`: the config merged over *defaults*, the configured
+    settings, unless a layer above made the plan already); `total_timeout_s` is the whole call's
+    deadline and `attempt_timeout_s` one attempt's bound (module docstring). A failure carries
+    `attempts` (one `Attempt` per try); a deadline reached ends in `ProviderError(timeout,
+    timeout="total", retryable=False)` naming the last failure; a success's `duration_s` covers the
+    whole call. Usage covers every attempt: a success's adds the failed attempts' (those that
+    reported any), a failure's is the sum of all of them; `request_sent` is the whole call's.
 
     *hand_over*: error kinds that end the call at once, with no retry and no wait (a failover
     chain's member before the last: its rate limit, exhausted window, outage or missing
@@ -168,7 +173,8 @@ class RetryingAdapter(ClosableAdapter):
     async def complete(
         self, messages: Sequence[Message], config: CompletionConfig | None = None
     ) -> Result[CompletionResponse, ProviderError]:
-        merged = merge_config(config, self.defaults)
+        plan = plan_call(messages, config, self.defaults)  # the call's one merge and deadline
+        merged = plan.config
         failed: list[ProviderError] = []  # every failed attempt: how far the call got
         digest = "" if self.runaway is None else input_digest(messages, merged.model)
         with call_span(self.backend, merged) as current:
@@ -178,7 +184,7 @@ class RetryingAdapter(ClosableAdapter):
             if stop is not None:
                 result: Result[CompletionResponse, ProviderError] = Failure(stop)
             else:
-                result = self._total(await self._attempts(messages, merged, failed), failed)
+                result = self._total(await self._attempts(plan, failed), failed)
                 if self.runaway is not None:
                     error = result.failure() if isinstance(result, Failure) else None
                     self.runaway.observe(digest, self.backend, error)
@@ -199,20 +205,15 @@ class RetryingAdapter(ClosableAdapter):
         return Failure(error.replace(usage=spent) if failed else error)
 
     async def _attempts(
-        self, messages: Sequence[Message], config: CompletionConfig, failed: list[ProviderError]
+        self, plan: CallPlan, failed: list[ProviderError]
     ) -> Result[CompletionResponse, ProviderError]:
+        messages, config, deadline = plan.messages, plan.config, plan.deadline
         started = time.monotonic()
-        deadline = started + config.total_timeout_s
         attempts: list[Attempt] = []
         last: ProviderError | None = None  # the last failure that was not the deadline
         while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return Failure(self._expired(config, attempts, last))
-            per_attempt = config.attempt_timeout_s
-            by_total = per_attempt is None or per_attempt >= remaining
-            bound = remaining if per_attempt is None or by_total else per_attempt
-            which: TimeoutWhich = "total" if by_total else "attempt"
+            if deadline.reached():
+                return Failure(self._expired(deadline, attempts, last))
             if self.cooldown is not None:  # a backend whose window is exhausted is not called
                 cooling = await cooling_error(self.cooldown, self.backend)
                 if cooling is not None:
@@ -220,15 +221,15 @@ class RetryingAdapter(ClosableAdapter):
             async with AsyncExitStack() as stack:
                 slot: Slot | None = None
                 if self.concurrency is not None:  # room in the shared window, by the deadline
-                    with anyio.move_on_after(remaining):
+                    with anyio.move_on_after(deadline.remaining()):
                         slot = await stack.enter_async_context(self.concurrency.slot())
-                    remaining = deadline - time.monotonic()
-                    if slot is None or remaining <= 0:
-                        return Failure(self._queued(config, attempts, last))
-                    if remaining < bound:
-                        bound, which = remaining, "total"
+                    if slot is None or deadline.reached():
+                        return Failure(self._queued(deadline, attempts, last))
+                # the attempt's bound starts once it may run: the deadline, or its own limit
                 began = time.monotonic()
-                result = await self._attempt(messages, config, bound, which)
+                attempt = plan.for_attempt(began)
+                bound = attempt.deadline
+                result = await self._attempt(attempt)
                 elapsed = time.monotonic() - began
                 if slot is not None:
                     slot.settle(result)
@@ -247,7 +248,8 @@ class RetryingAdapter(ClosableAdapter):
             # deadline ("total", final) or this attempt's ("attempt", retryable); a "total"
             # timeout well before that bound is the backend's own limit, not the deadline
             if error.kind is ErrorKind.timeout and error.timeout == "total":
-                if time.monotonic() >= began + bound - _CLOCK_SLOP_S:
+                if bound.reached(slop=_CLOCK_SLOP_S):
+                    which: TimeoutWhich = bound.limit if bound.limit == "attempt" else "total"
                     error = error.replace(timeout=which, retryable=which != "total")
                 else:
                     error = error.replace(retryable=True)
@@ -261,52 +263,47 @@ class RetryingAdapter(ClosableAdapter):
             if error.kind in self.hand_over:  # another backend of the chain answers instead
                 return Failure(error.replace(attempts=tuple(attempts)))
             cut = error.kind is ErrorKind.timeout and error.timeout == "total"
-            if (cut or error.retryable) and time.monotonic() >= deadline - _CLOCK_SLOP_S:
-                return Failure(self._expired(config, attempts, (last or error) if cut else error))
+            if (cut or error.retryable) and deadline.reached(slop=_CLOCK_SLOP_S):
+                return Failure(self._expired(deadline, attempts, (last or error) if cut else error))
             last = error
             # an exhausted window is retried only when it resets before the deadline
             until_reset = _until_reset(error)
             retryable = error.retryable or (
-                until_reset is not None and time.monotonic() + until_reset < deadline
+                until_reset is not None and until_reset < deadline.remaining()
             )
             if not retryable or len(attempts) >= self.policy.attempts:
                 return Failure(error.replace(attempts=tuple(attempts)))
             delay = self.policy.delay(len(attempts) - 1, error)
             if until_reset is not None:
                 delay = until_reset
-            if time.monotonic() + delay >= deadline:
-                return Failure(self._expired(config, attempts, error, waiting_s=delay))
+            if delay >= deadline.remaining():
+                return Failure(self._expired(deadline, attempts, error, waiting_s=delay))
             await self._sleep(delay)
 
-    async def _attempt(
-        self,
-        messages: Sequence[Message],
-        config: CompletionConfig,
-        bound: float,
-        which: TimeoutWhich,
-    ) -> Result[CompletionResponse, ProviderError]:
-        """One attempt handed *bound* as its whole-call limit, cancelled `DEADLINE_SLACK_S`
-        after it when the backend does not stop itself."""
-        with anyio.move_on_after(bound + DEADLINE_SLACK_S) as backstop:
-            result = await self.inner.complete(
-                messages, config.model_copy(update={"total_timeout_s": bound})
-            )
+    async def _attempt(self, plan: CallPlan) -> Result[CompletionResponse, ProviderError]:
+        """One attempt, handed *plan* (bounded by its deadline: the call's, or the
+        attempt's own), cancelled `DEADLINE_SLACK_S` after it when the backend does not
+        stop itself."""
+        bound = plan.deadline
+        with anyio.move_on_after(bound.remaining() + DEADLINE_SLACK_S) as backstop, planned(plan):
+            result = await self.inner.complete(plan.messages, plan.config)
         if backstop.cancelled_caught:
             return Failure(
                 ProviderError(
                     ErrorKind.timeout,
-                    f"no answer within {bound:g}s and the backend did not stop itself",
+                    f"no answer within {plan.config.total_timeout_s:g}s and the backend did "
+                    "not stop itself",
                     backend=self.backend,
-                    timeout=which,
+                    timeout="total" if bound.limit != "attempt" else "attempt",
                 )
             )
         return result
 
     def _queued(
-        self, config: CompletionConfig, attempts: list[Attempt], last: ProviderError | None
+        self, deadline: Deadline, attempts: list[Attempt], last: ProviderError | None
     ) -> ProviderError:
         """The deadline passed while the attempt waited for room in the concurrency window."""
-        error = self._expired(config, attempts, last)
+        error = self._expired(deadline, attempts, last)
         key = self.concurrency.key if self.concurrency is not None else self.backend
         return error.replace(
             message=f"{error.message}, waiting for room in the concurrency window of {key}",
@@ -315,7 +312,7 @@ class RetryingAdapter(ClosableAdapter):
 
     def _expired(
         self,
-        config: CompletionConfig,
+        deadline: Deadline,
         attempts: list[Attempt],
         last: ProviderError | None,
         waiting_s: float | None = None,
@@ -325,7 +322,7 @@ class RetryingAdapter(ClosableAdapter):
             what = f"reached after {count}"
         else:
             what = f"would pass during the {waiting_s:.3g}s back-off after {count}"
-        message = f"the call's deadline (total_timeout_s={config.total_timeout_s:g}) {what}"
+        message = f"the call's deadline ({deadline.words()}) {what}"
         if last is None:
             return ProviderError(
                 ErrorKind.timeout, message, backend=self.backend, retryable=False,

@@ -132,7 +132,7 @@ class LiveProcess:
             keep = request.stderr_tail_bytes
             tg.start_soon(drain, self.process.stderr, self._tail, keep, drained, Stop(None))
             tg.start_soon(watch.watch, self.process)
-            with anyio.move_on_after(request.total_timeout_s) as total:
+            with anyio.move_on_after(request.ends().remaining()) as total:
                 await self._send(data)
                 if request.stdin_more is not None:  # replies to what it prints
                     tg.start_soon(self._feed, request.stdin_more)

@@ -46,7 +46,7 @@ import anyio.lowlevel
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from ..core import ErrorKind, ProviderError, TimeoutWhich
+from ..core import Deadline, ErrorKind, ProviderError, TimeoutWhich
 from ._env import check_argv, child_env
 from ._framer import (
     DEFAULT_MAX_LINE_BYTES,
@@ -132,6 +132,8 @@ class ProcessRequest:
         log_dir: a folder the CLI writes log files into: every line appended to any file in
             it also goes to `on_stderr_line` (polled every 0.25 s; qwen writes its retry
             notices only to its debug log).
+        deadline: the call's `Deadline` (its plan's), which the whole run ends by; None =
+            `total_timeout_s` from the start of the run.
     """
 
     argv: Sequence[str]
@@ -154,6 +156,11 @@ class ProcessRequest:
     guard: bool = True
     log_dir: Path | None = None
     notice_grace_s: float = 1.0
+    deadline: Deadline | None = None
+
+    def ends(self, now: float | None = None) -> Deadline:
+        """When the whole run must end: `deadline`, else `total_timeout_s` from *now*."""
+        return self.deadline or Deadline.after(self.total_timeout_s, "total", now)
 
 
 @dataclass(slots=True)
@@ -445,6 +452,7 @@ async def run_process(request: ProcessRequest, on_frame: OnFrame) -> ProcessResu
     """Run *request* to completion; see the module docstring. Never raises for expected
     failures (they are in `result.error`); cancellation propagates after the teardown."""
     started = time.monotonic()
+    ends = request.ends(started)
     result = ProcessResult()
     bad = check_argv(request.argv)
     if bad is not None:
@@ -508,7 +516,7 @@ async def run_process(request: ProcessRequest, on_frame: OnFrame) -> ProcessResu
                 if request.log_dir is not None and stop.hook is not None:
                     tg.start_soon(follow_logs, request.log_dir, stop)
                 with anyio.CancelScope() as stop.scope:
-                    with anyio.move_on_after(request.total_timeout_s) as total:
+                    with anyio.move_on_after(ends.remaining()) as total:
                         result.error = await _pump(reader, request, on_frame, result, watch)
                         stop.closed = True  # stdout ended or was decided: stderr cannot undo it
                         feeding.cancel()  # a held stdin closes: an RPC-mode CLI exits at EOF
