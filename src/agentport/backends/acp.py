@@ -27,11 +27,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import AsyncIterator, Sequence
-from contextlib import ExitStack
+from collections.abc import Sequence
+from contextlib import AsyncExitStack, ExitStack
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
@@ -45,15 +44,13 @@ from ..core import (
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
-    EventStream,
     EventType,
     Message,
     ProviderError,
     RuntimeHandle,
-    as_messages,
+    TurnRuntime,
     as_quota,
     merge_config,
-    until_consumer_leaves,
 )
 from ..transport import (
     WarmPool,
@@ -248,7 +245,7 @@ class AcpAdapter(ClosableAdapter):
         return session
 
 
-class AcpRuntime:
+class AcpRuntime(TurnRuntime):
     """`AgentRuntime` over an ACP agent: ONE agent process and ONE ACP session for the whole
     `async with` block; each `send` is a `session/prompt` in that session (turns run one at a
     time). The agent starts with the first `send`, so its failures arrive as `error` events.
@@ -258,52 +255,23 @@ class AcpRuntime:
     def __init__(
         self, capability: BackendCapability, settings: BackendSettings, buffer: int = 64
     ) -> None:
+        super().__init__(buffer)
         self.capability = capability
         self.options: dict[str, Any] = dict(settings.options)
         self.default_config = settings.defaults
         self._handle = RuntimeHandle(backend=capability.name)
-        self._buffer = buffer
-        self._tg: TaskGroup | None = None
         self._session: Session | None = None
-        self._workdir: ExitStack | None = None
         self._lock = anyio.Lock()
 
     @property
     def handle(self) -> RuntimeHandle:
         return self._handle
 
-    async def __aenter__(self) -> Self:
-        self._workdir = ExitStack()
-        self._handle.cwd = self._workdir.enter_context(private_tempdir("agentport-acp-rt-"))
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        assert self._tg is not None
-        tg, self._tg = self._tg, None
-        try:
-            tg.cancel_scope.cancel()  # a running turn sends session/cancel on its way out
-            return await tg.__aexit__(exc_type, exc, tb)
-        finally:
-            await self._drop_session()  # shielded and bounded
-            if self._workdir is not None:
-                self._workdir.close()
-                self._workdir = None
-
-    def send(
-        self, prompt: str | Sequence[Message], config: CompletionConfig | None = None
-    ) -> AsyncIterator[AgentEvent]:
-        if self._tg is None:
-            raise RuntimeError("use `async with` before send()")
-        send, receive = anyio.create_memory_object_stream[AgentEvent](self._buffer)
-        self._tg.start_soon(self._turn, as_messages(prompt), config, send)
-        return EventStream(receive)
+    async def _open(self, stack: AsyncExitStack) -> None:
+        self._handle.cwd = stack.enter_context(private_tempdir("agentport-acp-rt-"))
+        stack.push_async_callback(self._drop_session)  # shielded and bounded
+        # a running turn sends session/cancel on its way out, when the task group closes
+        await super()._open(stack)
 
     async def _ensure(self, config: CompletionConfig) -> Session:
         assert self._tg is not None
@@ -328,13 +296,12 @@ class AcpRuntime:
         config: CompletionConfig | None,
         send: MemoryObjectSendStream[AgentEvent],
     ) -> None:
-        async with send, self._lock:
-            finished = False
-            with until_consumer_leaves():  # the caller closed the stream: the turn just ends
+        async with self._lock:
+            try:
                 await self._turn_events(messages, config, send)
-                finished = True
-            if not finished:
+            except* anyio.BrokenResourceError:  # the caller stopped reading mid-prompt
                 await self._drop_session()  # an agent left mid-prompt is not reused
+                raise
 
     async def _turn_events(
         self,

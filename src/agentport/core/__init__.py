@@ -102,6 +102,7 @@ if TYPE_CHECKING:
         brief,
         estimate_tokens,
     )
+    from ._turns import RuntimeScope, TurnRuntime
 
 _LAZY = {
     **dict.fromkeys(
@@ -124,6 +125,7 @@ _LAZY = {
     **dict.fromkeys(("annotate_span", "span", "trace_env"), "_telemetry"),
     **dict.fromkeys(("billing_said", "key_handed", "loopback_url", "route_for"), "_billing"),
     **dict.fromkeys(("RunawayGuard", "input_digest"), "_runaway"),
+    **dict.fromkeys(("RuntimeScope", "TurnRuntime"), "_turns"),
 }
 
 
@@ -186,6 +188,7 @@ __all__ = [
     "ReasoningEffort",
     "RunawayGuard",
     "RuntimeHandle",
+    "RuntimeScope",
     "Sandbox",
     "SkippedBackend",
     "SteerResult",
@@ -195,6 +198,7 @@ __all__ = [
     "Transcript",
     "Turn",
     "TurnKind",
+    "TurnRuntime",
     "Usage",
     "aclose_adapter",
     "annotate_span",
