@@ -438,9 +438,12 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=I, files=T,
             mcp_servers=N, functions=T,
             approvals=N,
-            steer=I, interrupt=I, fork=I, handoff=T,
+            steer=I, interrupt=N, fork=I, handoff=T,
         ),
         notes={
+            Param.interrupt: "session/cancel: the agent ends the prompt turn with stopReason "
+            "cancelled, the session stays open (verified: gemini 0.61.0, qwen 0.24.4, opencode "
+            "1.18.33, copilot 1.0.102)",
             Param.mcp_servers: "session/new mcpServers (the call's servers replace the mcp_servers "
             "option); the agent decides what it loads: gemini --acp 0.61 offered none of their "
             "tools (tests/test_caller_tools_contract.py)",

@@ -86,6 +86,8 @@ class Turn:
     tools: ToolLedger = field(default_factory=ToolLedger)  # calls with no result yet
     denied: list[tuple[PermissionRequest, str]] = field(default_factory=list)
     asked: set[str] = field(default_factory=set)  # tool call ids the agent asked about
+    interrupted: bool = False  # `Session.interrupt` asked the agent to end it
+    ended: anyio.Event = field(default_factory=anyio.Event)
 
 
 def unasked_warnings(turn: Turn, config: CompletionConfig) -> tuple[str, ...]:
@@ -358,6 +360,8 @@ class Session:
         hook = self._config.on_permission is not None
         policy = permission_allowed(tool_call, self._tools, self.cwd or Path.cwd(), hook=hook)
         decision = await decide(request, self._config, policy_allows=policy)
+        if self._turn is not None and self._turn.interrupted:
+            return {"outcome": {"outcome": "cancelled"}}  # ACP: a cancelled turn's asks are
         option = choose_option(request.options, decision)
         allowed = isinstance(decision, Allow) and option is not None
         reason = "" if allowed else getattr(decision, "reason", "no allow option was offered")
@@ -375,6 +379,26 @@ class Session:
         if option is None:
             return {"outcome": {"outcome": "cancelled"}}
         return {"outcome": {"outcome": "selected", "optionId": option.option_id}}
+
+    def interrupt(self, tg: TaskGroup, grace_s: float) -> bool:
+        """Ask the agent to end the running prompt: `session/cancel`, after which ACP has the
+        agent answer `session/prompt` with stopReason `cancelled` (the session stays open).
+        An agent that has not ended it after *grace_s* seconds is not waited for any longer.
+        The prompt then fails `interrupted`. False when no prompt is running."""
+        turn = self._turn
+        if turn is None or turn.interrupted or self.agent is None:
+            return False
+        turn.interrupted = True
+        tg.start_soon(self._cancel, turn, grace_s)
+        return True
+
+    async def _cancel(self, turn: Turn, grace_s: float) -> None:
+        assert self.agent is not None
+        with suppress(ProviderError):  # the agent may be gone already
+            await self.agent.notify("session/cancel", {"sessionId": self.session_id})
+        with anyio.move_on_after(grace_s):
+            await turn.ended.wait()
+        turn.scope.cancel()  # the agent did not end it in time (a no-op when it did)
 
     async def _drain_late(self) -> bool:
         """Keep the turn open after `session/prompt` answered until the agent has been quiet
@@ -432,6 +456,17 @@ class Session:
                 raise
             finally:
                 self._turn = None
+                turn.ended.set()
+        result = result if isinstance(result, dict) else {}
+        stop = str(result.get("stopReason") or "end_turn")
+        if turn.interrupted and (stop == "cancelled" or turn.scope.cancelled_caught):
+            return Failure(ProviderError(
+                ErrorKind.interrupted,
+                "the turn was interrupted (interrupt(): session/cancel); the session stays open",
+                retryable=False,
+                # confirmed: the agent ended the turn itself (stopReason cancelled)
+                details={"session_id": self.session_id, "confirmed": stop == "cancelled"},
+            ))  # fmt: skip
         if turn.scope.cancelled_caught:
             return Failure(ProviderError(
                 ErrorKind.process_failed, "the consumer stopped reading; the turn was cancelled",
@@ -439,8 +474,6 @@ class Session:
             ))  # fmt: skip
         for closed in turn.tools.close():  # the turn ended: a call with no result is abandoned
             await self._emit(turn, closed)
-        result = result if isinstance(result, dict) else {}
-        stop = str(result.get("stopReason") or "end_turn")
         said = text_after_last_tool(turn.events)
         stopped = stop == "cancelled" or not said.strip() or bool(_GAVE_UP.fullmatch(said))
         if turn.denied and stopped:  # the agent gave up on the denied call

@@ -273,6 +273,17 @@ class AcpRuntime(TurnRuntime):
         # a running turn sends session/cancel on its way out, when the task group closes
         await super()._open(stack)
 
+    def interrupt(self) -> bool:
+        """End the running turn: `session/cancel` (ACP has the agent end the prompt turn with
+        stopReason `cancelled`); its event stream ends with an `error` event of kind
+        `interrupted`, and the next `send` goes on in the same session with the same agent.
+        An agent that has not ended the turn after `grace_s` (default 3) seconds is not
+        waited for. False when no turn was running."""
+        session = self._session
+        if self._tg is None or session is None:
+            return False
+        return session.interrupt(self._tg, float(self.options.get("grace_s", 3.0)))
+
     async def _ensure(self, config: CompletionConfig) -> Session:
         assert self._tg is not None
         if self._session is None:
