@@ -438,9 +438,12 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=I, files=T,
             mcp_servers=N, functions=T,
             approvals=N,
-            steer=I, interrupt=N, fork=I, handoff=T,
+            steer=I, interrupt=N, fork=N, handoff=T,
         ),
         notes={
+            Param.fork: "session/fork (an unstable ACP method) where the agent's initialize "
+            "answer offers sessionCapabilities.fork, else unsupported: opencode 1.18.33 offers "
+            "it; gemini 0.61.0, qwen 0.24.4 and copilot 1.0.102 do not",
             Param.interrupt: "session/cancel: the agent ends the prompt turn with stopReason "
             "cancelled, the session stays open (verified: gemini 0.61.0, qwen 0.24.4, opencode "
             "1.18.33, copilot 1.0.102)",

@@ -206,7 +206,9 @@ class Session:
         """A fresh session in *cwd* (`session/new`), or the caller's (`session/load`)."""
         self.cwd, self.session_id, self.models, self.model = cwd, None, {}, None
         self.events = []
-        if config.session_id:
+        if config.session_id and config.fork_session:
+            await self.fork(config.session_id, config)
+        elif config.session_id:
             await self.load(config.session_id, config)
         else:
             await self._new(config)
@@ -300,6 +302,43 @@ class Session:
         finally:
             self._turn = replay
         self.session_id = session_id
+
+    async def fork(self, session_id: str, config: CompletionConfig) -> None:
+        """Go on in a copy of *session_id* under a new id (`session/fork`, an unstable ACP
+        method: needs `sessionCapabilities.fork` in the agent's `initialize` answer, else
+        `unsupported`). A refused fork is `session_not_found`, as for `load`."""
+        assert self.agent is not None
+        assert self.cwd is not None
+        offered = self.capabilities.get("sessionCapabilities")
+        if not isinstance(offered, dict) or not isinstance(offered.get("fork"), dict):
+            raise ProviderError(
+                ErrorKind.unsupported,
+                "this ACP agent cannot fork sessions (no sessionCapabilities.fork in its "
+                "initialize answer)",
+                retryable=False, details={"params": ["fork"], "session_id": session_id},
+            )  # fmt: skip
+        params = {
+            "sessionId": session_id,
+            "cwd": str(self.cwd),
+            "mcpServers": self._servers(config),
+        }
+        replay, self._turn = self._turn, None  # history the agent replays: not a turn's
+        try:
+            answer = await self.agent.request(
+                "session/fork", params, limit_s=config.startup_timeout_s, which="startup"
+            )
+        except ProviderError as exc:
+            raise not_loaded(session_id, exc) from None
+        finally:
+            self._turn = replay
+        forked = str((answer or {}).get("sessionId") or "")
+        if forked in ("", session_id):
+            raise ProviderError(
+                ErrorKind.bad_output,
+                f"session/fork of {session_id!r} answered {forked or 'no sessionId'!r}",
+                retryable=False,
+            )
+        self.session_id = forked
 
     async def _set_model(self, model: str, config: CompletionConfig) -> None:
         assert self.agent is not None

@@ -257,9 +257,11 @@ class AcpRuntime(TurnRuntime):
     ) -> None:
         super().__init__(buffer)
         self.capability = capability
+        self._settings = settings
         self.options: dict[str, Any] = dict(settings.options)
         self.default_config = settings.defaults
         self._handle = RuntimeHandle(backend=capability.name)
+        self._fork_from: tuple[str, Path | None] | None = None  # (session, its cwd)
         self._session: Session | None = None
         self._lock = anyio.Lock()
 
@@ -284,11 +286,28 @@ class AcpRuntime(TurnRuntime):
             return False
         return session.interrupt(self._tg, float(self.options.get("grace_s", 3.0)))
 
+    def fork(self) -> AcpRuntime:
+        """A new runtime (enter it with `async with`) whose first turn continues a copy of
+        this session under a new id (`session/fork`) on an agent of its own, in this
+        runtime's working folder. `ValueError` before this session has an id; the first turn
+        fails `unsupported` when the agent does not offer `sessionCapabilities.fork`."""
+        if not self._handle.session_id:
+            raise ValueError("fork() needs a session: run a turn first")
+        forked = AcpRuntime(self.capability, self._settings, self._buffer)
+        forked._fork_from = (self._handle.session_id, self._handle.cwd)
+        return forked
+
     async def _ensure(self, config: CompletionConfig) -> Session:
         assert self._tg is not None
         if self._session is None:
             session = Session(self.capability, self.options)
             self._session = session
+            if self._fork_from is not None:  # this runtime's first session forks its source
+                (source, folder), self._fork_from = self._fork_from, None
+                update = {"session_id": source, "fork_session": True}
+                config = config.model_copy(update=update)
+                if folder is not None and "cwd" not in config.model_fields_set:
+                    self._handle.cwd = folder
             cwd = absolute_cwd(config.cwd or self._handle.cwd or ".")
             try:
                 await session.open(self._tg, config, cwd)
@@ -296,6 +315,9 @@ class AcpRuntime(TurnRuntime):
                 await self._drop_session()  # never reuse a half-opened agent
                 raise
             self._handle.session_id = session.session_id
+        elif config.session_id and config.fork_session:
+            await self._session.fork(config.session_id, config)
+            self._handle.session_id = self._session.session_id
         elif config.session_id and config.session_id != self._session.session_id:
             await self._session.load(config.session_id, config)
             self._handle.session_id = config.session_id
