@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from anyio.abc import TaskGroup
+from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 from returns.result import Failure, Result, Success
 
@@ -45,9 +45,11 @@ from ..core import (
     CompletionResponse,
     ErrorKind,
     EventType,
+    McpServer,
     Message,
     ProviderError,
     RuntimeHandle,
+    ToolFunction,
     TurnRuntime,
     as_quota,
     merge_config,
@@ -64,7 +66,7 @@ from ..transport import (
 from ._acp_rpc import PROTOCOL_VERSION
 from ._acp_session import Session, agent_env
 from ._acp_wire import absolute_cwd, decode_update, permission_allowed, prompt_text, schema_or_plain
-from ._caller_tools import caller_tools
+from ._caller_tools import caller_tools, with_server
 from ._endstate import with_progress
 from ._settings import BackendSettings
 
@@ -262,6 +264,8 @@ class AcpRuntime(TurnRuntime):
         self.default_config = settings.defaults
         self._handle = RuntimeHandle(backend=capability.name)
         self._fork_from: tuple[str, Path | None] | None = None  # (session, its cwd)
+        #: the functions the session was opened with, and the MCP server that serves them
+        self._functions: tuple[tuple[ToolFunction, ...], McpServer] | None = None
         self._session: Session | None = None
         self._lock = anyio.Lock()
 
@@ -296,6 +300,39 @@ class AcpRuntime(TurnRuntime):
         forked = AcpRuntime(self.capability, self._settings, self._buffer)
         forked._fork_from = (self._handle.session_id, self._handle.cwd)
         return forked
+
+    async def _serving(self, config: CompletionConfig) -> CompletionConfig:
+        """*config* with its `functions` served for the runtime's life (the agent keeps the
+        servers of `session/new` for the session): the first turn's functions are the
+        session's; a later turn may repeat them or name none, others are `unsupported`."""
+        if not config.functions:
+            return config
+        if self._functions is None:
+            assert self._tg is not None
+            try:
+                server = await self._tg.start(self._serve, config.functions)
+            except ImportError as exc:  # the mcp extra is missing
+                raise ProviderError(ErrorKind.config, str(exc), retryable=False) from None
+            self._functions = (config.functions, server)
+        functions, server = self._functions
+        if config.functions != functions:
+            raise ProviderError(
+                ErrorKind.unsupported,
+                "an ACP runtime serves the functions of its first turn for the whole session "
+                "(session/new takes the MCP servers once): open a new runtime for others",
+                retryable=False, request_sent=False, details={"params": ["functions"]},
+            )  # fmt: skip
+        return with_server(config, server)
+
+    @staticmethod
+    async def _serve(
+        functions: tuple[ToolFunction, ...], *, task_status: TaskStatus[McpServer]
+    ) -> None:
+        from ..transport import serve_functions
+
+        async with serve_functions(functions) as server:
+            task_status.started(server)
+            await anyio.sleep_forever()  # until the runtime's task group closes
 
     async def _ensure(self, config: CompletionConfig) -> Session:
         assert self._tg is not None
@@ -350,13 +387,14 @@ class AcpRuntime(TurnRuntime):
         async def once(convo: list[Message]) -> Result[CompletionResponse, ProviderError]:
             with anyio.move_on_after(config.total_timeout_s) as total:
                 try:
-                    session = await self._ensure(config)
+                    served = await self._serving(config)
+                    session = await self._ensure(served)
                     if session.session_id:
                         await sink(AgentEvent(
                             type=EventType.init,
                             metadata={"session_id": session.session_id},
                         ))  # fmt: skip
-                    return await session.prompt(prompt_text(convo), config, sink)
+                    return await session.prompt(prompt_text(convo), served, sink)
                 except ProviderError as exc:
                     return Failure(exc.with_backend(self.capability.name))
             assert total.cancelled_caught
@@ -365,15 +403,7 @@ class AcpRuntime(TurnRuntime):
                 timeout="total", backend=self.capability.name,
             ))  # fmt: skip
 
-        if config.functions:  # the session outlives a turn; a turn's server would not
-            result: Result[CompletionResponse, ProviderError] = Failure(ProviderError(
-                ErrorKind.unsupported,
-                "functions on an ACP runtime: use complete() (one session per call), or "
-                "serve them yourself and pass mcp_servers",
-                backend=self.capability.name, retryable=False, request_sent=False,
-            ))  # fmt: skip
-        else:
-            result = await schema_or_plain(self.capability, messages, config, once)
+        result = await schema_or_plain(self.capability, messages, config, once)
         if isinstance(result, Failure):
             error = result.failure()
             if isinstance(error, ProviderError) and error.kind in (
