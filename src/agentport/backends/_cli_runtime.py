@@ -28,6 +28,7 @@ from ..core import (
     RuntimeHandle,
     SteerResult,
     Transcript,
+    TurnEvents,
     TurnRuntime,
     as_messages,
     merge_config,
@@ -129,10 +130,7 @@ class CliRuntime(TurnRuntime):
         return True
 
     async def _turn(
-        self,
-        messages: list[Message],
-        config: CompletionConfig | None,
-        send: MemoryObjectSendStream[AgentEvent],
+        self, messages: list[Message], config: CompletionConfig | None, send: TurnEvents
     ) -> None:
         await self._turn_events(messages, config, send)
 

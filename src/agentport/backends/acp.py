@@ -50,6 +50,7 @@ from ..core import (
     ProviderError,
     RuntimeHandle,
     ToolFunction,
+    TurnEvents,
     TurnRuntime,
     as_quota,
     merge_config,
@@ -361,10 +362,7 @@ class AcpRuntime(TurnRuntime):
         return self._session
 
     async def _turn(
-        self,
-        messages: list[Message],
-        config: CompletionConfig | None,
-        send: MemoryObjectSendStream[AgentEvent],
+        self, messages: list[Message], config: CompletionConfig | None, send: TurnEvents
     ) -> None:
         async with self._lock:
             try:

@@ -102,7 +102,7 @@ if TYPE_CHECKING:
         brief,
         estimate_tokens,
     )
-    from ._turns import RuntimeScope, TurnRuntime
+    from ._turns import RuntimeScope, TurnEvents, TurnRuntime
 
 _LAZY = {
     **dict.fromkeys(
@@ -125,7 +125,7 @@ _LAZY = {
     **dict.fromkeys(("annotate_span", "span", "trace_env"), "_telemetry"),
     **dict.fromkeys(("billing_said", "key_handed", "loopback_url", "route_for"), "_billing"),
     **dict.fromkeys(("RunawayGuard", "input_digest"), "_runaway"),
-    **dict.fromkeys(("RuntimeScope", "TurnRuntime"), "_turns"),
+    **dict.fromkeys(("RuntimeScope", "TurnEvents", "TurnRuntime"), "_turns"),
 }
 
 
@@ -197,6 +197,7 @@ __all__ = [
     "ToolPolicy",
     "Transcript",
     "Turn",
+    "TurnEvents",
     "TurnKind",
     "TurnRuntime",
     "Usage",

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack
 from types import TracebackType
-from typing import Self
+from typing import Self, TypeAlias
 
 import anyio
 from anyio.abc import TaskGroup
@@ -26,7 +26,10 @@ from ._events import EventStream, until_consumer_leaves
 from ._messages import Message, as_messages
 from ._protocols import AgentEvent
 
-__all__ = ["RuntimeScope", "TurnRuntime"]
+__all__ = ["RuntimeScope", "TurnEvents", "TurnRuntime"]
+
+#: where a turn sends its events (the caller reads them from the `EventStream`)
+TurnEvents: TypeAlias = MemoryObjectSendStream[AgentEvent]
 
 
 class RuntimeScope:
@@ -87,19 +90,13 @@ class TurnRuntime(RuntimeScope):
         return EventStream(receive)
 
     async def _produce(
-        self,
-        messages: list[Message],
-        config: CompletionConfig | None,
-        send: MemoryObjectSendStream[AgentEvent],
+        self, messages: list[Message], config: CompletionConfig | None, send: TurnEvents
     ) -> None:
         with until_consumer_leaves():  # the caller closed the stream: the turn just ends
             async with send:
                 await self._turn(messages, config, send)
 
     async def _turn(
-        self,
-        messages: list[Message],
-        config: CompletionConfig | None,
-        send: MemoryObjectSendStream[AgentEvent],
+        self, messages: list[Message], config: CompletionConfig | None, send: TurnEvents
     ) -> None:
         raise NotImplementedError

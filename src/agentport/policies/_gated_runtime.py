@@ -14,16 +14,15 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 import anyio
-from anyio.streams.memory import MemoryObjectSendStream
 from returns.result import Failure, Success
 
 from ..core import (
-    AgentEvent,
     AgentRuntime,
     CompletionConfig,
     Message,
     ProviderError,
     RuntimeHandle,
+    TurnEvents,
     TurnRuntime,
 )
 from ._concurrency import ConcurrencyGate
@@ -59,10 +58,7 @@ class GatedRuntime(TurnRuntime):
         await super()._open(stack)
 
     async def _turn(
-        self,
-        messages: list[Message],
-        config: CompletionConfig | None,
-        send: MemoryObjectSendStream[AgentEvent],
+        self, messages: list[Message], config: CompletionConfig | None, send: TurnEvents
     ) -> None:
         async with self.gate.slot() as slot:
             events = self.inner.send(messages, config)

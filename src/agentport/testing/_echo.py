@@ -7,7 +7,6 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from anyio.streams.memory import MemoryObjectSendStream
 from returns.result import Failure, Result, Success
 
 from ..catalog import get_capability
@@ -22,6 +21,7 @@ from ..core import (
     ProviderError,
     RawInfo,
     RuntimeHandle,
+    TurnEvents,
     TurnRuntime,
     Usage,
     merge_config,
@@ -99,10 +99,7 @@ class EchoRuntime(TurnRuntime):
         return self._handle
 
     async def _turn(
-        self,
-        messages: list[Message],
-        config: CompletionConfig | None,
-        send: MemoryObjectSendStream[AgentEvent],
+        self, messages: list[Message], config: CompletionConfig | None, send: TurnEvents
     ) -> None:
         if self._handle.session_id is None:
             self._handle.session_id = uuid.uuid4().hex
