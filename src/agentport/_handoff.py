@@ -18,9 +18,9 @@ carries the briefing; what did not fit is named in that turn's `CompletionRespon
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import replace
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Self
 
 from .core import (
@@ -33,6 +33,7 @@ from .core import (
     Message,
     MessageRole,
     RuntimeHandle,
+    RuntimeScope,
     SteerResult,
     Transcript,
     as_messages,
@@ -87,7 +88,7 @@ def handoff(
     return Handoff(runtime, transcript, max_tokens)
 
 
-class Handoff:
+class Handoff(RuntimeScope):
     """The `AgentRuntime` `handoff` returns: the target backend's runtime, whose first
     `send` carries the briefing. Keeps its own `transcript` (the source's turns, then its
     own, with the prompts as the caller sent them), so it can be handed over again."""
@@ -107,17 +108,8 @@ class Handoff:
         """What the briefing left out or cut (empty before the first `send`)."""
         return () if self.briefing is None else self.briefing.warnings
 
-    async def __aenter__(self) -> Self:
-        await self.runtime.__aenter__()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        return await self.runtime.__aexit__(exc_type, exc, tb)
+    async def _open(self, stack: AsyncExitStack) -> None:
+        await stack.enter_async_context(self.runtime)
 
     def send(
         self, prompt: str | Sequence[Message] | None = None, config: CompletionConfig | None = None

@@ -438,13 +438,20 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=I, files=T,
             mcp_servers=N, functions=T,
             approvals=N,
-            steer=I, interrupt=I, fork=I, handoff=T,
+            steer=I, interrupt=N, fork=N, handoff=T,
         ),
         notes={
+            Param.fork: "session/fork (an unstable ACP method) where the agent's initialize "
+            "answer offers sessionCapabilities.fork, else unsupported: opencode 1.18.33 offers "
+            "it; gemini 0.61.0, qwen 0.24.4 and copilot 1.0.102 do not",
+            Param.interrupt: "session/cancel: the agent ends the prompt turn with stopReason "
+            "cancelled, the session stays open (verified: gemini 0.61.0, qwen 0.24.4, opencode "
+            "1.18.33, copilot 1.0.102)",
             Param.mcp_servers: "session/new mcpServers (the call's servers replace the mcp_servers "
             "option); the agent decides what it loads: gemini --acp 0.61 offered none of their "
             "tools (tests/test_caller_tools_contract.py)",
-            Param.functions: FUNCTIONS_SERVED,
+            Param.functions: FUNCTIONS_SERVED + "; a runtime serves its first turn's functions "
+            "for the whole session (opencode 1.18.33 and copilot 1.0.102 call them)",
             Param.images: "ACP image content blocks are not sent yet",
             Param.files: FILES_INLINED,
             Param.reasoning_effort: "ACP has no reasoning parameter",

@@ -86,6 +86,8 @@ class Turn:
     tools: ToolLedger = field(default_factory=ToolLedger)  # calls with no result yet
     denied: list[tuple[PermissionRequest, str]] = field(default_factory=list)
     asked: set[str] = field(default_factory=set)  # tool call ids the agent asked about
+    interrupted: bool = False  # `Session.interrupt` asked the agent to end it
+    ended: anyio.Event = field(default_factory=anyio.Event)
 
 
 def unasked_warnings(turn: Turn, config: CompletionConfig) -> tuple[str, ...]:
@@ -204,7 +206,9 @@ class Session:
         """A fresh session in *cwd* (`session/new`), or the caller's (`session/load`)."""
         self.cwd, self.session_id, self.models, self.model = cwd, None, {}, None
         self.events = []
-        if config.session_id:
+        if config.session_id and config.fork_session:
+            await self.fork(config.session_id, config)
+        elif config.session_id:
             await self.load(config.session_id, config)
         else:
             await self._new(config)
@@ -299,6 +303,43 @@ class Session:
             self._turn = replay
         self.session_id = session_id
 
+    async def fork(self, session_id: str, config: CompletionConfig) -> None:
+        """Go on in a copy of *session_id* under a new id (`session/fork`, an unstable ACP
+        method: needs `sessionCapabilities.fork` in the agent's `initialize` answer, else
+        `unsupported`). A refused fork is `session_not_found`, as for `load`."""
+        assert self.agent is not None
+        assert self.cwd is not None
+        offered = self.capabilities.get("sessionCapabilities")
+        if not isinstance(offered, dict) or not isinstance(offered.get("fork"), dict):
+            raise ProviderError(
+                ErrorKind.unsupported,
+                "this ACP agent cannot fork sessions (no sessionCapabilities.fork in its "
+                "initialize answer)",
+                retryable=False, details={"params": ["fork"], "session_id": session_id},
+            )  # fmt: skip
+        params = {
+            "sessionId": session_id,
+            "cwd": str(self.cwd),
+            "mcpServers": self._servers(config),
+        }
+        replay, self._turn = self._turn, None  # history the agent replays: not a turn's
+        try:
+            answer = await self.agent.request(
+                "session/fork", params, limit_s=config.startup_timeout_s, which="startup"
+            )
+        except ProviderError as exc:
+            raise not_loaded(session_id, exc) from None
+        finally:
+            self._turn = replay
+        forked = str((answer or {}).get("sessionId") or "")
+        if forked in ("", session_id):
+            raise ProviderError(
+                ErrorKind.bad_output,
+                f"session/fork of {session_id!r} answered {forked or 'no sessionId'!r}",
+                retryable=False,
+            )
+        self.session_id = forked
+
     async def _set_model(self, model: str, config: CompletionConfig) -> None:
         assert self.agent is not None
         if model == self.model:
@@ -358,6 +399,8 @@ class Session:
         hook = self._config.on_permission is not None
         policy = permission_allowed(tool_call, self._tools, self.cwd or Path.cwd(), hook=hook)
         decision = await decide(request, self._config, policy_allows=policy)
+        if self._turn is not None and self._turn.interrupted:
+            return {"outcome": {"outcome": "cancelled"}}  # ACP: a cancelled turn's asks are
         option = choose_option(request.options, decision)
         allowed = isinstance(decision, Allow) and option is not None
         reason = "" if allowed else getattr(decision, "reason", "no allow option was offered")
@@ -375,6 +418,26 @@ class Session:
         if option is None:
             return {"outcome": {"outcome": "cancelled"}}
         return {"outcome": {"outcome": "selected", "optionId": option.option_id}}
+
+    def interrupt(self, tg: TaskGroup, grace_s: float) -> bool:
+        """Ask the agent to end the running prompt: `session/cancel`, after which ACP has the
+        agent answer `session/prompt` with stopReason `cancelled` (the session stays open).
+        An agent that has not ended it after *grace_s* seconds is not waited for any longer.
+        The prompt then fails `interrupted`. False when no prompt is running."""
+        turn = self._turn
+        if turn is None or turn.interrupted or self.agent is None:
+            return False
+        turn.interrupted = True
+        tg.start_soon(self._cancel, turn, grace_s)
+        return True
+
+    async def _cancel(self, turn: Turn, grace_s: float) -> None:
+        assert self.agent is not None
+        with suppress(ProviderError):  # the agent may be gone already
+            await self.agent.notify("session/cancel", {"sessionId": self.session_id})
+        with anyio.move_on_after(grace_s):
+            await turn.ended.wait()
+        turn.scope.cancel()  # the agent did not end it in time (a no-op when it did)
 
     async def _drain_late(self) -> bool:
         """Keep the turn open after `session/prompt` answered until the agent has been quiet
@@ -432,6 +495,17 @@ class Session:
                 raise
             finally:
                 self._turn = None
+                turn.ended.set()
+        result = result if isinstance(result, dict) else {}
+        stop = str(result.get("stopReason") or "end_turn")
+        if turn.interrupted and (stop == "cancelled" or turn.scope.cancelled_caught):
+            return Failure(ProviderError(
+                ErrorKind.interrupted,
+                "the turn was interrupted (interrupt(): session/cancel); the session stays open",
+                retryable=False,
+                # confirmed: the agent ended the turn itself (stopReason cancelled)
+                details={"session_id": self.session_id, "confirmed": stop == "cancelled"},
+            ))  # fmt: skip
         if turn.scope.cancelled_caught:
             return Failure(ProviderError(
                 ErrorKind.process_failed, "the consumer stopped reading; the turn was cancelled",
@@ -439,8 +513,6 @@ class Session:
             ))  # fmt: skip
         for closed in turn.tools.close():  # the turn ended: a call with no result is abandoned
             await self._emit(turn, closed)
-        result = result if isinstance(result, dict) else {}
-        stop = str(result.get("stopReason") or "end_turn")
         said = text_after_last_tool(turn.events)
         stopped = stop == "cancelled" or not said.strip() or bool(_GAVE_UP.fullmatch(said))
         if turn.denied and stopped:  # the agent gave up on the denied call

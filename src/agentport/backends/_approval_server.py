@@ -8,29 +8,20 @@ block of JSON back: `{"behavior": "allow", "updatedInput": {...}}` or
 `{"behavior": "deny", "message": "..."}` (code.claude.com docs, "CLI reference" and the
 Agent SDK's permission prompt tool).
 
-Served by the official MCP SDK (the `mcp` extra) under uvicorn in a thread of its own with
-its own event loop, so the call's loop may be asyncio or trio; the hook runs on the call's
-loop (`anyio.from_thread.run` with the call's token).
+Served by the official MCP SDK (the `mcp` extra) through `transport.serve_mcp` (loopback,
+a per-call bearer token, a thread with its own loop, so the call's loop may be asyncio or
+trio); the hook runs on the call's loop (`transport.on_caller`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import hmac
+import functools
 import json
-import secrets
-import socket
-import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import anyio
-import anyio.from_thread
-import anyio.lowlevel
-import anyio.to_thread
 
 from ..core import (
     AgentEvent,
@@ -114,37 +105,6 @@ class ApprovalEndpoint:
         return json.dumps({"mcpServers": {SERVER: server}}, separators=(",", ":"))
 
 
-class _Bearer:
-    """Refuse (401) any HTTP request without the call's token (constant-time compare)."""
-
-    def __init__(self, app: Any, token: str) -> None:
-        self.app = app
-        self.expected = f"Bearer {token}".encode()
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
-                await send({"type": "http.response.start", "status": 401, "headers": []})
-                await send({"type": "http.response.body", "body": b"unauthorized"})
-                return
-        await self.app(scope, receive, send)
-
-
-class _BuiltInLoop:
-    """The SDK's app, built on its first ASGI call (the lifespan start-up), so on the
-    server thread's loop: its session manager makes locks of the loop it is built on."""
-
-    def __init__(self, build: Callable[[], Any]) -> None:
-        self.build = build
-        self.app: Any = None
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if self.app is None:
-            self.app = self.build()
-        await self.app(scope, receive, send)
-
-
 Emit = Callable[[AgentEvent], Awaitable[None]]
 
 
@@ -156,8 +116,9 @@ async def approval_server(
     go to *emit* as `permission_denied` events. Raises `ProviderError(not_installed)` when
     the `mcp` extra is missing."""
     try:
-        import uvicorn
         from mcp.server.mcpserver import MCPServer
+
+        from ..transport import Served, on_caller, serve_mcp
     except ImportError:
         raise ProviderError(
             ErrorKind.not_installed,
@@ -165,7 +126,7 @@ async def approval_server(
             retryable=False,
             request_sent=False,
         ) from None
-    host_token = anyio.lowlevel.current_token()
+    serving: list[Served] = []
 
     async def on_host(tool_name: str, tool_input: Any, tool_use_id: str | None) -> dict[str, Any]:
         request = PermissionRequest(
@@ -182,17 +143,14 @@ async def approval_server(
             return {"behavior": "deny", "message": decision.reason}
         return {"behavior": "allow", "updatedInput": tool_input}
 
-    def on_host_sync(tool_name: str, tool_input: Any, tool_use_id: str | None) -> Any:
-        return anyio.from_thread.run(on_host, tool_name, tool_input, tool_use_id, token=host_token)
-
     async def approve(
         tool_name: str, input: dict[str, Any] | None = None, tool_use_id: str | None = None
     ) -> str:
         """Whether the agent may run *tool_name* with *input* (asked by the CLI)."""
-        answer = await anyio.to_thread.run_sync(on_host_sync, tool_name, input or {}, tool_use_id)
-        return json.dumps(answer)
+        call = functools.partial(on_host, tool_name, input or {}, tool_use_id)
+        return json.dumps(await on_caller(serving[0], call))
 
-    def build() -> Any:
+    def build(port: int) -> Any:
         mcp = MCPServer("agentport-approvals", log_level="WARNING")
         # one text block and nothing else (no structuredContent): claude refuses anything more
         mcp.add_tool(
@@ -201,26 +159,9 @@ async def approval_server(
         )  # fmt: skip
         return mcp.streamable_http_app(host="127.0.0.1")
 
-    token = secrets.token_urlsafe(32)
-    app = _Bearer(_BuiltInLoop(build), token)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(
-        target=lambda: asyncio.run(server.serve(sockets=[sock])), name="agentport-approvals",
-        daemon=True,
-    )  # fmt: skip
-    thread.start()
     try:
-        with anyio.fail_after(_START_S):
-            while not server.started:
-                if not thread.is_alive():
-                    raise ProviderError(ErrorKind.process_failed, "the approval server died")
-                await anyio.sleep(0.01)
-        yield ApprovalEndpoint(f"http://127.0.0.1:{port}/mcp", token)
-    finally:
-        server.should_exit = True
-        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-            await anyio.to_thread.run_sync(thread.join, 5.0)
-        sock.close()
+        async with serve_mcp("agentport-approvals", build) as served:
+            serving.append(served)
+            yield ApprovalEndpoint(served.url, served.token)
+    except RuntimeError as exc:  # it did not start
+        raise ProviderError(ErrorKind.process_failed, f"the approval server: {exc}") from None

@@ -17,7 +17,14 @@ from typing import Any
 from ..core import BackendCapability, CompletionConfig, McpServer, Param, ParamSupport
 from ._spec import CliCall
 
-__all__ = ["acp_server", "caller_tools", "mcp_json", "system_settings", "write_private"]
+__all__ = [
+    "acp_server",
+    "caller_tools",
+    "mcp_json",
+    "system_settings",
+    "with_server",
+    "write_private",
+]
 
 
 @contextlib.asynccontextmanager
@@ -34,8 +41,13 @@ async def caller_tools(
     from ..transport import serve_functions
 
     async with serve_functions(config.functions) as server:
-        servers = (*config.mcp_servers, server)
-        yield config.model_copy(update={"mcp_servers": servers, "functions": ()})
+        yield with_server(config, server)
+
+
+def with_server(config: CompletionConfig, server: McpServer) -> CompletionConfig:
+    """*config* with *server* (where its `functions` are served) added to `mcp_servers`, and
+    no functions left to serve."""
+    return config.model_copy(update={"mcp_servers": (*config.mcp_servers, server), "functions": ()})
 
 
 def mcp_json(server: McpServer, *, http_type: str | None = "http") -> dict[str, Any]:

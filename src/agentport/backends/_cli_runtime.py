@@ -5,14 +5,12 @@ turns resuming the session where the catalog says session_resume is NATIVE)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from contextlib import ExitStack
+from contextlib import AsyncExitStack
 from dataclasses import replace
 from pathlib import Path
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 import anyio
-from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 from returns.result import Failure
 
@@ -21,7 +19,6 @@ from ..core import (
     BackendCapability,
     CompletionConfig,
     ErrorKind,
-    EventStream,
     EventType,
     Message,
     MessageRole,
@@ -31,9 +28,10 @@ from ..core import (
     RuntimeHandle,
     SteerResult,
     Transcript,
+    TurnEvents,
+    TurnRuntime,
     as_messages,
     merge_config,
-    until_consumer_leaves,
 )
 from ..transport import private_tempdir
 from ._cli import CliAdapter
@@ -45,7 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["CliRuntime"]
 
 
-class CliRuntime:
+class CliRuntime(TurnRuntime):
     """`AgentRuntime` for any agent CLI described by a `BackendSpec`.
 
     An async context manager owning a task group; each `send` runs one CLI process in it and
@@ -65,13 +63,11 @@ class CliRuntime:
         settings: BackendSettings,
         buffer: int = 64,
     ) -> None:
+        super().__init__(buffer)
         self._adapter = CliAdapter(spec, capability, settings)
         self._made = (spec, capability, settings, buffer)
         self._fork_from: tuple[str, Path | None] | None = None  # (session, its cwd)
         self._handle = RuntimeHandle(backend=capability.name)
-        self._buffer = buffer
-        self._tg: TaskGroup | None = None
-        self._workdir: ExitStack | None = None
         #: the conversation so far, neutral (`agentport.handoff` continues it elsewhere)
         self.transcript = Transcript(backend=capability.name)
         self._running: anyio.CancelScope | None = None  # the turn `interrupt()` ends
@@ -81,43 +77,22 @@ class CliRuntime:
     def handle(self) -> RuntimeHandle:
         return self._handle
 
-    async def __aenter__(self) -> Self:
-        self._workdir = ExitStack()
+    async def _open(self, stack: AsyncExitStack) -> None:
         prefix = f"agentport-{self._handle.backend}-rt-"
-        self._handle.cwd = self._workdir.enter_context(private_tempdir(prefix))
+        self._handle.cwd = stack.enter_context(private_tempdir(prefix))
         self.transcript = replace(self.transcript, cwd=str(self._handle.cwd))
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        assert self._tg is not None
-        self._tg.cancel_scope.cancel()
-        tg, self._tg = self._tg, None
-        try:
-            return await tg.__aexit__(exc_type, exc, tb)
-        finally:
-            if self._workdir is not None:
-                self._workdir.close()
-                self._workdir = None
+        await super()._open(stack)
 
     def send(
         self, prompt: str | Sequence[Message], config: CompletionConfig | None = None
     ) -> AsyncIterator[AgentEvent]:
         if self._tg is None:
             raise RuntimeError("use `async with` before send()")
-        send, receive = anyio.create_memory_object_stream[AgentEvent](self._buffer)
         messages = as_messages(prompt)
         if self._steered:  # what steer() queued leads this turn, in the order it came
             steered, self._steered = self._steered, []
             messages = [*(Message.user(text) for text in steered), *messages]
-        self._tg.start_soon(self._turn, messages, config, send)
-        return EventStream(receive)
+        return self._start(messages, config)
 
     def fork(self) -> CliRuntime:
         """A new runtime (enter it with `async with`) whose first turn continues a copy of
@@ -155,13 +130,9 @@ class CliRuntime:
         return True
 
     async def _turn(
-        self,
-        messages: list[Message],
-        config: CompletionConfig | None,
-        send: MemoryObjectSendStream[AgentEvent],
+        self, messages: list[Message], config: CompletionConfig | None, send: TurnEvents
     ) -> None:
-        with until_consumer_leaves():  # the caller closed the stream: the turn just ends
-            await self._turn_events(messages, config, send)
+        await self._turn_events(messages, config, send)
 
     async def _turn_events(
         self,

@@ -27,14 +27,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import AsyncIterator, Sequence
-from contextlib import ExitStack
+from collections.abc import Sequence
+from contextlib import AsyncExitStack, ExitStack
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import anyio
-from anyio.abc import TaskGroup
+from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 from returns.result import Failure, Result, Success
 
@@ -45,15 +44,16 @@ from ..core import (
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
-    EventStream,
     EventType,
+    McpServer,
     Message,
     ProviderError,
     RuntimeHandle,
-    as_messages,
+    ToolFunction,
+    TurnEvents,
+    TurnRuntime,
     as_quota,
     merge_config,
-    until_consumer_leaves,
 )
 from ..transport import (
     WarmPool,
@@ -67,7 +67,7 @@ from ..transport import (
 from ._acp_rpc import PROTOCOL_VERSION
 from ._acp_session import Session, agent_env
 from ._acp_wire import absolute_cwd, decode_update, permission_allowed, prompt_text, schema_or_plain
-from ._caller_tools import caller_tools
+from ._caller_tools import caller_tools, with_server
 from ._endstate import with_progress
 from ._settings import BackendSettings
 
@@ -248,7 +248,7 @@ class AcpAdapter(ClosableAdapter):
         return session
 
 
-class AcpRuntime:
+class AcpRuntime(TurnRuntime):
     """`AgentRuntime` over an ACP agent: ONE agent process and ONE ACP session for the whole
     `async with` block; each `send` is a `session/prompt` in that session (turns run one at a
     time). The agent starts with the first `send`, so its failures arrive as `error` events.
@@ -258,58 +258,94 @@ class AcpRuntime:
     def __init__(
         self, capability: BackendCapability, settings: BackendSettings, buffer: int = 64
     ) -> None:
+        super().__init__(buffer)
         self.capability = capability
+        self._settings = settings
         self.options: dict[str, Any] = dict(settings.options)
         self.default_config = settings.defaults
         self._handle = RuntimeHandle(backend=capability.name)
-        self._buffer = buffer
-        self._tg: TaskGroup | None = None
+        self._fork_from: tuple[str, Path | None] | None = None  # (session, its cwd)
+        #: the functions the session was opened with, and the MCP server that serves them
+        self._functions: tuple[tuple[ToolFunction, ...], McpServer] | None = None
         self._session: Session | None = None
-        self._workdir: ExitStack | None = None
         self._lock = anyio.Lock()
 
     @property
     def handle(self) -> RuntimeHandle:
         return self._handle
 
-    async def __aenter__(self) -> Self:
-        self._workdir = ExitStack()
-        self._handle.cwd = self._workdir.enter_context(private_tempdir("agentport-acp-rt-"))
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        return self
+    async def _open(self, stack: AsyncExitStack) -> None:
+        self._handle.cwd = stack.enter_context(private_tempdir("agentport-acp-rt-"))
+        stack.push_async_callback(self._drop_session)  # shielded and bounded
+        # a running turn sends session/cancel on its way out, when the task group closes
+        await super()._open(stack)
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        assert self._tg is not None
-        tg, self._tg = self._tg, None
-        try:
-            tg.cancel_scope.cancel()  # a running turn sends session/cancel on its way out
-            return await tg.__aexit__(exc_type, exc, tb)
-        finally:
-            await self._drop_session()  # shielded and bounded
-            if self._workdir is not None:
-                self._workdir.close()
-                self._workdir = None
+    def interrupt(self) -> bool:
+        """End the running turn: `session/cancel` (ACP has the agent end the prompt turn with
+        stopReason `cancelled`); its event stream ends with an `error` event of kind
+        `interrupted`, and the next `send` goes on in the same session with the same agent.
+        An agent that has not ended the turn after `grace_s` (default 3) seconds is not
+        waited for. False when no turn was running."""
+        session = self._session
+        if self._tg is None or session is None:
+            return False
+        return session.interrupt(self._tg, float(self.options.get("grace_s", 3.0)))
 
-    def send(
-        self, prompt: str | Sequence[Message], config: CompletionConfig | None = None
-    ) -> AsyncIterator[AgentEvent]:
-        if self._tg is None:
-            raise RuntimeError("use `async with` before send()")
-        send, receive = anyio.create_memory_object_stream[AgentEvent](self._buffer)
-        self._tg.start_soon(self._turn, as_messages(prompt), config, send)
-        return EventStream(receive)
+    def fork(self) -> AcpRuntime:
+        """A new runtime (enter it with `async with`) whose first turn continues a copy of
+        this session under a new id (`session/fork`) on an agent of its own, in this
+        runtime's working folder. `ValueError` before this session has an id; the first turn
+        fails `unsupported` when the agent does not offer `sessionCapabilities.fork`."""
+        if not self._handle.session_id:
+            raise ValueError("fork() needs a session: run a turn first")
+        forked = AcpRuntime(self.capability, self._settings, self._buffer)
+        forked._fork_from = (self._handle.session_id, self._handle.cwd)
+        return forked
+
+    async def _serving(self, config: CompletionConfig) -> CompletionConfig:
+        """*config* with its `functions` served for the runtime's life (the agent keeps the
+        servers of `session/new` for the session): the first turn's functions are the
+        session's; a later turn may repeat them or name none, others are `unsupported`."""
+        if not config.functions:
+            return config
+        if self._functions is None:
+            assert self._tg is not None
+            try:
+                server = await self._tg.start(self._serve, config.functions)
+            except ImportError as exc:  # the mcp extra is missing
+                raise ProviderError(ErrorKind.config, str(exc), retryable=False) from None
+            self._functions = (config.functions, server)
+        functions, server = self._functions
+        if config.functions != functions:
+            raise ProviderError(
+                ErrorKind.unsupported,
+                "an ACP runtime serves the functions of its first turn for the whole session "
+                "(session/new takes the MCP servers once): open a new runtime for others",
+                retryable=False, request_sent=False, details={"params": ["functions"]},
+            )  # fmt: skip
+        return with_server(config, server)
+
+    @staticmethod
+    async def _serve(
+        functions: tuple[ToolFunction, ...], *, task_status: TaskStatus[McpServer]
+    ) -> None:
+        from ..transport import serve_functions
+
+        async with serve_functions(functions) as server:
+            task_status.started(server)
+            await anyio.sleep_forever()  # until the runtime's task group closes
 
     async def _ensure(self, config: CompletionConfig) -> Session:
         assert self._tg is not None
         if self._session is None:
             session = Session(self.capability, self.options)
             self._session = session
+            if self._fork_from is not None:  # this runtime's first session forks its source
+                (source, folder), self._fork_from = self._fork_from, None
+                update = {"session_id": source, "fork_session": True}
+                config = config.model_copy(update=update)
+                if folder is not None and "cwd" not in config.model_fields_set:
+                    self._handle.cwd = folder
             cwd = absolute_cwd(config.cwd or self._handle.cwd or ".")
             try:
                 await session.open(self._tg, config, cwd)
@@ -317,24 +353,23 @@ class AcpRuntime:
                 await self._drop_session()  # never reuse a half-opened agent
                 raise
             self._handle.session_id = session.session_id
+        elif config.session_id and config.fork_session:
+            await self._session.fork(config.session_id, config)
+            self._handle.session_id = self._session.session_id
         elif config.session_id and config.session_id != self._session.session_id:
             await self._session.load(config.session_id, config)
             self._handle.session_id = config.session_id
         return self._session
 
     async def _turn(
-        self,
-        messages: list[Message],
-        config: CompletionConfig | None,
-        send: MemoryObjectSendStream[AgentEvent],
+        self, messages: list[Message], config: CompletionConfig | None, send: TurnEvents
     ) -> None:
-        async with send, self._lock:
-            finished = False
-            with until_consumer_leaves():  # the caller closed the stream: the turn just ends
+        async with self._lock:
+            try:
                 await self._turn_events(messages, config, send)
-                finished = True
-            if not finished:
+            except* anyio.BrokenResourceError:  # the caller stopped reading mid-prompt
                 await self._drop_session()  # an agent left mid-prompt is not reused
+                raise
 
     async def _turn_events(
         self,
@@ -350,13 +385,14 @@ class AcpRuntime:
         async def once(convo: list[Message]) -> Result[CompletionResponse, ProviderError]:
             with anyio.move_on_after(config.total_timeout_s) as total:
                 try:
-                    session = await self._ensure(config)
+                    served = await self._serving(config)
+                    session = await self._ensure(served)
                     if session.session_id:
                         await sink(AgentEvent(
                             type=EventType.init,
                             metadata={"session_id": session.session_id},
                         ))  # fmt: skip
-                    return await session.prompt(prompt_text(convo), config, sink)
+                    return await session.prompt(prompt_text(convo), served, sink)
                 except ProviderError as exc:
                     return Failure(exc.with_backend(self.capability.name))
             assert total.cancelled_caught
@@ -365,15 +401,7 @@ class AcpRuntime:
                 timeout="total", backend=self.capability.name,
             ))  # fmt: skip
 
-        if config.functions:  # the session outlives a turn; a turn's server would not
-            result: Result[CompletionResponse, ProviderError] = Failure(ProviderError(
-                ErrorKind.unsupported,
-                "functions on an ACP runtime: use complete() (one session per call), or "
-                "serve them yourself and pass mcp_servers",
-                backend=self.capability.name, retryable=False, request_sent=False,
-            ))  # fmt: skip
-        else:
-            result = await schema_or_plain(self.capability, messages, config, once)
+        result = await schema_or_plain(self.capability, messages, config, once)
         if isinstance(result, Failure):
             error = result.failure()
             if isinstance(error, ProviderError) and error.kind in (

@@ -104,6 +104,7 @@ if TYPE_CHECKING:
         brief,
         estimate_tokens,
     )
+    from ._turns import RuntimeScope, TurnEvents, TurnRuntime
 
 _LAZY = {
     **dict.fromkeys(
@@ -128,6 +129,7 @@ _LAZY = {
     **dict.fromkeys(("RunawayGuard", "input_digest"), "_runaway"),
     **dict.fromkeys(("Deadline", "DeadlineLimit"), "_deadline"),
     **dict.fromkeys(("CallPlan", "current_plan", "merge_config", "plan_call", "planned"), "_plan"),
+    **dict.fromkeys(("RuntimeScope", "TurnEvents", "TurnRuntime"), "_turns"),
 }
 
 
@@ -193,6 +195,7 @@ __all__ = [
     "ReasoningEffort",
     "RunawayGuard",
     "RuntimeHandle",
+    "RuntimeScope",
     "Sandbox",
     "SkippedBackend",
     "SteerResult",
@@ -201,7 +204,9 @@ __all__ = [
     "ToolPolicy",
     "Transcript",
     "Turn",
+    "TurnEvents",
     "TurnKind",
+    "TurnRuntime",
     "Usage",
     "aclose_adapter",
     "annotate_span",

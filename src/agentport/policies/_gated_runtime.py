@@ -10,38 +10,33 @@ group; the caller leaving the stream ends the wrapped turn and gives the slot ba
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from types import TracebackType
-from typing import Any, Self
+from contextlib import AsyncExitStack
+from typing import Any
 
 import anyio
-from anyio.abc import TaskGroup
-from anyio.streams.memory import MemoryObjectSendStream
 from returns.result import Failure, Success
 
 from ..core import (
-    AgentEvent,
     AgentRuntime,
     CompletionConfig,
-    EventStream,
     Message,
     ProviderError,
     RuntimeHandle,
-    until_consumer_leaves,
+    TurnEvents,
+    TurnRuntime,
 )
 from ._concurrency import ConcurrencyGate
 
 __all__ = ["GatedRuntime"]
 
 
-class GatedRuntime:
+class GatedRuntime(TurnRuntime):
     """*inner*'s turns, each inside a slot of *gate* (module docstring)."""
 
     def __init__(self, inner: AgentRuntime, gate: ConcurrencyGate, buffer: int = 64) -> None:
+        super().__init__(buffer)
         self.inner = inner
         self.gate = gate
-        self._buffer = buffer
-        self._tg: TaskGroup | None = None
 
     @property
     def handle(self) -> RuntimeHandle:
@@ -58,55 +53,25 @@ class GatedRuntime:
             raise AttributeError(name)
         return getattr(self.inner, name)
 
-    async def __aenter__(self) -> Self:
-        await self.inner.__aenter__()
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        assert self._tg is not None
-        self._tg.cancel_scope.cancel()
-        tg, self._tg = self._tg, None
-        try:
-            await tg.__aexit__(exc_type, exc, tb)
-        finally:
-            result = await self.inner.__aexit__(exc_type, exc, tb)
-        return result
-
-    def send(
-        self, prompt: str | Sequence[Message], config: CompletionConfig | None = None
-    ) -> AsyncIterator[AgentEvent]:
-        if self._tg is None:
-            raise RuntimeError("use `async with` before send()")
-        send, receive = anyio.create_memory_object_stream[AgentEvent](self._buffer)
-        self._tg.start_soon(self._turn, prompt, config, send)
-        return EventStream(receive)
+    async def _open(self, stack: AsyncExitStack) -> None:
+        await stack.enter_async_context(self.inner)  # closed after this runtime's turns
+        await super()._open(stack)
 
     async def _turn(
-        self,
-        prompt: str | Sequence[Message],
-        config: CompletionConfig | None,
-        send: MemoryObjectSendStream[AgentEvent],
+        self, messages: list[Message], config: CompletionConfig | None, send: TurnEvents
     ) -> None:
-        with until_consumer_leaves():
-            async with send, self.gate.slot() as slot:
-                events = self.inner.send(prompt, config)
-                try:
-                    async for event in events:
-                        error = event.metadata.get("error") if event.type == "error" else None
-                        if isinstance(error, ProviderError):
-                            slot.settle(Failure(error))
-                        elif event.type == "final":
-                            slot.settle(Success(None))
-                        await send.send(event)
-                finally:
-                    close = getattr(events, "aclose", None)
-                    if close is not None:
-                        with anyio.CancelScope(shield=True):
-                            await close()
+        async with self.gate.slot() as slot:
+            events = self.inner.send(messages, config)
+            try:
+                async for event in events:
+                    error = event.metadata.get("error") if event.type == "error" else None
+                    if isinstance(error, ProviderError):
+                        slot.settle(Failure(error))
+                    elif event.type == "final":
+                        slot.settle(Success(None))
+                    await send.send(event)
+            finally:
+                close = getattr(events, "aclose", None)
+                if close is not None:
+                    with anyio.CancelScope(shield=True):
+                        await close()

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
-from types import TracebackType
-from typing import Any, Self
+from collections.abc import Sequence
+from typing import Any
 
-import anyio
-from anyio.abc import TaskGroup
-from anyio.streams.memory import MemoryObjectSendStream
 from returns.result import Failure, Result, Success
 
 from ..catalog import get_capability
@@ -19,18 +15,17 @@ from ..core import (
     ClosableAdapter,
     CompletionConfig,
     CompletionResponse,
-    EventStream,
     EventType,
     Message,
     MessageRole,
     ProviderError,
     RawInfo,
     RuntimeHandle,
+    TurnEvents,
+    TurnRuntime,
     Usage,
-    as_messages,
     merge_config,
     prepare_messages,
-    until_consumer_leaves,
 )
 from ..structured import parse_answer, parse_choice
 
@@ -87,7 +82,7 @@ class EchoAdapter(ClosableAdapter):
         )
 
 
-class EchoRuntime:
+class EchoRuntime(TurnRuntime):
     """An `AgentRuntime` that echoes each turn as init, text, usage and final events.
 
     It owns a task group; each `send` runs in it and hands events out through a bounded
@@ -95,79 +90,40 @@ class EchoRuntime:
     """
 
     def __init__(self, default_config: CompletionConfig | None = None, buffer: int = 16) -> None:
+        super().__init__(buffer)
         self._adapter = EchoAdapter(default_config)
         self._handle = RuntimeHandle(backend="echo")
-        self._buffer = buffer
-        self._tg: TaskGroup | None = None
 
     @property
     def handle(self) -> RuntimeHandle:
         return self._handle
 
-    async def __aenter__(self) -> Self:
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        assert self._tg is not None
-        self._tg.cancel_scope.cancel()
-        tg, self._tg = self._tg, None
-        return await tg.__aexit__(exc_type, exc, tb)
-
-    def send(
-        self, prompt: str | Sequence[Message], config: CompletionConfig | None = None
-    ) -> AsyncIterator[AgentEvent]:
-        if self._tg is None:
-            raise RuntimeError("use `async with` before send()")
-        send, receive = anyio.create_memory_object_stream[AgentEvent](self._buffer)
-        self._tg.start_soon(self._turn, as_messages(prompt), config, send)
-        return EventStream(receive)
-
     async def _turn(
-        self,
-        messages: list[Message],
-        config: CompletionConfig | None,
-        send: MemoryObjectSendStream[AgentEvent],
+        self, messages: list[Message], config: CompletionConfig | None, send: TurnEvents
     ) -> None:
-        with until_consumer_leaves():  # the caller closed the stream: the turn just ends
-            await self._turn_events(messages, config, send)
-
-    async def _turn_events(
-        self,
-        messages: list[Message],
-        config: CompletionConfig | None,
-        send: MemoryObjectSendStream[AgentEvent],
-    ) -> None:
-        async with send:
-            if self._handle.session_id is None:
-                self._handle.session_id = uuid.uuid4().hex
-            sid = self._handle.session_id
-            await send.send(AgentEvent(type=EventType.init, metadata={"session_id": sid}))
-            result = await self._adapter.complete(messages, config)
-            if isinstance(result, Failure):
-                error = result.failure()
-                await send.send(
-                    AgentEvent(
-                        type=EventType.error,
-                        content=str(error),
-                        is_error=True,
-                        metadata={"error": error},
-                    )
-                )
-                return
-            response = result.unwrap().model_copy(update={"raw": RawInfo(session_id=sid)})
-            await send.send(AgentEvent(type=EventType.text, content=response.content))
-            await send.send(AgentEvent(type=EventType.usage, metadata={"usage": response.usage}))
+        if self._handle.session_id is None:
+            self._handle.session_id = uuid.uuid4().hex
+        sid = self._handle.session_id
+        await send.send(AgentEvent(type=EventType.init, metadata={"session_id": sid}))
+        result = await self._adapter.complete(messages, config)
+        if isinstance(result, Failure):
+            error = result.failure()
             await send.send(
                 AgentEvent(
-                    type=EventType.final,
-                    content=response.content,
-                    metadata={"response": response, "usage": response.usage},
+                    type=EventType.error,
+                    content=str(error),
+                    is_error=True,
+                    metadata={"error": error},
                 )
             )
+            return
+        response = result.unwrap().model_copy(update={"raw": RawInfo(session_id=sid)})
+        await send.send(AgentEvent(type=EventType.text, content=response.content))
+        await send.send(AgentEvent(type=EventType.usage, metadata={"usage": response.usage}))
+        await send.send(
+            AgentEvent(
+                type=EventType.final,
+                content=response.content,
+                metadata={"response": response, "usage": response.usage},
+            )
+        )

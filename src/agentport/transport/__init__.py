@@ -41,7 +41,7 @@ from ._beneath import PathRefused, Rooted, Roots, descend, link_refusal
 from ._binary import check_binary, identify
 
 if TYPE_CHECKING:
-    from ._tool_host import serve_functions
+    from ._tool_host import Served, on_caller, serve_functions, serve_mcp
 from ._env import DEPTH_ENV, MAX_DEPTH, NESTING_MARKERS, check_argv, child_env
 from ._framer import (
     DEFAULT_MAX_LINE_BYTES,
@@ -111,6 +111,7 @@ __all__ = [
     "ProcessResult",
     "Rooted",
     "Roots",
+    "Served",
     "Stop",
     "WarmPool",
     "append_text",
@@ -131,6 +132,7 @@ __all__ = [
     "identify",
     "link_refusal",
     "missing_executable",
+    "on_caller",
     "open_guarded",
     "open_lock_file",
     "open_regular_input",
@@ -142,6 +144,7 @@ __all__ = [
     "run_capture_sync",
     "run_process",
     "serve_functions",
+    "serve_mcp",
     "signal_group",
     "tls_context",
     "total_timeout",
@@ -152,8 +155,8 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     # the functions server needs the `mcp` extra: loaded on first use, never with the package
-    if name == "serve_functions":
-        from ._tool_host import serve_functions
+    if name in ("Served", "on_caller", "serve_functions", "serve_mcp"):  # the MCP servers
+        from . import _tool_host
 
-        return serve_functions
+        return getattr(_tool_host, name)
     raise AttributeError(f"module 'agentport.transport' has no attribute {name!r}")
