@@ -30,11 +30,8 @@ ALLOWED: dict[str, tuple[int, int]] = {
     "src/agentport/workflows/deep_research/_report.py to_markdown": (97, 22),
     "src/agentport/workflows/deep_research/_small_report.py small_report": (89, 7),
     # the rest of src
-    "src/agentport/cli/_research.py research": (175, 25),
-    "src/agentport/cli/_worker.py worker": (122, 10),
     "src/agentport/testing/_fake_render.py _responses_stream": (113, 7),
     "src/agentport/cli/_batch.py research_batch_command": (105, 17),
-    "src/agentport/cli/_refine.py refine": (103, 11),
     "src/agentport/policies/_failover.py FailoverAdapter._race": (95, 16),
     "src/agentport/transport/_runner.py run_process": (95, 14),
     "src/agentport/cli/_batch.py _submit": (91, 18),

@@ -171,48 +171,63 @@ def _partial(layout: Layout, loop: LoopResult, out: Echo, err: Echo) -> int:
     return PARTIAL_EXIT
 
 
+# the options of `refine`, one name each (typer reads the annotations)
+_RefineQuestion = Annotated[
+    str | None, typer.Argument(help="The question to refine the graph for (not with --batch).")
+]
+_RefineGraph = Annotated[
+    Path | None, typer.Option("--graph", help="graph.json (default: graphify-out/graph.json).")
+]
+_RefineBackend = Annotated[str | None, typer.Option("--backend", "-b", help="Backend or alias.")]
+_RefineApply = Annotated[bool, typer.Option("--apply", help="Write graph.json (needs --yes).")]
+_RefineYes = Annotated[bool, typer.Option("--yes", help="Confirm --apply.")]
+_RefineAllowLow = Annotated[
+    bool, typer.Option("--allow-low-confidence", help="Also apply LOW actions.")
+]
+_RefineBatch = Annotated[
+    Path | None,
+    typer.Option("--batch", help="Refine for every line of this file; --out is a folder."),
+]
+_RefineOut = Annotated[
+    Path | None, typer.Option("--out", "-o", help="Batch: the folder of the reviews.")
+]
+_RefineJobs = Annotated[int, typer.Option("--jobs", min=1, help="Batch: questions in flight (4).")]
+_RefineTemporal = Annotated[
+    str | None,
+    typer.Option("--temporal", help="Batch: run on this Temporal cluster (HOST:PORT)."),
+]
+_RefineNamespace = Annotated[str, typer.Option("--namespace", help="Batch: Temporal namespace.")]
+_RefineBatchId = Annotated[
+    str | None, typer.Option("--batch-id", help="Batch: Temporal workflow id.")
+]
+_RefineDetach = Annotated[
+    bool, typer.Option("--detach", help="Batch: submit to Temporal and exit.")
+]
+_RefineQuiet = Annotated[bool, typer.Option("--quiet", "-q", help="Batch: no progress.")]
+_RefineBudgetSpec = Annotated[str | None, typer.Option("--budget", help=BUDGET_HELP)]
+_RefinePlan = Annotated[
+    bool, typer.Option("--plan", help="Print the worst case against the budget, then exit.")
+]
+
+
 @app.command()
 def refine(
-    question: Annotated[
-        str | None, typer.Argument(help="The question to refine the graph for (not with --batch).")
-    ] = None,
-    graph: Annotated[
-        Path | None, typer.Option("--graph", help="graph.json (default: graphify-out/graph.json).")
-    ] = None,
-    backend: Annotated[
-        str | None, typer.Option("--backend", "-b", help="Backend or alias.")
-    ] = None,
-    apply: Annotated[bool, typer.Option("--apply", help="Write graph.json (needs --yes).")] = False,
-    yes: Annotated[bool, typer.Option("--yes", help="Confirm --apply.")] = False,
-    allow_low: Annotated[
-        bool, typer.Option("--allow-low-confidence", help="Also apply LOW actions.")
-    ] = False,
-    batch: Annotated[
-        Path | None,
-        typer.Option("--batch", help="Refine for every line of this file; --out is a folder."),
-    ] = None,
-    out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Batch: the folder of the reviews.")
-    ] = None,
-    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Batch: questions in flight (4).")] = 4,
-    temporal: Annotated[
-        str | None,
-        typer.Option("--temporal", help="Batch: run on this Temporal cluster (HOST:PORT)."),
-    ] = None,
-    namespace: Annotated[
-        str, typer.Option("--namespace", help="Batch: Temporal namespace.")
-    ] = "default",
-    batch_id: Annotated[
-        str | None, typer.Option("--batch-id", help="Batch: Temporal workflow id.")
-    ] = None,
-    detach: Annotated[
-        bool, typer.Option("--detach", help="Batch: submit to Temporal and exit.")
-    ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Batch: no progress.")] = False,
-    budget_spec: Annotated[str | None, typer.Option("--budget", help=BUDGET_HELP)] = None,
-    plan: Annotated[
-        bool, typer.Option("--plan", help="Print the worst case against the budget, then exit.")
-    ] = False,
+    question: _RefineQuestion = None,
+    graph: _RefineGraph = None,
+    backend: _RefineBackend = None,
+    apply: _RefineApply = False,
+    yes: _RefineYes = False,
+    allow_low: _RefineAllowLow = False,
+    batch: _RefineBatch = None,
+    out: _RefineOut = None,
+    jobs: _RefineJobs = 4,
+    temporal: _RefineTemporal = None,
+    namespace: _RefineNamespace = "default",
+    batch_id: _RefineBatchId = None,
+    detach: _RefineDetach = False,
+    quiet: _RefineQuiet = False,
+    budget_spec: _RefineBudgetSpec = None,
+    plan: _RefinePlan = False,
 ) -> None:
     """Run the DeepRefine loop on a graphify graph; dry run unless --apply --yes.
 
