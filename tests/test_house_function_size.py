@@ -31,15 +31,10 @@ ALLOWED: dict[str, tuple[int, int]] = {
     "src/agentport/workflows/deep_research/_small_report.py small_report": (89, 7),
     # the rest of src
     "src/agentport/testing/_fake_render.py _responses_stream": (113, 7),
-    "src/agentport/cli/_batch.py research_batch_command": (105, 17),
     "src/agentport/policies/_failover.py FailoverAdapter._race": (95, 16),
     "src/agentport/transport/_runner.py run_process": (95, 14),
-    "src/agentport/cli/_batch.py _submit": (91, 18),
     "src/agentport/backends/_acp_session.py Session.prompt": (90, 12),
     "src/agentport/core/_checks.py check_params": (88, 7),
-    "src/agentport/cli/_refine.py run_refine": (85, 17),
-    "src/agentport/cli/_batch.py refine_batch_command": (84, 10),
-    "src/agentport/cli/_deeprefine.py build_parser": (81, 5),
 }
 
 

@@ -85,6 +85,38 @@ def run_refine(
     """Run the loop for one question; returns the exit code (3 = a *budget* ceiling stopped
     the loop: the partial trace is written, nothing applied). Never raises for bad input."""
     layout = Layout.for_graph(graph_path)
+    opened = _open(layout, graph_path, backend, apply, adapter, err)
+    if isinstance(opened, int):
+        return opened
+    graph, adapter = opened
+    settings = LoopSettings(on_step=lambda step: out(f"[Step: {step}]"))
+    try:
+        result = anyio.run(partial(_traced_loop, budget=budget), adapter, graph, question, settings)
+    except KeyboardInterrupt:
+        err("interrupted; graph.json was not modified")
+        return 130
+    if isinstance(result, Failure):
+        err(str(result.failure()))
+        return 1
+    loop = result.unwrap()
+    if loop.budget_reached is not None:
+        return _partial(layout, loop, out, err)
+    try:
+        return _conclude(layout, loop, graph, graph_path, apply, allow_low, out, err)
+    except InputError as exc:
+        err(str(exc))
+        return 1
+
+
+def _open(
+    layout: Layout,
+    graph_path: Path,
+    backend: str | None,
+    apply: bool,
+    adapter: LLMAdapter | None,
+    err: Echo,
+) -> tuple[Graph, LLMAdapter] | int:
+    """The graph and the adapter, before any call; or exit code 2 (said on *err*)."""
     try:
         graph = load_graph(graph_path)
         _writable(layout, graph_path, apply)
@@ -101,59 +133,58 @@ def run_refine(
     except ProviderError as exc:
         err(str(exc))
         return 2
-    settings = LoopSettings(on_step=lambda step: out(f"[Step: {step}]"))
-    try:
-        result = anyio.run(partial(_traced_loop, budget=budget), adapter, graph, question, settings)
-    except KeyboardInterrupt:
-        err("interrupted; graph.json was not modified")
-        return 130
-    if isinstance(result, Failure):
-        err(str(result.failure()))
+    return graph, adapter
+
+
+def _conclude(
+    layout: Layout,
+    loop: LoopResult,
+    graph: Graph,
+    graph_path: Path,
+    apply: bool,
+    allow_low: bool,
+    out: Echo,
+    err: Echo,
+) -> int:
+    """A finished loop: its trace saved and checked, then (not an early exit) its actions
+    reviewed (a dry run) or applied; the exit code. Raises `InputError`."""
+    trace_path, actions_path = save_loop(layout, loop)
+    out(f"Trace: {trace_path}")
+    errors = validate_trace(loop.trace, trace_path, layout, actions_path)
+    if errors:
+        for error in errors:
+            err(f"{trace_path}: {error}")
         return 1
-    loop = result.unwrap()
-    if loop.budget_reached is not None:
-        return _partial(layout, loop, out, err)
-    try:
-        trace_path, actions_path = save_loop(layout, loop)
-        out(f"Trace: {trace_path}")
-        errors = validate_trace(loop.trace, trace_path, layout, actions_path)
-        if errors:
-            for error in errors:
-                err(f"{trace_path}: {error}")
-            return 1
-        if loop.early_exit:
-            out("Early exit: the first hop was answerable; no refinement.")
-            for line in finish(layout, trace_path, None):
-                out(line)
-            return 0
-        assert actions_path is not None
-        text = actions_path.read_text(encoding="utf-8")
-        out(f"Actions: {actions_path}")
-        if not apply:
-            reviewed = review(text, graph, ReviewContext.from_trace(loop.trace, graph, layout.root))
-            out(reviewed.markdown(str(trace_path), str(actions_path), next_step=False))
-            out("Dry run: graph.json was not modified. Re-run with --apply --yes to write it.")
-            return 0
-        report = apply_refinement(
-            layout,
-            text,
-            graph_path=graph_path,
-            trace=loop.trace,
-            allow_low=allow_low,
-            refinement_file=actions_path,
-        )
-        out(report.review.markdown(str(trace_path), str(actions_path), next_step=False))
-        if report.refused:
-            err("refusing to apply: LOW-confidence action(s); pass --allow-low-confidence")
-            return 1
-        for item, outcome, reason in report.outcomes:
-            out(f"  - {outcome}: {item.text}" + (f" ({reason})" if reason else ""))
-        out(f"Applied {report.applied} action(s); graph.json written: {report.written}")
-        for line in finish(layout, trace_path, actions_path):
+    if loop.early_exit:
+        out("Early exit: the first hop was answerable; no refinement.")
+        for line in finish(layout, trace_path, None):
             out(line)
-    except InputError as exc:
-        err(str(exc))
+        return 0
+    assert actions_path is not None
+    text = actions_path.read_text(encoding="utf-8")
+    out(f"Actions: {actions_path}")
+    if not apply:
+        reviewed = review(text, graph, ReviewContext.from_trace(loop.trace, graph, layout.root))
+        out(reviewed.markdown(str(trace_path), str(actions_path), next_step=False))
+        out("Dry run: graph.json was not modified. Re-run with --apply --yes to write it.")
+        return 0
+    report = apply_refinement(
+        layout,
+        text,
+        graph_path=graph_path,
+        trace=loop.trace,
+        allow_low=allow_low,
+        refinement_file=actions_path,
+    )
+    out(report.review.markdown(str(trace_path), str(actions_path), next_step=False))
+    if report.refused:
+        err("refusing to apply: LOW-confidence action(s); pass --allow-low-confidence")
         return 1
+    for item, outcome, reason in report.outcomes:
+        out(f"  - {outcome}: {item.text}" + (f" ({reason})" if reason else ""))
+    out(f"Applied {report.applied} action(s); graph.json written: {report.written}")
+    for line in finish(layout, trace_path, actions_path):
+        out(line)
     return 0
 
 
