@@ -30,7 +30,6 @@ ALLOWED: dict[str, tuple[int, int]] = {
     "src/agentport/workflows/deep_research/_report.py to_markdown": (97, 22),
     "src/agentport/workflows/deep_research/_small_report.py small_report": (89, 7),
     # the rest of src
-    "src/agentport/testing/_fake_render.py _responses_stream": (113, 7),
     "src/agentport/policies/_failover.py FailoverAdapter._race": (95, 16),
     "src/agentport/transport/_runner.py run_process": (95, 14),
     "src/agentport/backends/_acp_session.py Session.prompt": (90, 12),
