@@ -13,7 +13,7 @@ later. Every expected failure is one line `agentport: ...` and a non-zero exit.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
 import typer
@@ -25,6 +25,10 @@ from ..workflows.batch import BatchInputError, Progress, QuestionsFile, Summary,
 from ._app import app, fail, fail_error
 from ._budget import PARTIAL_EXIT, resolve_budget
 from ._out import echo
+
+if TYPE_CHECKING:
+    from ..workflows.batch import BatchState
+    from ..workflows.deep_research import ResearchConfig
 
 __all__ = ["batch_app", "refine_batch_command", "refuse_with_batch", "research_batch_command"]
 
@@ -131,8 +135,6 @@ def research_batch_command(
     budget_spec: str | None = None,
 ) -> None:
     """`agentport research --batch FILE --out DIR [--budget SPEC]`."""
-    from ..workflows.deep_research import Corpus, load_corpus, uses_own_web
-    from ..workflows.deep_research import web_mode_refusal as web_refusal
     from ._run_config import research_config, resolved_backend
 
     parsed = _questions(question, batch, out)
@@ -144,43 +146,41 @@ def research_batch_command(
     except ProviderError as exc:
         fail_error(exc)
     if temporal is not None:
-        if corpus is not None and not corpus.is_dir():
-            fail(f"corpus {str(corpus)!r} is not a folder", 2)
-        if target is None:
-            fail("--temporal needs a named backend (--backend or llm.backend)", 2)
-        if config.small_model and corpus is None:
-            fail("small-model mode researches a local folder: add --corpus DIR", 2)
-        if config.small_model and budget is not None:
-            fail(_SMALL_BUDGET, 2)
-        web_ok = config.assume_web_tools or corpus is not None  # the model needs no web tools
-        if (refusal := web_refusal(target)) is not None and not web_ok:
-            fail(refusal, 2)
-        settings = {"model": model} if model else {}
-        web: dict[str, Any] = {}
-        if not web_ok and uses_own_web(target):
-            web = _web_input()  # agentport's own search and fetch run on the workers
-        _submit(
-            "research",
+        _research_on_temporal(
             parsed,
             out,
             target,
+            config,
+            budget,
+            corpus,
+            model,
+            jobs,
+            quiet,
             temporal,
             namespace,
             batch_id,
             detach,
-            quiet,
-            config=config.model_dump(mode="json"),
-            settings=settings,
-            jobs=jobs,
-            web=web,
-            budget=_research_budget(budget, config),
-            # the workers index the folder themselves (temporal._corpus): it must be under
-            # their --root, at the same path
-            corpus="" if corpus is None else str(corpus.resolve()),
         )
         return
+    _research_locally(parsed, out, backend, model, config, corpus, jobs, quiet, budget)
+
+
+def _research_locally(
+    parsed: QuestionsFile,
+    out: Path,
+    backend: str | None,
+    model: str | None,
+    config: ResearchConfig,
+    corpus: Path | None,
+    jobs: int,
+    quiet: bool,
+    budget: Budget | None,
+) -> None:
+    """`research --batch` on this machine (`workflows.batch.research_batch`)."""
     from ..factory import create_llm_adapter
     from ..workflows.batch import research_batch
+    from ..workflows.deep_research import Corpus, load_corpus
+    from ..workflows.deep_research import web_mode_refusal as web_refusal
 
     try:
         adapter = create_llm_adapter(backend, model=model)
@@ -216,6 +216,61 @@ def research_batch_command(
     except KeyboardInterrupt:
         fail("interrupted; finished reports are kept: rerun the same command to continue", 130)
     _end(summary)
+
+
+def _research_on_temporal(
+    parsed: QuestionsFile,
+    out: Path,
+    target: str | None,
+    config: ResearchConfig,
+    budget: Budget | None,
+    corpus: Path | None,
+    model: str | None,
+    jobs: int,
+    quiet: bool,
+    temporal: str,
+    namespace: str,
+    batch_id: str | None,
+    detach: bool,
+) -> None:
+    """`research --batch --temporal`: checked here, then submitted to the cluster."""
+    from ..workflows.deep_research import uses_own_web
+    from ..workflows.deep_research import web_mode_refusal as web_refusal
+
+    if corpus is not None and not corpus.is_dir():
+        fail(f"corpus {str(corpus)!r} is not a folder", 2)
+    if target is None:
+        fail("--temporal needs a named backend (--backend or llm.backend)", 2)
+    if config.small_model and corpus is None:
+        fail("small-model mode researches a local folder: add --corpus DIR", 2)
+    if config.small_model and budget is not None:
+        fail(_SMALL_BUDGET, 2)
+    web_ok = config.assume_web_tools or corpus is not None  # the model needs no web tools
+    if (refusal := web_refusal(target)) is not None and not web_ok:
+        fail(refusal, 2)
+    settings = {"model": model} if model else {}
+    web: dict[str, Any] = {}
+    if not web_ok and uses_own_web(target):
+        web = _web_input()  # agentport's own search and fetch run on the workers
+    _submit(
+        "research",
+        parsed,
+        out,
+        target,
+        temporal,
+        namespace,
+        batch_id,
+        detach,
+        quiet,
+        config=config.model_dump(mode="json"),
+        settings=settings,
+        jobs=jobs,
+        web=web,
+        budget=_research_budget(budget, config),
+        # the workers index the folder themselves (temporal._corpus): it must be under
+        # their --root, at the same path
+        corpus="" if corpus is None else str(corpus.resolve()),
+    )
 
 
 def _web_input() -> dict[str, Any]:
@@ -262,7 +317,7 @@ def refine_batch_command(
     budget_spec: str | None = None,
 ) -> None:
     """`agentport refine --batch FILE --out DIR [--apply --yes] [--budget SPEC]`."""
-    from ..workflows.deeprefine import InputError, find_layout, load_graph, plan_refine
+    from ..workflows.deeprefine import InputError, find_layout, load_graph
 
     parsed = _questions(question, batch, out)
     assert out is not None
@@ -273,31 +328,20 @@ def refine_batch_command(
     except InputError as exc:
         fail(str(exc), 2)
     if temporal is not None:
-        from ._run_config import resolved_backend
-
-        try:
-            target = resolved_backend(backend)
-        except ProviderError as exc:
-            fail_error(exc)
-        if target is None:
-            fail("--temporal needs a named backend (--backend or llm.backend)", 2)
-        if _embedded(target) and budget is not None:
-            fail(_SMALL_BUDGET, 2)
-        _submit(
-            "refine",
+        _refine_on_temporal(
             parsed,
             out,
-            target,
+            graph_path,
+            backend,
+            budget,
+            apply,
+            allow_low,
+            jobs,
+            quiet,
             temporal,
             namespace,
             batch_id,
             detach,
-            quiet,
-            graph=str(graph_path.resolve()),
-            apply=apply,
-            allow_low=allow_low,
-            jobs=jobs,
-            budget=None if budget is None else (budget, plan_refine().upper_bound_calls),
         )
         return
     from ..factory import create_llm_adapter
@@ -328,6 +372,51 @@ def refine_batch_command(
     except KeyboardInterrupt:
         fail("interrupted; finished reviews are kept: rerun the same command to continue", 130)
     _end(summary)
+
+
+def _refine_on_temporal(
+    parsed: QuestionsFile,
+    out: Path,
+    graph_path: Path,
+    backend: str | None,
+    budget: Budget | None,
+    apply: bool,
+    allow_low: bool,
+    jobs: int,
+    quiet: bool,
+    temporal: str,
+    namespace: str,
+    batch_id: str | None,
+    detach: bool,
+) -> None:
+    """`refine --batch --temporal`: checked here, then submitted to the cluster."""
+    from ..workflows.deeprefine import plan_refine
+    from ._run_config import resolved_backend
+
+    try:
+        target = resolved_backend(backend)
+    except ProviderError as exc:
+        fail_error(exc)
+    if target is None:
+        fail("--temporal needs a named backend (--backend or llm.backend)", 2)
+    if _embedded(target) and budget is not None:
+        fail(_SMALL_BUDGET, 2)
+    _submit(
+        "refine",
+        parsed,
+        out,
+        target,
+        temporal,
+        namespace,
+        batch_id,
+        detach,
+        quiet,
+        graph=str(graph_path.resolve()),
+        apply=apply,
+        allow_low=allow_low,
+        jobs=jobs,
+        budget=None if budget is None else (budget, plan_refine().upper_bound_calls),
+    )
 
 
 def _submit(
@@ -363,13 +452,7 @@ def _submit(
         state = BatchState.open(out.resolve(), kind, parsed.questions, ".md")
     except BatchInputError as exc:
         fail(str(exc), 2)
-    todo: list[list[Any]] = []
-    for q in parsed.questions:
-        item = state.items[q.id]
-        if item.status != "done":
-            todo.append([q.id, q.line, q.text])
-        elif fields.get("apply") and item.actions and item.trace and item.applied is False:
-            todo.append([q.id, q.line, q.text, item.trace, item.actions])  # reviewed: apply
+    todo = _todo(parsed, state, bool(fields.get("apply")))
     if not todo:
         echo(f"agentport: batch: all {len(parsed.questions)} reports are in {out}", err=True)
         return
@@ -410,17 +493,35 @@ def _submit(
     except KeyboardInterrupt:
         fail(f"stopped following; batch {ident} keeps running on the cluster", 130)
     if final is not None:
-        echo(f"agentport: batch {ident}: {final.line()}", err=True)
-        progress = final.progress
-        if final.state != "completed" or progress is None or progress.failed:
-            raise typer.Exit(1)
-        if progress.partial or progress.not_run:
-            echo(
-                "agentport: budget reached: the batch is partial; rerun with a bigger "
-                "--budget to continue",
-                err=True,
-            )
-            raise typer.Exit(PARTIAL_EXIT)
+        _followed(ident, final)
+
+
+def _todo(parsed: QuestionsFile, state: BatchState, apply: bool) -> list[list[Any]]:
+    """The batch input's items: each question without its report, and (with *apply*) each
+    reviewed one whose actions were not applied yet."""
+    todo: list[list[Any]] = []
+    for q in parsed.questions:
+        item = state.items[q.id]
+        if item.status != "done":
+            todo.append([q.id, q.line, q.text])
+        elif apply and item.actions and item.trace and item.applied is False:
+            todo.append([q.id, q.line, q.text, item.trace, item.actions])  # reviewed: apply
+    return todo
+
+
+def _followed(ident: str, final: Any) -> None:
+    """The end of a followed batch: its line, and exit 1 (failed) or 3 (partial)."""
+    echo(f"agentport: batch {ident}: {final.line()}", err=True)
+    progress = final.progress
+    if final.state != "completed" or progress is None or progress.failed:
+        raise typer.Exit(1)
+    if progress.partial or progress.not_run:
+        echo(
+            "agentport: budget reached: the batch is partial; rerun with a bigger "
+            "--budget to continue",
+            err=True,
+        )
+        raise typer.Exit(PARTIAL_EXIT)
 
 
 def _research_budget(budget: Budget | None, config: Any) -> tuple[Budget, int] | None:

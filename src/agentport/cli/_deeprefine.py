@@ -314,12 +314,26 @@ def build_parser() -> argparse.ArgumentParser:
         description="DeepRefine on graphify graphs (agentport, compatible with deeprefine-cli).",
     )
     sub = parser.add_subparsers(dest="command", required=True)
+    _add_history(sub)
+    _add_loop(sub)
+    _add_review_and_apply(sub)
+    _add_refine(sub)
+    idx = sub.add_parser("index", help="No-op: agentport reads graph.json directly.")
+    idx.add_argument("--rebuild", action="store_true")
+    idx.set_defaults(handler=_index)
 
-    def root(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--project-root", help="Directory holding graphify-out/ (default: search up)."
-        )
+    add_installers(sub)
+    return parser
 
+
+_Sub = argparse._SubParsersAction  # what `add_subparsers` returns
+
+
+def _root(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--project-root", help="Directory holding graphify-out/ (default: search up).")
+
+
+def _add_history(sub: _Sub[argparse.ArgumentParser]) -> None:
     history = sub.add_parser("history", help="Pending-query history.")
     hsub = history.add_subparsers(dest="history_cmd", required=True)
     h_add = hsub.add_parser("add")
@@ -330,9 +344,11 @@ def build_parser() -> argparse.ArgumentParser:
     h_list.add_argument("--sync-memory", action="store_true")
     h_sync = hsub.add_parser("sync-memory")
     for p in (h_add, h_list, h_sync):
-        root(p)
+        _root(p)
         p.set_defaults(handler=_history, pending=getattr(p, "pending", False))
 
+
+def _add_loop(sub: _Sub[argparse.ArgumentParser]) -> None:
     loop = sub.add_parser("loop", help="Agent-loop trace.")
     lsub = loop.add_subparsers(dest="loop_cmd", required=True)
     l_init = lsub.add_parser("init")
@@ -345,9 +361,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--trace-file", required=True)
         p.add_argument("--refinement-file")
     for p in (l_init, l_val, l_fin):
-        root(p)
+        _root(p)
         p.set_defaults(handler=_loop)
 
+
+def _add_review_and_apply(sub: _Sub[argparse.ArgumentParser]) -> None:
     rev = sub.add_parser("review", help="Label proposed actions HIGH/MEDIUM/LOW (dry run).")
     rev.add_argument("--refinement-file", required=True)
     rev.add_argument("--trace-file")
@@ -356,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--json-output", nargs="?", const="graphify-out/.deeprefine/proposed_refinement_review.json"
     )
     rev.add_argument("--graph", help="graph.json to review against (default: the project's).")
-    root(rev)
+    _root(rev)
     rev.set_defaults(handler=_review)
 
     app = sub.add_parser("apply", help="Apply reviewed actions to graph.json (atomic, backed up).")
@@ -366,9 +384,11 @@ def build_parser() -> argparse.ArgumentParser:
     app.add_argument("--allow-low-confidence", action="store_true")
     app.add_argument("--refresh-wiki", action="store_true")
     app.add_argument("--graph", help="graph.json to change (default: the project's).")
-    root(app)
+    _root(app)
     app.set_defaults(handler=_apply)
 
+
+def _add_refine(sub: _Sub[argparse.ArgumentParser]) -> None:
     ref = sub.add_parser("refine", help="Run the loop with agentport's LLM backend.")
     ref.add_argument("--query")
     ref.add_argument("--apply", action="store_true")
@@ -380,15 +400,8 @@ def build_parser() -> argparse.ArgumentParser:
         "output_tokens, usd, wall; over [budget]; 'none' drops it). At a ceiling the partial "
         "trace is written, nothing applied, exit code 3.",
     )
-    root(ref)
+    _root(ref)
     ref.set_defaults(handler=_refine)
-
-    idx = sub.add_parser("index", help="No-op: agentport reads graph.json directly.")
-    idx.add_argument("--rebuild", action="store_true")
-    idx.set_defaults(handler=_index)
-
-    add_installers(sub)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

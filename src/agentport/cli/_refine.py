@@ -85,6 +85,38 @@ def run_refine(
     """Run the loop for one question; returns the exit code (3 = a *budget* ceiling stopped
     the loop: the partial trace is written, nothing applied). Never raises for bad input."""
     layout = Layout.for_graph(graph_path)
+    opened = _open(layout, graph_path, backend, apply, adapter, err)
+    if isinstance(opened, int):
+        return opened
+    graph, adapter = opened
+    settings = LoopSettings(on_step=lambda step: out(f"[Step: {step}]"))
+    try:
+        result = anyio.run(partial(_traced_loop, budget=budget), adapter, graph, question, settings)
+    except KeyboardInterrupt:
+        err("interrupted; graph.json was not modified")
+        return 130
+    if isinstance(result, Failure):
+        err(str(result.failure()))
+        return 1
+    loop = result.unwrap()
+    if loop.budget_reached is not None:
+        return _partial(layout, loop, out, err)
+    try:
+        return _conclude(layout, loop, graph, graph_path, apply, allow_low, out, err)
+    except InputError as exc:
+        err(str(exc))
+        return 1
+
+
+def _open(
+    layout: Layout,
+    graph_path: Path,
+    backend: str | None,
+    apply: bool,
+    adapter: LLMAdapter | None,
+    err: Echo,
+) -> tuple[Graph, LLMAdapter] | int:
+    """The graph and the adapter, before any call; or exit code 2 (said on *err*)."""
     try:
         graph = load_graph(graph_path)
         _writable(layout, graph_path, apply)
@@ -101,59 +133,58 @@ def run_refine(
     except ProviderError as exc:
         err(str(exc))
         return 2
-    settings = LoopSettings(on_step=lambda step: out(f"[Step: {step}]"))
-    try:
-        result = anyio.run(partial(_traced_loop, budget=budget), adapter, graph, question, settings)
-    except KeyboardInterrupt:
-        err("interrupted; graph.json was not modified")
-        return 130
-    if isinstance(result, Failure):
-        err(str(result.failure()))
+    return graph, adapter
+
+
+def _conclude(
+    layout: Layout,
+    loop: LoopResult,
+    graph: Graph,
+    graph_path: Path,
+    apply: bool,
+    allow_low: bool,
+    out: Echo,
+    err: Echo,
+) -> int:
+    """A finished loop: its trace saved and checked, then (not an early exit) its actions
+    reviewed (a dry run) or applied; the exit code. Raises `InputError`."""
+    trace_path, actions_path = save_loop(layout, loop)
+    out(f"Trace: {trace_path}")
+    errors = validate_trace(loop.trace, trace_path, layout, actions_path)
+    if errors:
+        for error in errors:
+            err(f"{trace_path}: {error}")
         return 1
-    loop = result.unwrap()
-    if loop.budget_reached is not None:
-        return _partial(layout, loop, out, err)
-    try:
-        trace_path, actions_path = save_loop(layout, loop)
-        out(f"Trace: {trace_path}")
-        errors = validate_trace(loop.trace, trace_path, layout, actions_path)
-        if errors:
-            for error in errors:
-                err(f"{trace_path}: {error}")
-            return 1
-        if loop.early_exit:
-            out("Early exit: the first hop was answerable; no refinement.")
-            for line in finish(layout, trace_path, None):
-                out(line)
-            return 0
-        assert actions_path is not None
-        text = actions_path.read_text(encoding="utf-8")
-        out(f"Actions: {actions_path}")
-        if not apply:
-            reviewed = review(text, graph, ReviewContext.from_trace(loop.trace, graph, layout.root))
-            out(reviewed.markdown(str(trace_path), str(actions_path), next_step=False))
-            out("Dry run: graph.json was not modified. Re-run with --apply --yes to write it.")
-            return 0
-        report = apply_refinement(
-            layout,
-            text,
-            graph_path=graph_path,
-            trace=loop.trace,
-            allow_low=allow_low,
-            refinement_file=actions_path,
-        )
-        out(report.review.markdown(str(trace_path), str(actions_path), next_step=False))
-        if report.refused:
-            err("refusing to apply: LOW-confidence action(s); pass --allow-low-confidence")
-            return 1
-        for item, outcome, reason in report.outcomes:
-            out(f"  - {outcome}: {item.text}" + (f" ({reason})" if reason else ""))
-        out(f"Applied {report.applied} action(s); graph.json written: {report.written}")
-        for line in finish(layout, trace_path, actions_path):
+    if loop.early_exit:
+        out("Early exit: the first hop was answerable; no refinement.")
+        for line in finish(layout, trace_path, None):
             out(line)
-    except InputError as exc:
-        err(str(exc))
+        return 0
+    assert actions_path is not None
+    text = actions_path.read_text(encoding="utf-8")
+    out(f"Actions: {actions_path}")
+    if not apply:
+        reviewed = review(text, graph, ReviewContext.from_trace(loop.trace, graph, layout.root))
+        out(reviewed.markdown(str(trace_path), str(actions_path), next_step=False))
+        out("Dry run: graph.json was not modified. Re-run with --apply --yes to write it.")
+        return 0
+    report = apply_refinement(
+        layout,
+        text,
+        graph_path=graph_path,
+        trace=loop.trace,
+        allow_low=allow_low,
+        refinement_file=actions_path,
+    )
+    out(report.review.markdown(str(trace_path), str(actions_path), next_step=False))
+    if report.refused:
+        err("refusing to apply: LOW-confidence action(s); pass --allow-low-confidence")
         return 1
+    for item, outcome, reason in report.outcomes:
+        out(f"  - {outcome}: {item.text}" + (f" ({reason})" if reason else ""))
+    out(f"Applied {report.applied} action(s); graph.json written: {report.written}")
+    for line in finish(layout, trace_path, actions_path):
+        out(line)
     return 0
 
 
@@ -171,48 +202,63 @@ def _partial(layout: Layout, loop: LoopResult, out: Echo, err: Echo) -> int:
     return PARTIAL_EXIT
 
 
+# the options of `refine`, one name each (typer reads the annotations)
+_RefineQuestion = Annotated[
+    str | None, typer.Argument(help="The question to refine the graph for (not with --batch).")
+]
+_RefineGraph = Annotated[
+    Path | None, typer.Option("--graph", help="graph.json (default: graphify-out/graph.json).")
+]
+_RefineBackend = Annotated[str | None, typer.Option("--backend", "-b", help="Backend or alias.")]
+_RefineApply = Annotated[bool, typer.Option("--apply", help="Write graph.json (needs --yes).")]
+_RefineYes = Annotated[bool, typer.Option("--yes", help="Confirm --apply.")]
+_RefineAllowLow = Annotated[
+    bool, typer.Option("--allow-low-confidence", help="Also apply LOW actions.")
+]
+_RefineBatch = Annotated[
+    Path | None,
+    typer.Option("--batch", help="Refine for every line of this file; --out is a folder."),
+]
+_RefineOut = Annotated[
+    Path | None, typer.Option("--out", "-o", help="Batch: the folder of the reviews.")
+]
+_RefineJobs = Annotated[int, typer.Option("--jobs", min=1, help="Batch: questions in flight (4).")]
+_RefineTemporal = Annotated[
+    str | None,
+    typer.Option("--temporal", help="Batch: run on this Temporal cluster (HOST:PORT)."),
+]
+_RefineNamespace = Annotated[str, typer.Option("--namespace", help="Batch: Temporal namespace.")]
+_RefineBatchId = Annotated[
+    str | None, typer.Option("--batch-id", help="Batch: Temporal workflow id.")
+]
+_RefineDetach = Annotated[
+    bool, typer.Option("--detach", help="Batch: submit to Temporal and exit.")
+]
+_RefineQuiet = Annotated[bool, typer.Option("--quiet", "-q", help="Batch: no progress.")]
+_RefineBudgetSpec = Annotated[str | None, typer.Option("--budget", help=BUDGET_HELP)]
+_RefinePlan = Annotated[
+    bool, typer.Option("--plan", help="Print the worst case against the budget, then exit.")
+]
+
+
 @app.command()
 def refine(
-    question: Annotated[
-        str | None, typer.Argument(help="The question to refine the graph for (not with --batch).")
-    ] = None,
-    graph: Annotated[
-        Path | None, typer.Option("--graph", help="graph.json (default: graphify-out/graph.json).")
-    ] = None,
-    backend: Annotated[
-        str | None, typer.Option("--backend", "-b", help="Backend or alias.")
-    ] = None,
-    apply: Annotated[bool, typer.Option("--apply", help="Write graph.json (needs --yes).")] = False,
-    yes: Annotated[bool, typer.Option("--yes", help="Confirm --apply.")] = False,
-    allow_low: Annotated[
-        bool, typer.Option("--allow-low-confidence", help="Also apply LOW actions.")
-    ] = False,
-    batch: Annotated[
-        Path | None,
-        typer.Option("--batch", help="Refine for every line of this file; --out is a folder."),
-    ] = None,
-    out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Batch: the folder of the reviews.")
-    ] = None,
-    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Batch: questions in flight (4).")] = 4,
-    temporal: Annotated[
-        str | None,
-        typer.Option("--temporal", help="Batch: run on this Temporal cluster (HOST:PORT)."),
-    ] = None,
-    namespace: Annotated[
-        str, typer.Option("--namespace", help="Batch: Temporal namespace.")
-    ] = "default",
-    batch_id: Annotated[
-        str | None, typer.Option("--batch-id", help="Batch: Temporal workflow id.")
-    ] = None,
-    detach: Annotated[
-        bool, typer.Option("--detach", help="Batch: submit to Temporal and exit.")
-    ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Batch: no progress.")] = False,
-    budget_spec: Annotated[str | None, typer.Option("--budget", help=BUDGET_HELP)] = None,
-    plan: Annotated[
-        bool, typer.Option("--plan", help="Print the worst case against the budget, then exit.")
-    ] = False,
+    question: _RefineQuestion = None,
+    graph: _RefineGraph = None,
+    backend: _RefineBackend = None,
+    apply: _RefineApply = False,
+    yes: _RefineYes = False,
+    allow_low: _RefineAllowLow = False,
+    batch: _RefineBatch = None,
+    out: _RefineOut = None,
+    jobs: _RefineJobs = 4,
+    temporal: _RefineTemporal = None,
+    namespace: _RefineNamespace = "default",
+    batch_id: _RefineBatchId = None,
+    detach: _RefineDetach = False,
+    quiet: _RefineQuiet = False,
+    budget_spec: _RefineBudgetSpec = None,
+    plan: _RefinePlan = False,
 ) -> None:
     """Run the DeepRefine loop on a graphify graph; dry run unless --apply --yes.
 

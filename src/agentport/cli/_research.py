@@ -11,10 +11,9 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import anyio
-import typer
 from returns.result import Failure
 
 from ..catalog import get_capability
@@ -44,8 +43,31 @@ from ..workflows.deep_research import (
     web_mode_refusal,
 )
 from ._app import app, fail, fail_error
-from ._budget import BUDGET_HELP, PARTIAL_EXIT, budget_lines, resolve_budget
+from ._budget import PARTIAL_EXIT, budget_lines, resolve_budget
 from ._out import echo
+from ._research_options import (
+    _AsJson,
+    _Backend,
+    _Batch,
+    _BatchId,
+    _BudgetSpec,
+    _Concurrency,
+    _Corpus,
+    _Debug,
+    _Detach,
+    _EarlyQuorum,
+    _Jobs,
+    _Model,
+    _Namespace,
+    _Out,
+    _Plan,
+    _Question,
+    _Quiet,
+    _Resume,
+    _Rounds,
+    _SmallModel,
+    _Temporal,
+)
 from ._run_config import research_config, resolved_backend
 
 __all__ = ["cache_folder", "research"]
@@ -185,81 +207,27 @@ def _emit(report: ResearchReport, as_json: bool, out: Path | None) -> None:
 
 @app.command()
 def research(
-    question: Annotated[
-        str | None, typer.Argument(help="The research question (not with --batch).")
-    ] = None,
-    backend: Annotated[
-        str | None, typer.Option("--backend", "-b", help="Backend or alias (default: config).")
-    ] = None,
-    model: Annotated[str | None, typer.Option("--model", "-m", help="Model id.")] = None,
-    corpus: Annotated[
-        Path | None,
-        typer.Option(
-            "--corpus", help="Research this folder (md, txt, rst, html) instead of the web."
-        ),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Emit the report as JSON.")] = False,
-    out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Write the report to this file.")
-    ] = None,
-    early_quorum: Annotated[
-        bool,
-        typer.Option("--early-quorum", help="Stop voting once a claim's outcome is settled."),
-    ] = False,
-    concurrency: Annotated[
-        int | None,
-        typer.Option(
-            "--concurrency", min=1, help="Agent calls in flight (10; 1 on the embedded model)."
-        ),
-    ] = None,
-    rounds: Annotated[
-        int | None,
-        typer.Option(
-            "--rounds",
-            min=1,
-            max=3,
-            help="Search rounds: 1 = the seed's single round; 2 adds a follow-up round for "
-            "what the findings name but do not answer (default: 2 in small-model mode, else 1).",
-        ),
-    ] = None,
-    plan: Annotated[
-        bool, typer.Option("--plan", help="Print the call budget and limits, then exit.")
-    ] = False,
-    resume: Annotated[
-        bool, typer.Option("--resume", help="Reuse the finished calls of an interrupted run.")
-    ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
-    small_model: Annotated[
-        bool | None,
-        typer.Option(
-            "--small-model/--full-model",
-            help="Small-model mode: the model only chooses (sentences, votes); "
-            "default: on for the local backend, off otherwise.",
-            show_default=False,
-        ),
-    ] = None,
-    debug: Annotated[
-        bool, typer.Option("--debug", help="Show every model call's raw answer on stderr.")
-    ] = False,
-    budget_spec: Annotated[str | None, typer.Option("--budget", help=BUDGET_HELP)] = None,
-    batch: Annotated[
-        Path | None,
-        typer.Option("--batch", help="Research every line of this file; --out is a folder."),
-    ] = None,
-    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Batch: questions in flight (4).")] = 4,
-    temporal: Annotated[
-        str | None,
-        typer.Option("--temporal", help="Batch: run on this Temporal cluster (HOST:PORT)."),
-    ] = None,
-    namespace: Annotated[
-        str, typer.Option("--namespace", help="Batch: Temporal namespace.")
-    ] = "default",
-    batch_id: Annotated[
-        str | None, typer.Option("--batch-id", help="Batch: Temporal workflow id.")
-    ] = None,
-    detach: Annotated[
-        bool, typer.Option("--detach", help="Batch: submit to Temporal and exit.")
-    ] = False,
+    question: _Question = None,
+    backend: _Backend = None,
+    model: _Model = None,
+    corpus: _Corpus = None,
+    as_json: _AsJson = False,
+    out: _Out = None,
+    early_quorum: _EarlyQuorum = False,
+    concurrency: _Concurrency = None,
+    rounds: _Rounds = None,
+    plan: _Plan = False,
+    resume: _Resume = False,
+    quiet: _Quiet = False,
+    small_model: _SmallModel = None,
+    debug: _Debug = False,
+    budget_spec: _BudgetSpec = None,
+    batch: _Batch = None,
+    jobs: _Jobs = 4,
+    temporal: _Temporal = None,
+    namespace: _Namespace = "default",
+    batch_id: _BatchId = None,
+    detach: _Detach = False,
 ) -> None:
     """Research a question: scope, search, fetch, 3-vote adversarial verification, synthesis.
 
@@ -295,47 +263,15 @@ def research(
     q = question.strip()
     if not q:
         fail("the research question is empty", 2)
-    try:
-        target = resolved_backend(backend)
-        config = research_config(target, early_quorum, concurrency, small_model, rounds)
-        budget = resolve_budget(budget_spec)
-    except ProviderError as exc:
-        fail_error(exc)
-    except ValueError as exc:  # a bad --budget spec
-        fail(str(exc), 2)
+    knobs = (early_quorum, concurrency, small_model, rounds)
+    target, config, budget = _settings(backend, knobs, budget_spec)
     if config.small_model and corpus is None and not plan and not _own_web(target):
         fail(_no_web_in_small_mode(target), 2)
-    loaded: Corpus | None = None
-    if corpus is not None:
-        result = load_corpus(corpus, max_passage_chars=config.max_passage_chars)
-        if isinstance(result, Failure):
-            fail(result.failure().message, 2)
-        loaded = result.unwrap()
+    loaded = _load(corpus, config)
     if plan:
-        the_plan = plan_research(config, corpus=loaded)
-        fit = budget_lines(budget, *budget_plan(the_plan, config.max_tokens))
-        for line in the_plan.lines() + fit:
-            echo(line)
-        if loaded is not None:
-            echo(f"corpus: {loaded.documents} documents, {len(loaded.passages)} passages")
-        elif target is not None and (refusal := _web_refusal(target)) is not None:
-            echo(f"note: {refusal}")
+        _print_plan(config, budget, loaded, target)
         return
-    from ..factory import create_llm_adapter
-
-    try:  # every call's config is merged over the configured settings by the adapter
-        adapter = create_llm_adapter(backend, model=model)
-    except ProviderError as exc:
-        fail_error(exc)
-    if backend is None and adapter.backend != target:
-        # the configured backend resolved to another one (e.g. `auto`): its config applies
-        config = research_config(adapter.backend, early_quorum, concurrency, small_model, rounds)
-        if corpus is not None and loaded is not None:
-            loaded.close()
-            reloaded = load_corpus(corpus, max_passage_chars=config.max_passage_chars)
-            if isinstance(reloaded, Failure):
-                fail(reloaded.failure().message, 2)
-            loaded = reloaded.unwrap()
+    adapter, config, loaded = _adapter(backend, model, target, config, knobs, corpus, loaded)
     if out is not None:
         _check_out(out)
     if loaded is None and (refusal := _web_refusal(adapter.backend)) is not None:
@@ -347,6 +283,79 @@ def research(
         report = _run_with_progress(q, adapter, config, loaded, cache, quiet, debug, budget)
     except KeyboardInterrupt:
         fail("interrupted; finished calls are kept: rerun with --resume to continue", 130)
+    _finish(report, cache, as_json, out)
+
+
+def _settings(
+    backend: str | None, knobs: _Knobs, budget_spec: str | None
+) -> tuple[str | None, ResearchConfig, Budget | None]:
+    """(the backend a run would use, its research settings, the `--budget`); exit 2 on a
+    bad configuration or budget spec."""
+    try:
+        target = resolved_backend(backend)
+        return target, research_config(target, *knobs), resolve_budget(budget_spec)
+    except ProviderError as exc:
+        fail_error(exc)
+    except ValueError as exc:  # a bad --budget spec
+        fail(str(exc), 2)
+
+
+def _adapter(
+    backend: str | None,
+    model: str | None,
+    target: str | None,
+    config: ResearchConfig,
+    knobs: _Knobs,
+    corpus: Path | None,
+    loaded: Corpus | None,
+) -> tuple[LLMAdapter, ResearchConfig, Corpus | None]:
+    """The run's adapter, and the settings and corpus of the backend it resolved to."""
+    from ..factory import create_llm_adapter
+
+    try:  # every call's config is merged over the configured settings by the adapter
+        adapter = create_llm_adapter(backend, model=model)
+    except ProviderError as exc:
+        fail_error(exc)
+    if backend is None and adapter.backend != target:
+        # the configured backend resolved to another one (e.g. `auto`): its config applies
+        config = research_config(adapter.backend, *knobs)
+        if loaded is not None:
+            loaded.close()
+            loaded = _load(corpus, config)
+    return adapter, config, loaded
+
+
+# --early-quorum, --concurrency, --small-model/--full-model, --rounds
+_Knobs = tuple[bool, int | None, bool | None, int | None]
+
+
+def _load(corpus: Path | None, config: ResearchConfig) -> Corpus | None:
+    """The `--corpus` folder loaded (None without one); exit 2 when it cannot be read."""
+    if corpus is None:
+        return None
+    result = load_corpus(corpus, max_passage_chars=config.max_passage_chars)
+    if isinstance(result, Failure):
+        fail(result.failure().message, 2)
+    return result.unwrap()
+
+
+def _print_plan(
+    config: ResearchConfig, budget: Budget | None, loaded: Corpus | None, target: str | None
+) -> None:
+    """`--plan`: the call budget and limits (and whether a budget fits), no call made."""
+    the_plan = plan_research(config, corpus=loaded)
+    fit = budget_lines(budget, *budget_plan(the_plan, config.max_tokens))
+    for line in the_plan.lines() + fit:
+        echo(line)
+    if loaded is not None:
+        echo(f"corpus: {loaded.documents} documents, {len(loaded.passages)} passages")
+    elif target is not None and (refusal := _web_refusal(target)) is not None:
+        echo(f"note: {refusal}")
+
+
+def _finish(report: ResearchReport, cache: CallCache, as_json: bool, out: Path | None) -> None:
+    """The report out (what could be salvaged too), its warnings on stderr, the exit code:
+    1 failed, 3 partial (budget)."""
     salvaged = bool(report.sources or report.claims)
     if report.error and not salvaged:
         fail(report.error, 1)

@@ -47,72 +47,82 @@ def _fixed_hash_seed() -> None:
     os.execve(sys.executable, argv, {**os.environ, "PYTHONHASHSEED": "0"})
 
 
+# the options of `worker`, one name each (typer reads the annotations)
+_WorkerTemporal = Annotated[
+    str | None,
+    typer.Option(
+        "--temporal",
+        metavar="HOST:PORT",
+        help="The Temporal server (default: \\[temporal] address).",
+    ),
+]
+_WorkerBackend = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--backend",
+        "-b",
+        help="Serve this backend's queue; repeat it (default: llm.backend).",
+    ),
+]
+_WorkerNamespace = Annotated[
+    str | None, typer.Option("--namespace", help="Temporal namespace (default: default).")
+]
+_WorkerQueuePrefix = Annotated[
+    str | None,
+    typer.Option("--queue-prefix", help="Task queues are `PREFIX.BACKEND` (default: agentport)."),
+]
+_WorkerConcurrency = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--concurrency",
+        metavar="BACKEND=N",
+        help="Calls of BACKEND this worker runs at once; repeat it "
+        "(default: \\[temporal] concurrency, else 2 per agent CLI).",
+    ),
+]
+_WorkerWorkflows = Annotated[
+    bool,
+    typer.Option("--workflows/--no-workflows", help="Also run the workflows (default: yes)."),
+]
+_WorkerWeb = Annotated[
+    bool | None,
+    typer.Option(
+        "--web/--no-web",
+        help="Serve agentport's own web search and page fetches (PREFIX.web) "
+        "(default: with the workflows, when the web extra is installed).",
+    ),
+]
+_WorkerRoot = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--root",
+        metavar="FOLDER",
+        help="A folder the batch file steps may read and write (graphs, --out folders, "
+        "corpora); repeat it. Required unless --no-workflows.",
+    ),
+]
+_WorkerAllowBroadRoot = Annotated[
+    bool,
+    typer.Option(
+        "--allow-broad-root",
+        help="Serve a --root that is /, a home folder or a folder above one, or that "
+        "holds your agentport config (refused by default: any client of the "
+        "namespace could write there).",
+    ),
+]
+
+
 @app.command()
 def worker(
-    temporal: Annotated[
-        str | None,
-        typer.Option(
-            "--temporal",
-            metavar="HOST:PORT",
-            help="The Temporal server (default: \\[temporal] address).",
-        ),
-    ] = None,
-    backend: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--backend",
-            "-b",
-            help="Serve this backend's queue; repeat it (default: llm.backend).",
-        ),
-    ] = None,
-    namespace: Annotated[
-        str | None, typer.Option("--namespace", help="Temporal namespace (default: default).")
-    ] = None,
-    queue_prefix: Annotated[
-        str | None,
-        typer.Option(
-            "--queue-prefix", help="Task queues are `PREFIX.BACKEND` (default: agentport)."
-        ),
-    ] = None,
-    concurrency: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--concurrency",
-            metavar="BACKEND=N",
-            help="Calls of BACKEND this worker runs at once; repeat it "
-            "(default: \\[temporal] concurrency, else 2 per agent CLI).",
-        ),
-    ] = None,
-    workflows: Annotated[
-        bool,
-        typer.Option("--workflows/--no-workflows", help="Also run the workflows (default: yes)."),
-    ] = True,
-    web: Annotated[
-        bool | None,
-        typer.Option(
-            "--web/--no-web",
-            help="Serve agentport's own web search and page fetches (PREFIX.web) "
-            "(default: with the workflows, when the web extra is installed).",
-        ),
-    ] = None,
-    root: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--root",
-            metavar="FOLDER",
-            help="A folder the batch file steps may read and write (graphs, --out folders, "
-            "corpora); repeat it. Required unless --no-workflows.",
-        ),
-    ] = None,
-    allow_broad_root: Annotated[
-        bool,
-        typer.Option(
-            "--allow-broad-root",
-            help="Serve a --root that is /, a home folder or a folder above one, or that "
-            "holds your agentport config (refused by default: any client of the "
-            "namespace could write there).",
-        ),
-    ] = False,
+    temporal: _WorkerTemporal = None,
+    backend: _WorkerBackend = None,
+    namespace: _WorkerNamespace = None,
+    queue_prefix: _WorkerQueuePrefix = None,
+    concurrency: _WorkerConcurrency = None,
+    workflows: _WorkerWorkflows = True,
+    web: _WorkerWeb = None,
+    root: _WorkerRoot = None,
+    allow_broad_root: _WorkerAllowBroadRoot = False,
 ) -> None:
     """Run a Temporal worker: model calls of the given backends, and the workflows.
 

@@ -192,14 +192,7 @@ def _responses_stream(turn: Turn) -> Iterator[Event]:
     created = int(time.time())
     msg_id = _new_id("msg_")
     fc_ids = [_new_id("fc_") for _ in turn.tool_calls]
-    seq = 0
-
-    def ev(kind: str, /, is_delta: bool = False, **data: Any) -> Event:
-        nonlocal seq
-        payload = {"type": kind, "sequence_number": seq, **data}
-        seq += 1
-        return _sse(payload, kind, delta=is_delta)
-
+    ev = _Numbered()
     yield ev(
         "response.created",
         response=_responses_object(turn, status="in_progress", rid=rid, created=created, output=[]),
@@ -218,52 +211,84 @@ def _responses_stream(turn: Turn) -> Iterator[Event]:
         yield ev("response.output_item.done", output_index=index, item=web_item)
         index += 1
     if turn.text is not None:
+        yield from _responses_text(ev, turn, turn.text, msg_id, index, items[index])
+        index += 1
+    yield from _responses_calls(ev, turn, fc_ids, index, items)
+    yield ev(
+        "response.completed",
+        response=_responses_object(
+            turn, status="completed", rid=rid, created=created, output=items
+        ),
+    )
+
+
+class _Numbered:
+    """Makes the events of one Responses stream, numbered in order (`sequence_number`)."""
+
+    def __init__(self) -> None:
+        self.seq = 0
+
+    def __call__(self, kind: str, /, is_delta: bool = False, **data: Any) -> Event:
+        payload = {"type": kind, "sequence_number": self.seq, **data}
+        self.seq += 1
+        return _sse(payload, kind, delta=is_delta)
+
+
+def _responses_text(
+    ev: _Numbered, turn: Turn, text: str, msg_id: str, index: int, item: dict[str, Any]
+) -> Iterator[Event]:
+    """The answer's message item: added, its text part streamed in chunks, done."""
+    yield ev(
+        "response.output_item.added",
+        output_index=index,
+        item={
+            "id": msg_id,
+            "type": "message",
+            "status": "in_progress",
+            "role": "assistant",
+            "content": [],
+        },
+    )
+    part = {"type": "output_text", "text": "", "annotations": []}
+    yield ev(
+        "response.content_part.added",
+        item_id=msg_id,
+        output_index=index,
+        content_index=0,
+        part=part,
+    )
+    for piece in turn.chunks():
         yield ev(
-            "response.output_item.added",
-            output_index=index,
-            item={
-                "id": msg_id,
-                "type": "message",
-                "status": "in_progress",
-                "role": "assistant",
-                "content": [],
-            },
-        )
-        part = {"type": "output_text", "text": "", "annotations": []}
-        yield ev(
-            "response.content_part.added",
-            item_id=msg_id,
-            output_index=index,
-            content_index=0,
-            part=part,
-        )
-        for piece in turn.chunks():
-            yield ev(
-                "response.output_text.delta",
-                is_delta=True,
-                item_id=msg_id,
-                output_index=index,
-                content_index=0,
-                logprobs=[],
-                **{"delta": piece},
-            )
-        yield ev(
-            "response.output_text.done",
+            "response.output_text.delta",
+            is_delta=True,
             item_id=msg_id,
             output_index=index,
             content_index=0,
             logprobs=[],
-            text=turn.text,
+            **{"delta": piece},
         )
-        yield ev(
-            "response.content_part.done",
-            item_id=msg_id,
-            output_index=index,
-            content_index=0,
-            part={"type": "output_text", "text": turn.text, "annotations": []},
-        )
-        yield ev("response.output_item.done", output_index=index, item=items[index])
-        index += 1
+    yield ev(
+        "response.output_text.done",
+        item_id=msg_id,
+        output_index=index,
+        content_index=0,
+        logprobs=[],
+        text=text,
+    )
+    yield ev(
+        "response.content_part.done",
+        item_id=msg_id,
+        output_index=index,
+        content_index=0,
+        part={"type": "output_text", "text": text, "annotations": []},
+    )
+    yield ev("response.output_item.done", output_index=index, item=item)
+
+
+def _responses_calls(
+    ev: _Numbered, turn: Turn, fc_ids: list[str], index: int, items: list[dict[str, Any]]
+) -> Iterator[Event]:
+    """One function_call item per tool call, after *index* items."""
     for call, fid in zip(turn.tool_calls, fc_ids, strict=True):
         yield ev(
             "response.output_item.added",
@@ -294,12 +319,6 @@ def _responses_stream(turn: Turn) -> Iterator[Event]:
         )
         yield ev("response.output_item.done", output_index=index, item=items[index])
         index += 1
-    yield ev(
-        "response.completed",
-        response=_responses_object(
-            turn, status="completed", rid=rid, created=created, output=items
-        ),
-    )
 
 
 # --- Anthropic Messages

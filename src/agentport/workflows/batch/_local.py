@@ -125,21 +125,7 @@ async def run_batch(
                 outcome = Outcome(False, error=f"{type(exc).__name__}: {exc}".split("\n")[0])
             if outcome.budget is not None:
                 reached.append(outcome.budget)
-            if outcome.text is not None:
-                kind = "" if outcome.ok else ".partial" if outcome.budget else ".failed"
-                name = f"{q.id}{kind}{suffix}"
-                atomic_write(state.out / name, outcome.text)
-                item.report = name
-            item.status = "done" if outcome.ok else "failed"
-            if outcome.budget is not None:
-                item.status = "partial" if outcome.text is not None else "not_run"
-            item.error = outcome.error
-            if outcome.budget is not None and outcome.error is None:
-                partial = item.status == "partial"
-                item.error = f"{'partial' if partial else 'not run'} (budget: {outcome.budget})"
-            item.trace = outcome.trace or item.trace
-            item.actions = outcome.actions or item.actions
-            item.applied = outcome.applied if outcome.applied is not None else item.applied
+            _record(state, q, item, outcome, suffix)
             report(item)
 
     state.save()
@@ -165,6 +151,25 @@ async def run_batch(
         c["not_run"],
         reached[0] if reached else None,
     )
+
+
+def _record(state: BatchState, q: Question, item: Item, outcome: Outcome, suffix: str) -> None:
+    """*outcome* into *item*: its report file written, its status and error."""
+    if outcome.text is not None:
+        kind = "" if outcome.ok else ".partial" if outcome.budget else ".failed"
+        name = f"{q.id}{kind}{suffix}"
+        atomic_write(state.out / name, outcome.text)
+        item.report = name
+    item.status = "done" if outcome.ok else "failed"
+    if outcome.budget is not None:
+        item.status = "partial" if outcome.text is not None else "not_run"
+    item.error = outcome.error
+    if outcome.budget is not None and outcome.error is None:
+        partial = item.status == "partial"
+        item.error = f"{'partial' if partial else 'not run'} (budget: {outcome.budget})"
+    item.trace = outcome.trace or item.trace
+    item.actions = outcome.actions or item.actions
+    item.applied = outcome.applied if outcome.applied is not None else item.applied
 
 
 def summary_markdown(state: BatchState, questions: list[Question]) -> str:

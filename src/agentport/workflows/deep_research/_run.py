@@ -11,16 +11,17 @@ import math
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 import anyio
 from pydantic import BaseModel, ValidationError
-from returns.result import Failure
+from returns.result import Failure, Result
 
 from ...catalog import get_capability
 from ...core import (
     BackendKind,
     CompletionConfig,
+    CompletionResponse,
     ErrorKind,
     LLMAdapter,
     Message,
@@ -39,6 +40,7 @@ from ._corpus_source import CorpusSource, InMemoryCorpus
 from ._limiter import PriorityLimiter
 from ._report import ResearchEvent
 from ._small_qa import Ask
+from ._stats import Tallies
 
 __all__ = [
     "EventCallback",
@@ -56,6 +58,7 @@ EventCallback = Callable[[ResearchEvent], None]
 EventKind = Literal["phase", "call_started", "call_finished", "note"]
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
+V = TypeVar("V")
 Record = dict[str, Any]
 
 # The phases whose agent gets its own web tools in native web mode: the seed's search and
@@ -125,8 +128,41 @@ def cap(text: str, limit: int | None) -> str:
     return text if limit is None or len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+class _Tally(Generic[V]):
+    """A `Run` attribute that is the field of the same name of its `tallies`."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, run: Run, owner: type | None = None) -> V:
+        value: V = getattr(run.tallies, self.name)
+        return value
+
+    def __set__(self, run: Run, value: V) -> None:
+        setattr(run.tallies, self.name, value)
+
+
 class Run:
-    """State of one run: the one concurrency cap, counters, usage, failures, events."""
+    """State of one run: the one concurrency cap, counters (`tallies`), usage, failures,
+    events."""
+
+    calls_made = _Tally[int]()
+    calls_cached = _Tally[int]()
+    done = _Tally[int]()
+    finished = _Tally[Counter[str]]()
+    expected = _Tally[int]()
+    in_flight = _Tally[int]()
+    max_in_flight = _Tally[int]()
+    web_searches = _Tally[int]()
+    web_fetches = _Tally[int]()
+    web_calls_answered = _Tally[int]()
+    budget_refused = _Tally[int]()
+    scored_votes = _Tally[int]()
+    picks_scored = _Tally[int]()
+    picks_moved = _Tally[int]()
+    pick_calls = _Tally[int]()
+    usage = _Tally[Usage]()
+    failures = _Tally[list[tuple[str, ProviderError]]]()
 
     def __init__(
         self,
@@ -150,39 +186,23 @@ class Run:
         self.greedy = config.small_model and _takes_temperature(adapter.backend)
         # ONE cap over every agent call of every phase (the original's single semaphore)
         self.limiter = PriorityLimiter(config.CONCURRENCY)
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self.calls_made = 0
-        self.calls_cached = 0
-        self.done = 0
-        self.finished: Counter[str] = Counter()
-        self.expected = 0
-        self.usage = Usage()
-        self.failures: list[tuple[str, ProviderError]] = []
+        # every counter of the run, one typed object (`_stats.Tallies`); the attributes of
+        # the same names below read and write it
+        self.tallies = Tallies()
         self.warnings: dict[str, None] = {}
         # native web mode: the backend's own web tools, in _WEB_PHASES only;
         # agentport's own web tools (or a corpus) set it False: the model gets no web tools
         self.native_web = self.source is None
-        self.web_searches = 0
-        self.web_fetches = 0
-        self.web_calls_answered = 0  # answered calls that were given web tools
         # once a ceiling is reached no new call starts (`_budget`)
         self.budget = adapter if isinstance(adapter, BudgetAdapter) else None
         self.budget_reached: str | None = None
-        self.budget_refused = 0
         # small-model mode: what the question asks (`_small_qa.Ask`), set by its scope phase
         self.ask: Ask | None = None
         # small-model mode: values a phase computes once per run (the votes' priors)
         self.memo: dict[str, Any] = {}
-        self.scored_votes = 0  # votes the backend's likelihoods decided (`_small_votes`)
         # small-model mode on an embedded model, which reports each choice's likelihood:
-        # the extract and synthesis picks are scored (`_small_votes.scored_items`);
-        # `picks_scored` counts them, `picks_moved` those where the model changed the
-        # code's first choice
+        # the extract and synthesis picks are scored (`_small_votes.scored_items`)
         self.scores_choices = config.small_model and _is_local(adapter.backend)
-        self.picks_scored = 0
-        self.picks_moved = 0
-        self.pick_calls = 0  # scoring's calls beyond one per pick: second orders, priors
 
     def emit(self, kind: EventKind, phase: str, **fields: Any) -> None:
         if self.on_event is not None:
@@ -234,92 +254,25 @@ class Run:
         run does not replay the answer that was rejected. *scores*, with *choices*, receives
         the log-likelihood of each choice when the backend reports them (the embedded
         model's `raw.extra["choice_logprobs"]`); it stays empty otherwise."""
-        if isinstance(schema, dict):
-            name = (
-                "schema:"
-                + hashlib.sha256(json.dumps(schema, sort_keys=True).encode()).hexdigest()[:16]
-            )
-        elif schema is not None:
-            name = schema.__name__
-        else:
-            name = "choices:" + "|".join(choices or ())
+        name = _schema_name(schema, choices)
         key = CallCache.key(phase, name + (f"#{attempt}" if attempt else ""), prompt)
-        if self.cache is not None and (entry := self.cache.get(key)) is not None:
-            replayed = _replayed(entry.get("parsed"), schema, choices)
-            if replayed is not None:
-                if scores is not None:
-                    scores.update(_scores_of(entry.get("scores"), choices))
-                self.calls_cached += 1
-                self.done += 1
-                self.finished[phase] += 1
-                self.usage += Usage.model_validate(entry.get("usage") or {})
-                self.emit("call_finished", phase, cached=True)
-                return replayed
-        cap = max_tokens or self.config.max_tokens
-        call_config = CompletionConfig(
-            output_schema=schema,
-            choices=choices,
-            label=phase,
-            schema_retries=self.config.schema_retries,
-            web_search=self.native_web and phase in _WEB_PHASES,
-            tools=ToolPolicy.none(),  # no shell, no writes, no network
-            # unset (not None) leaves the configured llm.max_tokens in force
-            **({"max_tokens": cap} if cap is not None else {}),
-            **({"temperature": 0.0} if self.greedy else {}),
-        )
-        async with self.limiter.slot(priority):
-            if self.budget is not None and (why := self.budget.reached()) is not None:
-                self.budget_reached = self.budget_reached or why
-                self.budget_refused += 1
-                self.emit("note", phase, ok=False, message=f"budget reached ({why}): not called")
-                return None
-            self.in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self.in_flight)
-            self.calls_made += 1
-            self.emit("call_started", phase)
-            try:
-                result = await self.adapter.complete([Message.user(prompt)], call_config)
-            finally:
-                self.in_flight -= 1
+        replayed = self._replay(phase, key, schema, choices, scores)
+        if replayed is not None:
+            return replayed
+        call_config = self._call_config(phase, schema, choices, max_tokens)
+        result = await self._send(phase, prompt, call_config, priority)
+        if result is None:
+            return None
         self.done += 1
         self.finished[phase] += 1
         if isinstance(result, Failure):
-            error = result.failure()
-            self.usage += error.usage  # a failed call's requests were spent too
-            self.failures.append((phase, error))
-            if error.kind is ErrorKind.budget_exhausted and self.budget_reached is None:
-                limit = BudgetLimit.of(error)
-                self.budget_reached = str(limit) if limit is not None else error.message
-            self.emit(
-                "call_finished", phase, ok=False, message=str(error), raw=error.raw_text or ""
-            )
+            self._failed(phase, result.failure())
             return None
         response = result.unwrap()
-        self.usage += response.usage
-        web = response.raw.extra.get("web") or {}
-        self.web_searches += len(web.get("searches", ()))
-        self.web_fetches += len(web.get("fetches", ()))
-        self.web_calls_answered += call_config.web_search
-        for w in response.warnings:
-            self.warn(w)
-        detail = "no allowed answer"
-        value: Any
-        if choices is not None:
-            value = match_choice(response.content, choices)
-        else:
-            value = response.parsed
-            if isinstance(schema, type):
-                try:
-                    value = value if isinstance(value, schema) else schema.model_validate(value)
-                except ValidationError as exc:
-                    value = None
-                    detail = str(exc).split("\n")[0]
+        self._account(response, call_config)
+        value, detail = _parsed(response, schema, choices)
         if value is None:
-            mismatch = ProviderError(
-                ErrorKind.schema_mismatch,
-                detail,
-                raw_text=response.content,
-            )
+            mismatch = ProviderError(ErrorKind.schema_mismatch, detail, raw_text=response.content)
             self.failures.append((phase, mismatch))
             self.emit(
                 "call_finished",
@@ -346,6 +299,86 @@ class Run:
             )
         self.emit("call_finished", phase, raw=response.content)
         return value
+
+    def _replay(
+        self,
+        phase: str,
+        key: str,
+        schema: type[BaseModel] | dict[str, Any] | None,
+        choices: tuple[str, ...] | None,
+        scores: dict[str, float] | None,
+    ) -> Any | None:
+        """The cached answer of this call, counted as a finished call; None: call again."""
+        if self.cache is None or (entry := self.cache.get(key)) is None:
+            return None
+        replayed = _replayed(entry.get("parsed"), schema, choices)
+        if replayed is None:
+            return None
+        if scores is not None:
+            scores.update(_scores_of(entry.get("scores"), choices))
+        self.calls_cached += 1
+        self.done += 1
+        self.finished[phase] += 1
+        self.usage += Usage.model_validate(entry.get("usage") or {})
+        self.emit("call_finished", phase, cached=True)
+        return replayed
+
+    def _call_config(
+        self,
+        phase: str,
+        schema: type[BaseModel] | dict[str, Any] | None,
+        choices: tuple[str, ...] | None,
+        max_tokens: int | None,
+    ) -> CompletionConfig:
+        cap = max_tokens or self.config.max_tokens
+        return CompletionConfig(
+            output_schema=schema,
+            choices=choices,
+            label=phase,
+            schema_retries=self.config.schema_retries,
+            web_search=self.native_web and phase in _WEB_PHASES,
+            tools=ToolPolicy.none(),  # no shell, no writes, no network
+            # unset (not None) leaves the configured llm.max_tokens in force
+            **({"max_tokens": cap} if cap is not None else {}),
+            **({"temperature": 0.0} if self.greedy else {}),
+        )
+
+    async def _send(
+        self, phase: str, prompt: str, call_config: CompletionConfig, priority: float
+    ) -> Result[CompletionResponse, ProviderError] | None:
+        """The backend's result, under the run's one cap; None: the budget refused it."""
+        async with self.limiter.slot(priority):
+            if self.budget is not None and (why := self.budget.reached()) is not None:
+                self.budget_reached = self.budget_reached or why
+                self.budget_refused += 1
+                self.emit("note", phase, ok=False, message=f"budget reached ({why}): not called")
+                return None
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            self.calls_made += 1
+            self.emit("call_started", phase)
+            try:
+                return await self.adapter.complete([Message.user(prompt)], call_config)
+            finally:
+                self.in_flight -= 1
+
+    def _failed(self, phase: str, error: ProviderError) -> None:
+        self.usage += error.usage  # a failed call's requests were spent too
+        self.failures.append((phase, error))
+        if error.kind is ErrorKind.budget_exhausted and self.budget_reached is None:
+            limit = BudgetLimit.of(error)
+            self.budget_reached = str(limit) if limit is not None else error.message
+        self.emit("call_finished", phase, ok=False, message=str(error), raw=error.raw_text or "")
+
+    def _account(self, response: CompletionResponse, call_config: CompletionConfig) -> None:
+        """An answered call's usage, web tool use and warnings."""
+        self.usage += response.usage
+        web = response.raw.extra.get("web") or {}
+        self.web_searches += len(web.get("searches", ()))
+        self.web_fetches += len(web.get("fetches", ()))
+        self.web_calls_answered += call_config.web_search
+        for w in response.warnings:
+            self.warn(w)
 
     def last_error(self, phase: str) -> str:
         for p, err in reversed(self.failures):
@@ -380,6 +413,35 @@ def _scores_of(raw: Any, choices: tuple[str, ...] | None) -> dict[str, float]:
     return found if all(math.isfinite(v) for v in found.values()) else {}
 
 
+def _schema_name(
+    schema: type[BaseModel] | dict[str, Any] | None, choices: tuple[str, ...] | None
+) -> str:
+    """The cache key's name of what a call asks for."""
+    if isinstance(schema, dict):
+        digest = hashlib.sha256(json.dumps(schema, sort_keys=True).encode()).hexdigest()
+        return "schema:" + digest[:16]
+    if schema is not None:
+        return schema.__name__
+    return "choices:" + "|".join(choices or ())
+
+
+def _parsed(
+    response: CompletionResponse,
+    schema: type[BaseModel] | dict[str, Any] | None,
+    choices: tuple[str, ...] | None,
+) -> tuple[Any | None, str]:
+    """(the answer a call asked for, or None; why None)."""
+    if choices is not None:
+        return match_choice(response.content, choices), "no allowed answer"
+    value = response.parsed
+    if not isinstance(schema, type):
+        return value, "no allowed answer"
+    try:
+        return (value if isinstance(value, schema) else schema.model_validate(value)), ""
+    except ValidationError as exc:
+        return None, str(exc).split("\n")[0]
+
+
 def _replayed(
     parsed: Any, schema: type[BaseModel] | dict[str, Any] | None, choices: tuple[str, ...] | None
 ) -> Any | None:
@@ -396,27 +458,7 @@ def _replayed(
 
 def extra_stats(run: Run, base: Record, started: float) -> Record:
     """agentport's additions: measured calls, usage and cost, failures by kind."""
-    kinds = Counter(err.kind.value for _, err in run.failures)
-    return base | {
-        "agentCallsMade": run.calls_made,
-        # of those, the calls scoring the extract and synthesis picks made beyond one a pick
-        # (the reversed order, the content-free priors): not in the seed's formula
-        "agentCallsScoringPicks": run.pick_calls,
-        "agentCallsCached": run.calls_cached,
-        "agentCallsFailed": len(run.failures),
-        "failuresByKind": dict(sorted(kinds.items())),
-        "maxInFlight": run.max_in_flight,
-        "webSearches": run.web_searches,
-        "webFetches": run.web_fetches,
-        "inputTokens": run.usage.input_tokens,
-        "outputTokens": run.usage.output_tokens,
-        "cachedTokens": run.usage.cached_tokens,
-        "costUsd": run.usage.cost_usd,
-        # priced, lower_bound (some calls had no price) or unpriced; None: no call reported
-        "costState": None if run.usage.cost_state is None else run.usage.cost_state.value,
-        "billingRoute": None if run.usage.billing_route is None else run.usage.billing_route.value,
-        "durationS": round(time.monotonic() - started, 3),
-    }
+    return base | run.tallies.snapshot().record(time.monotonic() - started)
 
 
 def warnings_of(run: Run) -> list[str]:

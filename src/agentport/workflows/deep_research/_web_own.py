@@ -45,6 +45,7 @@ from ...web import (
 from ._config import ResearchConfig
 from ._corpus import Corpus, Passage, _chunks, _normalise, query_terms
 from ._schemas import Angle
+from ._stats import Tallies
 
 __all__ = ["OwnWeb", "PageFetcher", "no_engine_message", "open_own_web", "own_web_refusal"]
 
@@ -130,14 +131,15 @@ class OwnWeb:
         self.searches = 0
         self.fetches = 0
         self.search_failures: list[str] = []
-        self._run: Any = None  # the run whose webSearches / webFetches counters we feed
+        self._tallies: Tallies | None = None  # the run's, fed our searches and fetches
 
-    def bind(self, run: Any) -> None:
-        """Count this run's searches and fetches in *run* (`web_searches`, `web_fetches`:
-        the report's `webSearches` / `webFetches`, shared with native web mode)."""
-        run.web_searches += self.searches
-        run.web_fetches += self.fetches
-        self._run = run
+    def bind(self, tallies: Tallies) -> None:
+        """Count this run's searches and fetches in *tallies* (`web_searches`,
+        `web_fetches`: the report's `webSearches` / `webFetches`, shared with native web
+        mode), the ones made so far included."""
+        tallies.web_searches += self.searches
+        tallies.web_fetches += self.fetches
+        self._tallies = tallies
 
     async def aclose(self) -> None:
         with anyio.CancelScope(shield=True):
@@ -148,8 +150,8 @@ class OwnWeb:
         """The engine's results for *query* as candidates (`url`, `title`, `snippet`); []
         when the engine fails (the failure is kept in `search_failures`)."""
         self.searches += 1
-        if self._run is not None:
-            self._run.web_searches += 1
+        if self._tallies is not None:
+            self._tallies.web_searches += 1
         try:
             hits = await self.provider.search(query, self.settings.max_results)
         except SearchError as exc:
@@ -175,8 +177,8 @@ class OwnWeb:
         if url in self.pages:
             return self.pages[url]
         self.fetches += 1
-        if self._run is not None:
-            self._run.web_fetches += 1
+        if self._tallies is not None:
+            self._tallies.web_fetches += 1
         got = await self.fetcher.fetch(url)
         if isinstance(got, FetchRefused):
             self.skipped.append(got)

@@ -267,62 +267,140 @@ async def run_loop(
     Temporal activities); the embedded-model tail needs the `Graph` itself, so with a source
     that holds none, small-model mode is `Failure(unsupported)`.
     """
-    source = InMemoryGraph(graph) if isinstance(graph, Graph) else graph
-    settings = settings or LoopSettings()
-    if budget is not None:
-        adapter = BudgetAdapter(adapter, budget)
-    constrainable, embedded = _capability_kind(adapter.backend)
-    constrain = constrainable if settings.constrain_judge is None else settings.constrain_judge
-    small = embedded if settings.small_model is None else settings.small_model
-    judge_config = settings.config(
-        "judge",
-        settings.judge_max_tokens,
-        **({"choices": JUDGE_CHOICES} if constrain else {}),
-    )
-    question = question.strip()
-    trace = trace_template(question)
-    history: list[dict[str, Any]] = trace["interaction_history"]
-    steps: list[list[Triple]] = []
+    loop = _Loop.start(adapter, graph, question, settings or LoopSettings(), budget)
     for step in range(1, MAX_HOPS + 1):
-        if settings.on_step:
-            settings.on_step(step)
-        if step == 1:
-            triples, evidence = await source.match(question, step_cap(1))
-            method = "graphify_query+graph_read"
-            if not triples:
-                return Failure(
-                    ProviderError(
-                        ErrorKind.invalid_request,
-                        f"{source.path}: no node matches the question {question!r}",
-                    )
-                )
-        else:
-            triples, evidence = await source.expand(question, steps[-1], step_cap(step))
-            method = "k_hop_expansion"
-        user = JUDGE_USER.format(question=question, triples_string=render_triples(triples))
+        hop = await loop.hop(step)
+        if not isinstance(hop, bool):
+            return hop
+        if hop:
+            break
+    if len(loop.history) <= 1:
+        loop.trace["early_exit"] = True
+        return Success(LoopResult(loop.trace, True, steps=loop.steps))
+    loop.trace["early_exit"] = False
+    if not loop.small:
+        return await _full_tail(loop)
+    if loop.source.graph is None:
+        return Failure(
+            ProviderError(
+                ErrorKind.unsupported,
+                "small-model mode needs the graph in this process; run the loop locally",
+                backend=loop.adapter.backend,
+            )
+        )
+    return await _small_tail(
+        loop.adapter, loop.source.graph, loop.question, loop.trace, loop.steps, loop.settings
+    )
+
+
+@dataclass
+class _Loop:
+    """One question's loop state: what it calls and reads, the judge's config, whether the
+    small-model checks apply, the trace written so far and the triples of every hop."""
+
+    adapter: LLMAdapter
+    source: GraphSource
+    question: str
+    settings: LoopSettings
+    small: bool
+    judge_config: CompletionConfig
+    trace: dict[str, Any]
+    steps: list[list[Triple]] = field(default_factory=list)
+
+    @classmethod
+    def start(
+        cls,
+        adapter: LLMAdapter,
+        graph: Graph | GraphSource,
+        question: str,
+        settings: LoopSettings,
+        budget: Budget | None,
+    ) -> _Loop:
+        source = InMemoryGraph(graph) if isinstance(graph, Graph) else graph
+        if budget is not None:
+            adapter = BudgetAdapter(adapter, budget)
+        constrainable, embedded = _capability_kind(adapter.backend)
+        constrain = constrainable if settings.constrain_judge is None else settings.constrain_judge
+        small = embedded if settings.small_model is None else settings.small_model
+        judge_config = settings.config(
+            "judge",
+            settings.judge_max_tokens,
+            **({"choices": JUDGE_CHOICES} if constrain else {}),
+        )
+        question = question.strip()
+        trace = trace_template(question)
+        return cls(adapter, source, question, settings, small, judge_config, trace)
+
+    @property
+    def history(self) -> list[dict[str, Any]]:
+        steps: list[dict[str, Any]] = self.trace["interaction_history"]
+        return steps
+
+    async def hop(self, step: int) -> bool | Result[LoopResult, ProviderError]:
+        """Retrieve and judge hop *step* and record it: whether the hop is answerable, or
+        the loop's end (nothing matched; a failed or budget-stopped judge)."""
+        if self.settings.on_step:
+            self.settings.on_step(step)
+        retrieved = await self.retrieve(step)
+        if isinstance(retrieved, Failure):
+            return retrieved
+        triples, evidence, method = retrieved.unwrap()
+        user = JUDGE_USER.format(question=self.question, triples_string=render_triples(triples))
         judged = await _ask(
-            adapter,
+            self.adapter,
             JUDGE_SYSTEM,
             user,
-            judge_config,
+            self.judge_config,
             parse_judge,
             JUDGE_RETRY,
-            settings.retries,
+            self.settings.retries,
         )
         if isinstance(judged, Failure):
-            return _stopped(judged, trace, steps)
+            return _stopped(judged, self.trace, self.steps)
         raw, answerable = judged.unwrap()
+        retrieval = {"method": method, "evidence": evidence[:4000]}
+        record = self.record(step, triples, raw, answerable, retrieval)
+        self.history.append(record)
+        self.steps.append(triples)
+        return bool(record["answerable"])
+
+    async def retrieve(self, step: int) -> Result[tuple[list[Triple], str, str], ProviderError]:
+        """Hop 1 matches the question, a later hop expands the last one: (triples, the
+        evidence read, the method's name)."""
+        if step > 1:
+            cap = step_cap(step)
+            triples, evidence = await self.source.expand(self.question, self.steps[-1], cap)
+            return Success((triples, evidence, "k_hop_expansion"))
+        triples, evidence = await self.source.match(self.question, step_cap(1))
+        if not triples:
+            return Failure(
+                ProviderError(
+                    ErrorKind.invalid_request,
+                    f"{self.source.path}: no node matches the question {self.question!r}",
+                )
+            )
+        return Success((triples, evidence, "graphify_query+graph_read"))
+
+    def record(
+        self,
+        step: int,
+        triples: list[Triple],
+        raw: str,
+        answerable: bool,
+        retrieval: dict[str, str],
+    ) -> dict[str, Any]:
+        """The trace's record of one judged hop."""
         record: dict[str, Any] = {
             "step": step,
-            "query": question,
+            "query": self.question,
             "num_hops": (step - 1) * INCREMENT_HOP,
             "base_top_k": BASE_TOP_K,
             "retrieved_subgraph": [t.as_trace() for t in triples],
             "answerable": answerable,
             "judgement_raw": raw,
-            "retrieval": {"method": method, "evidence": evidence[:4000]},
+            "retrieval": retrieval,
         }
-        missing = uncovered_terms(question, triples) if small and answerable else []
+        missing = uncovered_terms(self.question, triples) if self.small and answerable else []
         if missing:
             # a small model says Yes to anything: a Yes counts only when the context at least
             # mentions every content term of the question (the code's check)
@@ -333,28 +411,17 @@ async def run_loop(
             # keep the model's words, but store the normalised tag the trace format requires
             record["judgement_raw"] = f"<judge>{'Yes' if answerable else 'No'}</judge>"
             record["judgement_model_output"] = raw
-        history.append(record)
-        steps.append(triples)
-        if answerable:
-            break
-    if len(history) <= 1:
-        trace["early_exit"] = True
-        return Success(LoopResult(trace, True, steps=steps))
-    trace["early_exit"] = False
-    if small:
-        if source.graph is None:
-            return Failure(
-                ProviderError(
-                    ErrorKind.unsupported,
-                    "small-model mode needs the graph in this process; run the loop locally",
-                    backend=adapter.backend,
-                )
-            )
-        return await _small_tail(adapter, source.graph, question, trace, steps, settings)
+        return record
+
+
+async def _full_tail(loop: _Loop) -> Result[LoopResult, ProviderError]:
+    """Error abduction over the last HISTORY_HORIZON steps, then refinement actions on the
+    last hop's triples (the skill's prompts, answered as text)."""
+    adapter, settings, trace, steps = loop.adapter, loop.settings, loop.trace, loop.steps
     abduced = await _ask(
         adapter,
         ABDUCTION_SYSTEM,
-        ABDUCTION_USER.format(interaction_history=format_history(history[-HISTORY_HORIZON:])),
+        ABDUCTION_USER.format(interaction_history=format_history(loop.history[-HISTORY_HORIZON:])),
         settings.config("abduction", settings.abduction_max_tokens),
         _parse_abduction,
         ABDUCTION_RETRY,
@@ -376,7 +443,7 @@ async def run_loop(
     refined = await _ask(
         adapter,
         REFINEMENT_SYSTEM,
-        _refinement_user(await source.source_hints(last), question, last, reason),
+        _refinement_user(await loop.source.source_hints(last), loop.question, last, reason),
         settings.config("refinement", settings.refinement_max_tokens),
         parse,
         REFINEMENT_RETRY,
@@ -388,7 +455,7 @@ async def run_loop(
     if extract_block(raw_refinement)[0] is None:
         # bare calls without a block: store them as a block so the file format holds
         raw_refinement = "<refinement>" + "|".join(str(i) for i in parsed.items) + "</refinement>"
-    assert query_id(question) == trace["query_id"]
+    assert query_id(loop.question) == trace["query_id"]
     return Success(LoopResult(trace, False, raw_refinement, parsed, steps))
 
 

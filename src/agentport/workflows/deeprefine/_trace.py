@@ -126,6 +126,41 @@ def _judge(raw: Any) -> bool | None:
     return answers.pop() == "yes" if len(answers) == 1 else None
 
 
+def _check_retrieval(where: str, k: int, retrieval: Any, errors: list[str]) -> None:
+    if not isinstance(retrieval, dict):
+        errors.append(f"{where}.retrieval: must be an object with method and evidence")
+    else:
+        for key in ("method", "evidence"):
+            value = retrieval.get(key)
+            if not isinstance(value, str) or not value.strip():
+                errors.append(f"{where}.retrieval.{key}: required (graphify command or graph read)")
+        method = retrieval.get("method")
+        allowed = _HOP1_METHODS if k == 1 else _HOPN_METHODS
+        if isinstance(method, str) and method.strip() and method not in allowed:
+            errors.append(f"{where}.retrieval.method: {method!r} not one of {list(allowed)}")
+
+
+def _check_triples(where: str, k: int, triples: Any, errors: list[str]) -> None:
+    if not isinstance(triples, list) or not triples:
+        errors.append(f"{where}.retrieved_subgraph: must be a non-empty list")
+    else:
+        cap = step_cap(k)
+        if len(triples) > cap:
+            errors.append(
+                f"{where}.retrieved_subgraph: {len(triples)} triples exceed the cap {cap} "
+                "(MAX_TRIPLE_NUM_BY_STEP)"
+            )
+        for j, triple in enumerate(triples):
+            if not isinstance(triple, dict) or not all(
+                isinstance(triple.get(f), str) and triple[f].strip()
+                for f in ("subject", "relation", "object")
+            ):
+                errors.append(
+                    f"{where}.retrieved_subgraph[{j}]: needs non-empty subject/relation/object"
+                )
+                break
+
+
 def _check_step(k: int, step: Any, last: bool, query: str, errors: list[str]) -> None:
     where = f"interaction_history[{k - 1}]"
     if not isinstance(step, dict):
@@ -145,37 +180,8 @@ def _check_step(k: int, step: Any, last: bool, query: str, errors: list[str]) ->
         errors.append(f"{where}.base_top_k: expected {BASE_TOP_K}")
     if not isinstance(step["query"], str) or step["query"].strip() != query:
         errors.append(f"{where}.query: must be the trace's query")
-    retrieval = step["retrieval"]
-    if not isinstance(retrieval, dict):
-        errors.append(f"{where}.retrieval: must be an object with method and evidence")
-    else:
-        for key in ("method", "evidence"):
-            value = retrieval.get(key)
-            if not isinstance(value, str) or not value.strip():
-                errors.append(f"{where}.retrieval.{key}: required (graphify command or graph read)")
-        method = retrieval.get("method")
-        allowed = _HOP1_METHODS if k == 1 else _HOPN_METHODS
-        if isinstance(method, str) and method.strip() and method not in allowed:
-            errors.append(f"{where}.retrieval.method: {method!r} not one of {list(allowed)}")
-    triples = step["retrieved_subgraph"]
-    if not isinstance(triples, list) or not triples:
-        errors.append(f"{where}.retrieved_subgraph: must be a non-empty list")
-    else:
-        cap = step_cap(k)
-        if len(triples) > cap:
-            errors.append(
-                f"{where}.retrieved_subgraph: {len(triples)} triples exceed the cap {cap} "
-                "(MAX_TRIPLE_NUM_BY_STEP)"
-            )
-        for j, triple in enumerate(triples):
-            if not isinstance(triple, dict) or not all(
-                isinstance(triple.get(f), str) and triple[f].strip()
-                for f in ("subject", "relation", "object")
-            ):
-                errors.append(
-                    f"{where}.retrieved_subgraph[{j}]: needs non-empty subject/relation/object"
-                )
-                break
+    _check_retrieval(where, k, step["retrieval"], errors)
+    _check_triples(where, k, step["retrieved_subgraph"], errors)
     judged = _judge(step["judgement_raw"])
     if judged is None:
         errors.append(
@@ -202,48 +208,13 @@ def validate_trace(
     names a file too, both must be the same file (binding the actions to this trace).
     """
     errors: list[str] = []
-    version = trace.get("schema_version")
-    if version != SCHEMA_VERSION or isinstance(version, bool):
-        errors.append(f"schema_version: must be {SCHEMA_VERSION}, got {version!r}")
-    if trace.get("mode") != MODE:
-        errors.append(f'mode: must be "{MODE}"')
-    query = trace.get("query")
-    if not isinstance(query, str) or not query.strip():
-        errors.append("query: missing")
-        query = ""
-    query = query.strip()
-    qid = trace.get("query_id")
-    try:
-        check_query_id(qid, where)
-        if query and qid != query_id(query):
-            errors.append(f"query_id: {qid} is not the id of the query ({query_id(query)})")
-    except InputError as exc:
-        errors.append(f"query_id: {str(exc).split(': ', 2)[-1]}")
-    constants = trace.get("constants")
-    if constants is not None:
-        if not isinstance(constants, dict):
-            errors.append("constants: must be an object")
-        else:
-            for key, value in constants.items():
-                if key in CONSTANTS and value != CONSTANTS[key]:
-                    errors.append(
-                        f"constants.{key}: {value!r} differs from the workflow's {CONSTANTS[key]!r}"
-                    )
+    query, qid = _check_header(trace, where, errors)
+    _check_constants(trace.get("constants"), errors)
     history = trace.get("interaction_history")
     if not isinstance(history, list) or not history:
         errors.append("interaction_history: empty — run hops 1..N before apply/finish")
         return errors
-    if len(history) > MAX_HOPS:
-        errors.append(f"interaction_history: {len(history)} steps; MAX_HOPS={MAX_HOPS}")
-    for k, step in enumerate(history, start=1):
-        _check_step(k, step, k == len(history), query, errors)
-    last = history[-1]
-    last_yes = isinstance(last, dict) and last.get("answerable") is True
-    if not last_yes and len(history) < MAX_HOPS:
-        errors.append(
-            f"interaction_history: stopped at step {len(history)} after <judge>No</judge>; "
-            f"the loop continues until Yes or MAX_HOPS={MAX_HOPS}"
-        )
+    _check_history(history, query, errors)
     early = len(history) <= 1
     if trace.get("early_exit") is not None and trace.get("early_exit") is not early:
         errors.append(f"early_exit: {trace.get('early_exit')!r} but the rule gives {early}")
@@ -264,10 +235,69 @@ def validate_trace(
     reason = trace.get("error_abduction_reason")
     if not isinstance(reason, str) or not reason.strip():
         errors.append("error_abduction_reason: missing (text inside <abduction>)")
+    _check_refinement(qid, named, refinement_file, errors)
+    return errors
+
+
+def _check_header(trace: dict[str, Any], where: Path, errors: list[str]) -> tuple[str, Any]:
+    """The schema version, mode, query and query id; (the query stripped, the id)."""
+    version = trace.get("schema_version")
+    if version != SCHEMA_VERSION or isinstance(version, bool):
+        errors.append(f"schema_version: must be {SCHEMA_VERSION}, got {version!r}")
+    if trace.get("mode") != MODE:
+        errors.append(f'mode: must be "{MODE}"')
+    query = trace.get("query")
+    if not isinstance(query, str) or not query.strip():
+        errors.append("query: missing")
+        query = ""
+    query = query.strip()
+    qid = trace.get("query_id")
+    try:
+        check_query_id(qid, where)
+        if query and qid != query_id(query):
+            errors.append(f"query_id: {qid} is not the id of the query ({query_id(query)})")
+    except InputError as exc:
+        errors.append(f"query_id: {str(exc).split(': ', 2)[-1]}")
+    return query, qid
+
+
+def _check_constants(constants: Any, errors: list[str]) -> None:
+    if constants is None:
+        return
+    if not isinstance(constants, dict):
+        errors.append("constants: must be an object")
+        return
+    for key, value in constants.items():
+        if key in CONSTANTS and value != CONSTANTS[key]:
+            errors.append(
+                f"constants.{key}: {value!r} differs from the workflow's {CONSTANTS[key]!r}"
+            )
+
+
+def _check_history(history: list[Any], query: str, errors: list[str]) -> None:
+    """Every step, and the loop's stopping rule (Yes or MAX_HOPS)."""
+    if len(history) > MAX_HOPS:
+        errors.append(f"interaction_history: {len(history)} steps; MAX_HOPS={MAX_HOPS}")
+    for k, step in enumerate(history, start=1):
+        _check_step(k, step, k == len(history), query, errors)
+    last = history[-1]
+    last_yes = isinstance(last, dict) and last.get("answerable") is True
+    if not last_yes and len(history) < MAX_HOPS:
+        errors.append(
+            f"interaction_history: stopped at step {len(history)} after <judge>No</judge>; "
+            f"the loop continues until Yes or MAX_HOPS={MAX_HOPS}"
+        )
+
+
+def _check_refinement(
+    qid: Any, named: Path | None, refinement_file: Path | None, errors: list[str]
+) -> None:
+    """The refinement file: given or named (the same one when both), readable UTF-8 text
+    with a `<refinement>` block."""
     chosen = refinement_file or named
     if chosen is None:
         errors.append("refinement_action_file: missing (or pass --refinement-file)")
-        return errors
+        return
     if refinement_file is not None and named is not None and refinement_file.resolve() != named:
         errors.append(f"refinement_action_file: names {named}, not the given {refinement_file}")
     elif refinement_file is not None and named is None:
@@ -280,10 +310,9 @@ def validate_trace(
         text = read_bytes(chosen, limit=16 * 1024 * 1024).decode("utf-8")
     except InputError as exc:
         errors.append(f"refinement_action_file: {exc}")
-        return errors
+        return
     except UnicodeDecodeError:
         errors.append(f"refinement_action_file: {chosen} is not UTF-8 text")
-        return errors
+        return
     if not _REFINEMENT.search(text):
         errors.append(f"refinement_action_file: {chosen} has no <refinement>...</refinement>")
-    return errors
