@@ -32,7 +32,6 @@ ALLOWED: dict[str, tuple[int, int]] = {
     # the rest of src
     "src/agentport/policies/_failover.py FailoverAdapter._race": (95, 16),
     "src/agentport/transport/_runner.py run_process": (95, 14),
-    "src/agentport/backends/_acp_session.py Session.prompt": (90, 12),
     "src/agentport/core/_checks.py check_params": (88, 7),
 }
 

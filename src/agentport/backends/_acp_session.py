@@ -527,6 +527,19 @@ class Session:
             return Failure(refusal_error(text_after_last_tool(turn.events), None))
         if stop == "cancelled":
             return Failure(ProviderError(ErrorKind.process_failed, "the turn was cancelled"))
+        return self._response(turn, result, config, started, still_talking)
+
+    def _response(
+        self,
+        turn: Turn,
+        result: dict[str, Any],
+        config: CompletionConfig,
+        started: float,
+        still_talking: bool,
+    ) -> Result[CompletionResponse, ProviderError]:
+        """The turn's answer (its text after the last tool call), with its warnings."""
+        assert self.agent is not None
+        stop = str(result.get("stopReason") or "end_turn")
         answer = text_after_last_tool(turn.events)
         if not answer.strip():
             return Failure(ProviderError(ErrorKind.bad_output, "the agent ended its turn "

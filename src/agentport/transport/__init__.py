@@ -71,17 +71,15 @@ from ._runner import (
     OnStderrLine,
     ProcessRequest,
     ProcessResult,
-    cannot_start,
     close_at_eof,
     group_members,
-    missing_executable,
     run_capture,
     run_capture_sync,
     run_process,
     signal_group,
     total_timeout,
 )
-from ._spawner import guard_argv, open_guarded
+from ._spawner import cannot_start, guard_argv, missing_executable, open_guarded
 from ._tls import tls_context
 from ._warm import (
     DEFAULT_MAX_USES,

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import threading
 import time
@@ -59,7 +58,7 @@ from ._framer import (
 )
 from ._notices import OnStderrLine, Stop, drain, follow_logs
 from ._rundir import private_tempdir
-from ._spawner import open_guarded
+from ._spawner import cannot_start, missing_executable, open_guarded
 
 __all__ = [
     "DEFAULT_MAX_EVENTS",
@@ -427,27 +426,6 @@ class _Undecodable(Exception):
         )
 
 
-def cannot_start(argv0: str, reason: str | OSError) -> ProviderError:
-    """The failure of a process that did not start: *reason* is `missing_executable`'s answer
-    or the spawn's OSError. A missing program is `not_installed`, anything else (permission
-    denied, too many processes) `process_failed`; never retryable."""
-    if isinstance(reason, OSError):
-        missing, why = isinstance(reason, FileNotFoundError), reason.strerror or str(reason)
-    else:
-        missing, why = "Permission" not in reason, reason
-    kind = ErrorKind.not_installed if missing else ErrorKind.process_failed
-    return ProviderError(kind, f"cannot start {argv0!r}: {why}", retryable=False)
-
-
-def missing_executable(argv0: str, env: Mapping[str, str]) -> str | None:
-    """Why *argv0* cannot be started (checked before the guardian runs), or None."""
-    if os.sep in argv0:
-        if not os.path.exists(argv0):
-            return "No such file or directory"
-        return None if os.access(argv0, os.X_OK) else "Permission denied"
-    return None if shutil.which(argv0, path=env.get("PATH", os.defpath)) else "not found on PATH"
-
-
 async def run_process(request: ProcessRequest, on_frame: OnFrame) -> ProcessResult:
     """Run *request* to completion; see the module docstring. Never raises for expected
     failures (they are in `result.error`); cancellation propagates after the teardown."""
@@ -535,15 +513,24 @@ async def run_process(request: ProcessRequest, on_frame: OnFrame) -> ProcessResu
                     await stderr_done.wait()  # orphan outside the group still holds it
                 tg.cancel_scope.cancel()
         finally:
-            await _teardown(process, request.grace_s)
-            if isinstance(reader, _FileTail):
-                reader.close()
-            result.exit_code = process.returncode
-            data = b"".join(tail)[-request.stderr_tail_bytes :]
-            result.stderr_tail = data.decode("utf-8", errors="replace")
-            result.noise = tuple(result._noise)
-            result.duration_s = time.monotonic() - started
+            await _settle(result, process, request, reader, tail, started)
     return result
+
+
+async def _settle(
+    result: ProcessResult, process: Process, request: ProcessRequest,
+    reader: ByteReceiveStream | _FileTail | None, tail: deque[bytes], started: float,
+) -> None:  # fmt: skip
+    """The teardown every run ends with (the process group gone), and what the result
+    keeps of the process: exit code, stderr tail, noise, duration."""
+    await _teardown(process, request.grace_s)
+    if isinstance(reader, _FileTail):
+        reader.close()
+    result.exit_code = process.returncode
+    data = b"".join(tail)[-request.stderr_tail_bytes :]
+    result.stderr_tail = data.decode("utf-8", errors="replace")
+    result.noise = tuple(result._noise)
+    result.duration_s = time.monotonic() - started
 
 
 async def run_capture(

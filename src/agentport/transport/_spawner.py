@@ -22,6 +22,7 @@ from __future__ import annotations
 import array
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -34,6 +35,8 @@ from typing import Any
 
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
+
+from ..core import ErrorKind, ProviderError
 
 __all__ = ["guard_argv", "open_guarded"]
 
@@ -388,3 +391,24 @@ async def open_guarded(
     process = GuardedProcess(status, to_stdin, from_stdout, from_stderr)
     await process.started(argv[0])
     return process
+
+
+def cannot_start(argv0: str, reason: str | OSError) -> ProviderError:
+    """The failure of a process that did not start: *reason* is `missing_executable`'s answer
+    or the spawn's OSError. A missing program is `not_installed`, anything else (permission
+    denied, too many processes) `process_failed`; never retryable."""
+    if isinstance(reason, OSError):
+        missing, why = isinstance(reason, FileNotFoundError), reason.strerror or str(reason)
+    else:
+        missing, why = "Permission" not in reason, reason
+    kind = ErrorKind.not_installed if missing else ErrorKind.process_failed
+    return ProviderError(kind, f"cannot start {argv0!r}: {why}", retryable=False)
+
+
+def missing_executable(argv0: str, env: Mapping[str, str]) -> str | None:
+    """Why *argv0* cannot be started (checked before the guardian runs), or None."""
+    if os.sep in argv0:
+        if not os.path.exists(argv0):
+            return "No such file or directory"
+        return None if os.access(argv0, os.X_OK) else "Permission denied"
+    return None if shutil.which(argv0, path=env.get("PATH", os.defpath)) else "not found on PATH"
