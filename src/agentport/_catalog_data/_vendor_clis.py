@@ -119,7 +119,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             cwd=N, web_search=N,
             images=N, files=T,
             mcp_servers=N, functions=T,
-            approvals=I,
+            approvals=N,
             steer=T, interrupt=T, fork=I, handoff=T,
         ),
         notes={
@@ -161,9 +161,11 @@ ENTRIES: tuple[BackendCapability, ...] = (
             "use_responses_lite false: 'lite' requests never offer web_search); "
             "off (web_search=\"disabled\") unless the call asks; "
             "searches and opened pages are tool events with metadata web=search|fetch",
-            Param.approvals: "`codex exec` never asks (it implies approval_policy never) "
-            "and the warm `codex app-server` runs with approval_policy "
-            "never: the static ToolPolicy decides",
+            Param.approvals: "a call with a hook runs on `codex app-server` with "
+            "approval_policy on-request: codex asks (item/commandExecution/requestApproval, "
+            "item/fileChange/requestApproval) before a command or patch leaves its sandbox, "
+            "answered accept/decline by the hook (a sandbox the ToolPolicy names holds: "
+            "declined without asking); what runs inside the sandbox is not asked",
         },
     ),
     BackendCapability(
