@@ -120,7 +120,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=N, files=T,
             mcp_servers=N, functions=T,
             approvals=N,
-            steer=T, interrupt=T, fork=I, handoff=T,
+            steer=N, interrupt=N, fork=N, handoff=T,
         ),
         notes={
             Param.mcp_servers: "-c mcp_servers={...}: the whole table, so no server of the user's "
@@ -161,6 +161,13 @@ ENTRIES: tuple[BackendCapability, ...] = (
             "use_responses_lite false: 'lite' requests never offer web_search); "
             "off (web_search=\"disabled\") unless the call asks; "
             "searches and opened pages are tool events with metadata web=search|fetch",
+            Param.steer: "a runtime's turns run on `codex app-server`: turn/steer adds the "
+            "text to the running turn (its next model request carries it); before codex "
+            "named the turn, or when codex refuses, the text leads the next turn",
+            Param.interrupt: "turn/interrupt: codex ends the turn (status interrupted), the "
+            "thread stays resumable; the process is stopped if it has not ended in 5 s",
+            Param.fork: "thread/fork of the session on `codex app-server` (exec has no fork): "
+            "a new thread id with the history",
             Param.approvals: "a call with a hook runs on `codex app-server` with "
             "approval_policy on-request: codex asks (item/commandExecution/requestApproval, "
             "item/fileChange/requestApproval) before a command or patch leaves its sandbox, "

@@ -463,7 +463,8 @@ def app_build(call: CliCall) -> Invocation:
 
 def _on_app_server(call: CliCall) -> bool:
     """A call that needs the app-server: one with an approval hook (`codex exec` never
-    asks), or a runtime's turn (steer, interrupt and fork are app-server methods). Raises
+    asks), a fork (`thread/fork`), or a runtime's turn (steer and interrupt are app-server
+    methods). Raises
     `unsupported` for an approval hook with `extra_args` the app-server does not take."""
     if call.config.on_permission is not None:
         if not _app_server_fits(call):
@@ -473,6 +474,8 @@ def _on_app_server(call: CliCall) -> bool:
                 "`-c KEY=VALUE` extra_args",
                 retryable=False, request_sent=False,
             )  # fmt: skip
+        return True
+    if call.config.fork_session:  # `thread/fork`: `codex exec` has no fork
         return True
     return CURRENT_TURN.get() is not None and _app_server_fits(call)
 
