@@ -10,6 +10,8 @@ Options (`[llm.codex]`): `base_url` (Responses API base, e.g. `http://127.0.0.1:
 `api_key` or `api_key_env` (the variable holding the key), `provider` (id, default
 `agentport`), `request_max_retries` and `stream_max_retries` (codex's own retries with
 `base_url`, default 0: agentport's retry policy retries), `home` (`CODEX_HOME`),
+`runtime_app_server` (default true: a runtime's turns run on `codex app-server`, for native
+steer and interrupt; false: `codex exec`, the steer text queued, the process stopped),
 `extra_args`, plus the generic `executable`, `env`, `grace_s`, `max_line_bytes`.
 """
 
@@ -464,7 +466,7 @@ def app_build(call: CliCall) -> Invocation:
 def _on_app_server(call: CliCall) -> bool:
     """A call that needs the app-server: one with an approval hook (`codex exec` never
     asks), a fork (`thread/fork`), or a runtime's turn (steer and interrupt are app-server
-    methods). Raises
+    methods; option `runtime_app_server = false`: they run `codex exec`). Raises
     `unsupported` for an approval hook with `extra_args` the app-server does not take."""
     if call.config.on_permission is not None:
         if not _app_server_fits(call):
@@ -477,6 +479,8 @@ def _on_app_server(call: CliCall) -> bool:
         return True
     if call.config.fork_session:  # `thread/fork`: `codex exec` has no fork
         return True
+    if not call.options.get("runtime_app_server", True):
+        return False
     return CURRENT_TURN.get() is not None and _app_server_fits(call)
 
 
