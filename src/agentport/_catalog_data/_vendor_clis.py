@@ -47,7 +47,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=N, files=T,
             mcp_servers=N, functions=T,
             approvals=N,
-            steer=T, interrupt=T, fork=N, handoff=T,
+            steer=N, interrupt=T, fork=N, handoff=T,
         ),
         notes={
             Param.mcp_servers: "--mcp-config FILE (in the run's folder) and --strict-mcp-config; "
@@ -75,6 +75,10 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.max_turns: "--max-turns",
             Param.streaming: "stream-json events (init, text, tool_call, tool_result, usage)",
             Param.fork: "--resume <session_id> --fork-session (same working directory)",
+            Param.steer: "a runtime's turn reads stream-json input (--replay-user-messages): "
+            "a steer while a tool runs is one more user message, taken at the tool boundary "
+            "(applied_now); while no tool runs it leads the next turn (queued_next_turn)",
+            Param.interrupt: "the turn's process is stopped; the session resumes",
             Param.session_resume: "--resume <session_id> (same working directory)",
             Param.cwd: "the process working directory",
             Param.web_search: "WebSearch and WebFetch added to --tools/--allowedTools, and no "
