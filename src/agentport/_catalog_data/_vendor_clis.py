@@ -407,9 +407,13 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=N, files=T,
             mcp_servers=I, functions=I,
             approvals=I,
-            steer=T, interrupt=T, fork=I, handoff=T,
+            steer=N, interrupt=N, fork=I, handoff=T,
         ),
         notes={
+            Param.steer: "a runtime's turn runs `pi --mode rpc`: steer() is its `steer` "
+            "command, delivered after the running assistant turn's tool calls, before the "
+            "next model call (applied_now; with only text streaming too)",
+            Param.interrupt: "pi's rpc `abort`: the turn ends (interrupted)",
             Param.mcp_servers: "pi has no MCP client",
             Param.functions: FUNCTIONS_NO_MCP,
             Param.images: "@<file> arguments; with base_url the models.json model lists image "
