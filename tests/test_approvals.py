@@ -178,9 +178,9 @@ async def test_no_answer_within_the_deadline_is_a_deny(sync: bool) -> None:
 # ---------------------------------------------------------------- the catalog
 
 
-def test_every_backend_declares_approvals_and_acp_and_claude_ask_natively() -> None:
+def test_every_backend_declares_approvals_and_acp_claude_codex_ask_natively() -> None:
     native = {c.name for c in all_backends() if c.support(Param.approvals) is ParamSupport.NATIVE}
-    assert native == {"acp", "claude"}
+    assert native == {"acp", "claude", "codex"}
     for c in all_backends():
         assert Param.approvals in c.notes, (
             f"{c.name}: say why approvals are {c.support(Param.approvals)}"

@@ -174,7 +174,8 @@ async def test_exit_zero_without_an_answer_is_bad_output_not_empty_success(
 
 
 async def test_runtime_streams_events_and_resumes_the_session(tmp_path: Path) -> None:
-    opts = _options(tmp_path, "codex", "tool-shell")
+    # the fake replays `codex exec` output (otherwise a runtime's turns run on app-server)
+    opts = _options(tmp_path, "codex", "tool-shell") | {"runtime_app_server": False}
     async with create_agent_runtime("codex", codex=opts) as rt:
         first = [e async for e in rt.send("run echo")]
         types = [e.type for e in first]

@@ -158,7 +158,8 @@ async def test_codex_unfinished_tool_is_closed_as_abandoned_in_the_runtime_strea
         for o in _lines("codex", "tool-shell")
         if not (o["type"] == "item.completed" and o["item"]["type"] == "command_execution")
     ]
-    opts = _options(tmp_path, _write(tmp_path, "out.jsonl", objs))
+    # the fake replays `codex exec` output (otherwise a runtime's turns run on app-server)
+    opts = _options(tmp_path, _write(tmp_path, "out.jsonl", objs)) | {"runtime_app_server": False}
     async with create_agent_runtime("codex", **LIMITS, codex=opts) as runtime:
         events = [e async for e in runtime.send("run echo")]
     results = [e for e in events if e.type is EventType.tool_result]

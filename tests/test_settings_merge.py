@@ -323,7 +323,10 @@ async def test_runtime_turns_get_the_configured_values(
     monkeypatch.setenv("AGENTPORT_ALLOW_REAL_BACKENDS", "1")
     (tmp_path / "agentport.toml").write_text("[llm]\nidle_timeout_s = 12\nmodel = 'm-rt'\n")
     runtime = create_agent_runtime(
-        "codex", cwd=tmp_path, codex={"executable": str(fake_executable(tmp_path))}
+        "codex",
+        cwd=tmp_path,
+        # the `codex exec` form (a runtime's turns otherwise run on `codex app-server`)
+        codex={"executable": str(fake_executable(tmp_path)), "runtime_app_server": False},
     )
     async with runtime:
         events = [e async for e in runtime.send("hi", CompletionConfig(label="turn"))]

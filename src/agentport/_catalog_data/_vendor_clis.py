@@ -47,7 +47,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=N, files=T,
             mcp_servers=N, functions=T,
             approvals=N,
-            steer=T, interrupt=T, fork=N, handoff=T,
+            steer=N, interrupt=T, fork=N, handoff=T,
         ),
         notes={
             Param.mcp_servers: "--mcp-config FILE (in the run's folder) and --strict-mcp-config; "
@@ -75,6 +75,10 @@ ENTRIES: tuple[BackendCapability, ...] = (
             Param.max_turns: "--max-turns",
             Param.streaming: "stream-json events (init, text, tool_call, tool_result, usage)",
             Param.fork: "--resume <session_id> --fork-session (same working directory)",
+            Param.steer: "a runtime's turn reads stream-json input (--replay-user-messages): "
+            "a steer while a tool runs is one more user message, taken at the tool boundary "
+            "(applied_now); while no tool runs it leads the next turn (queued_next_turn)",
+            Param.interrupt: "the turn's process is stopped; the session resumes",
             Param.session_resume: "--resume <session_id> (same working directory)",
             Param.cwd: "the process working directory",
             Param.web_search: "WebSearch and WebFetch added to --tools/--allowedTools, and no "
@@ -119,8 +123,8 @@ ENTRIES: tuple[BackendCapability, ...] = (
             cwd=N, web_search=N,
             images=N, files=T,
             mcp_servers=N, functions=T,
-            approvals=I,
-            steer=T, interrupt=T, fork=I, handoff=T,
+            approvals=N,
+            steer=N, interrupt=N, fork=N, handoff=T,
         ),
         notes={
             Param.mcp_servers: "-c mcp_servers={...}: the whole table, so no server of the user's "
@@ -161,9 +165,18 @@ ENTRIES: tuple[BackendCapability, ...] = (
             "use_responses_lite false: 'lite' requests never offer web_search); "
             "off (web_search=\"disabled\") unless the call asks; "
             "searches and opened pages are tool events with metadata web=search|fetch",
-            Param.approvals: "`codex exec` never asks (it implies approval_policy never) "
-            "and the warm `codex app-server` runs with approval_policy "
-            "never: the static ToolPolicy decides",
+            Param.steer: "a runtime's turns run on `codex app-server`: turn/steer adds the "
+            "text to the running turn (its next model request carries it); before codex "
+            "named the turn, or when codex refuses, the text leads the next turn",
+            Param.interrupt: "turn/interrupt: codex ends the turn (status interrupted), the "
+            "thread stays resumable; the process is stopped if it has not ended in 5 s",
+            Param.fork: "thread/fork of the session on `codex app-server` (exec has no fork): "
+            "a new thread id with the history",
+            Param.approvals: "a call with a hook runs on `codex app-server` with "
+            "approval_policy on-request: codex asks (item/commandExecution/requestApproval, "
+            "item/fileChange/requestApproval) before a command or patch leaves its sandbox, "
+            "answered accept/decline by the hook (a sandbox the ToolPolicy names holds: "
+            "declined without asking); what runs inside the sandbox is not asked",
         },
     ),
     BackendCapability(
@@ -394,9 +407,13 @@ ENTRIES: tuple[BackendCapability, ...] = (
             images=N, files=T,
             mcp_servers=I, functions=I,
             approvals=I,
-            steer=T, interrupt=T, fork=I, handoff=T,
+            steer=N, interrupt=N, fork=I, handoff=T,
         ),
         notes={
+            Param.steer: "a runtime's turn runs `pi --mode rpc`: steer() is its `steer` "
+            "command, delivered after the running assistant turn's tool calls, before the "
+            "next model call (applied_now; with only text streaming too)",
+            Param.interrupt: "pi's rpc `abort`: the turn ends (interrupted)",
             Param.mcp_servers: "pi has no MCP client",
             Param.functions: FUNCTIONS_NO_MCP,
             Param.images: "@<file> arguments; with base_url the models.json model lists image "

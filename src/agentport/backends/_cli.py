@@ -88,6 +88,7 @@ from ._policy import inherit_env, withheld_hint
 from ._resume import honest_resume
 from ._retry_notice import notice_error
 from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, over_stdin_limit, render_prompt
+from ._turn_control import bind_stdin
 from ._web_events import web_activity
 
 if TYPE_CHECKING:
@@ -258,7 +259,7 @@ class CliAdapter(ClosableAdapter):
         """`_run_once`, with the call's approval server around it when the call sets a hook
         and the catalog says approvals are NATIVE (claude's permission prompt tool)."""
         native = self.capability.support(Param.approvals) is ParamSupport.NATIVE
-        if config.on_permission is None or not native:
+        if config.on_permission is None or not native or self.spec.asks_in_band:
             return await self._run_once(messages, config, native_schema, sink, deadline)
 
         async def emit(event: AgentEvent) -> None:
@@ -565,7 +566,7 @@ class _Turn:
         self.events: list[AgentEvent] = []
         self.watch = RunWatch(error_grace_s)
         self.ledger = ToolLedger()
-        self._replies: Callable[[dict[str, Any]], bytes | None] | None = None
+        self._replies: Callable[[dict[str, Any]], bytes | Awaitable[bytes] | None] | None = None
         self._more: MemoryObjectSendStream[bytes] | None = None
 
     def dialogue(
@@ -578,6 +579,7 @@ class _Turn:
         self._replies = invocation.replies
         more, answer = anyio.create_memory_object_stream[bytes](16)
         self._more = stack.enter_context(more)
+        bind_stdin(self._more)  # a runtime steers or interrupts the turn through it
         return stack.enter_context(answer)
 
     async def emit(self, *out: AgentEvent) -> None:
@@ -589,6 +591,8 @@ class _Turn:
         event = None
         if frame.is_json and isinstance(frame.value, dict):
             reply = None if self._replies is None else self._replies(frame.value)
+            if isinstance(reply, Awaitable):  # e.g. an approval the caller's hook decides
+                reply = await reply
             if reply is not None and self._more is not None:
                 self._more.send_nowait(reply)  # the CLI's protocol: what stdin says next
             event = self.decode(frame.value)

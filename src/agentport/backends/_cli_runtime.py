@@ -4,20 +4,21 @@ turns resuming the session where the catalog says session_resume is NATIVE)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack, ExitStack
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
-from returns.result import Failure
+from returns.result import Failure, Result
 
 from ..core import (
     AgentEvent,
     BackendCapability,
     CompletionConfig,
+    CompletionResponse,
     ErrorKind,
     EventType,
     Message,
@@ -36,11 +37,14 @@ from ..core import (
 from ..transport import private_tempdir
 from ._cli import CliAdapter
 from ._spec import BackendSpec
+from ._turn_control import CURRENT_TURN, TurnControl
 
 if TYPE_CHECKING:
     from ._settings import BackendSettings
 
 __all__ = ["CliRuntime"]
+
+_INTERRUPT_S = 5.0  # how long a CLI asked to end its turn has before its process is stopped
 
 
 class CliRuntime(TurnRuntime):
@@ -72,6 +76,7 @@ class CliRuntime(TurnRuntime):
         self.transcript = Transcript(backend=capability.name)
         self._running: anyio.CancelScope | None = None  # the turn `interrupt()` ends
         self._steered: list[str] = []  # `steer()` texts for the next turn
+        self._control: TurnControl | None = None  # the running turn, where the CLI steers
 
     @property
     def handle(self) -> RuntimeHandle:
@@ -109,25 +114,81 @@ class CliRuntime(TurnRuntime):
         return forked
 
     def steer(self, text: str) -> SteerResult:
-        """Add *text* to the conversation: one CLI process runs each turn with its prompt
-        closed, so a running turn cannot read more; the text leads the next `send`'s prompt
+        """Add *text* to the conversation: `applied_now` where the running turn's CLI takes
+        input mid-turn (codex's app-server: `turn/steer`; a steer codex then refuses, the
+        turn having just ended, leads the next turn instead); otherwise one CLI process runs
+        each turn with its prompt closed, so the text leads the next `send`'s prompt
         (`queued_next_turn`), as a user message before it."""
         if not text.strip():
             raise ValueError("steer() needs a non-empty text")
+        if self._steer_now(text):
+            return SteerResult.applied_now
         self._steered.append(text)
         return SteerResult.queued_next_turn
 
     def interrupt(self) -> bool:
-        """End the running turn now: its process group is killed (SIGTERM, then SIGKILL
-        after `grace_s`) and its event stream ends with an `error` event of kind
+        """End the running turn now: where the CLI takes an interrupt (codex's app-server:
+        `turn/interrupt`) it ends the turn itself (its process is stopped anyway after 5 s);
+        otherwise its process group is killed (SIGTERM, then SIGKILL
+        after `grace_s`). Either way its event stream ends with an `error` event of kind
         `interrupted`. The session stays resumable: the next `send` resumes
         `handle.session_id` where the catalog says session_resume is NATIVE. False when no
         turn was running."""
         running = self._running
         if running is None or running.cancel_called:
             return False
-        running.cancel()
+        if not self._interrupt_now(running):
+            running.cancel()
         return True
+
+    def _steer_now(self, text: str) -> bool:
+        """Hand *text* to the running turn where its CLI takes input mid-turn (codex's
+        app-server: `turn/steer`): True when it was sent to the running turn."""
+        control = self._control
+        if control is None or control.steer is None or control.interrupted:
+            return False
+        return control.send(control.steer(text))
+
+    def _interrupt_now(self, running: anyio.CancelScope) -> bool:
+        """Ask the running turn's CLI to end it (codex's app-server: `turn/interrupt`), with
+        the process stopped anyway when the turn has not ended within `_INTERRUPT_S`; False
+        where the CLI takes no interrupt (the caller stops the process)."""
+        control = self._control
+        if control is None or control.interrupt is None or self._tg is None:
+            return False
+        if not control.send(control.interrupt()):
+            return False
+        control.interrupted = True
+
+        async def stop_later() -> None:
+            await anyio.sleep(_INTERRUPT_S)
+            if self._running is running:
+                running.cancel()
+
+        self._tg.start_soon(stop_later)
+        return True
+
+    async def _controlled(
+        self,
+        messages: list[Message],
+        config: CompletionConfig,
+        sink: Callable[[AgentEvent], Awaitable[None]],
+    ) -> Result[CompletionResponse, ProviderError] | None:
+        """The adapter's run with this turn's `TurnControl` current (native steer and
+        interrupt); None when an interrupt ended it (reported as `interrupted`); steer texts
+        the CLI refused lead the next turn."""
+        control = TurnControl()
+        token = CURRENT_TURN.set(control)
+        self._control = control
+        try:
+            result = await self._adapter.run(messages, config, sink)
+        finally:
+            CURRENT_TURN.reset(token)
+            self._control = None
+            self._steered[:0] = control.refused
+        if control.interrupted and isinstance(result, Failure):
+            return None
+        return result
 
     async def _turn(
         self, messages: list[Message], config: CompletionConfig | None, send: TurnEvents
@@ -174,7 +235,7 @@ class CliRuntime(TurnRuntime):
             result = None
             with anyio.CancelScope() as scope:
                 self._running = scope
-                result = await self._adapter.run(messages, config, sink)
+                result = await self._controlled(messages, config, sink)
             if self._running is scope:
                 self._running = None
             if result is None:  # interrupt(): the runner killed the process on its way out

@@ -101,14 +101,15 @@ class Invocation:
     `replies`: for a CLI that speaks a protocol on stdin (gjc's `--mode rpc`), a per-run
     function from each JSON object the CLI prints to the bytes to write to its stdin next (a
     prompt after the ack of a model switch), or None; with it, stdin stays open after `stdin`
-    until the run ends (`ProcessRequest.stdin_more`)."""
+    until the run ends (`ProcessRequest.stdin_more`). A reply may be awaitable (codex's
+    approval answers wait on the caller's hook); the CLI's next lines wait for it."""
 
     argv: tuple[str, ...]
     env: Mapping[str, str] = field(default_factory=dict)
     stdin: bytes | None = None
     passthrough: tuple[str, ...] = ()
     log_dir: Path | None = None  # the CLI's log folder, read for `BackendSpec.retry_notice`
-    replies: Callable[[dict[str, Any]], bytes | None] | None = None
+    replies: Callable[[dict[str, Any]], bytes | Awaitable[bytes] | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,6 +291,9 @@ class BackendSpec:
         unknown_session: what the CLI prints (stderr or its error event) when asked to
             resume a session it does not have; such a failure becomes `session_not_found`
             (`_resume.honest_resume`). None: only the generic wordings are recognised.
+        asks_in_band: approvals are asked in the CLI's own protocol on stdin (codex's
+            app-server: `Invocation.replies` answers them), not through agentport's
+            approval MCP server (claude's permission prompt tool).
     """
 
     name: str
@@ -309,6 +313,7 @@ class BackendSpec:
     stdin_limit_bytes: int | None = None
     usage_mode: UsageMode = "cumulative"
     unknown_session: re.Pattern[str] | None = None
+    asks_in_band: bool = False
 
 
 def over_stdin_limit(spec: BackendSpec, stdin: bytes | None) -> None:

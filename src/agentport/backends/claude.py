@@ -54,6 +54,7 @@ from ._spec import (
     last_text,
 )
 from ._stream_json import decode_message
+from ._turn_control import CURRENT_TURN, TurnControl
 from ._web_events import web_meta
 
 __all__ = ["SPEC", "build", "classify", "decode"]
@@ -175,10 +176,59 @@ def build(call: CliCall) -> Invocation:
     if config.mcp_servers:  # how long claude waits for a server to start, in ms
         env["MCP_TIMEOUT"] = str(int(max(s.timeout_s for s in config.mcp_servers) * 1000))
     stdin = call.prompt.encode("utf-8")
-    if call.images:  # content blocks need the stream-json input: one user message
+    control = CURRENT_TURN.get()
+    if call.images or control is not None:  # content blocks / input mid-turn: stream-json
         argv.insert(2, "--input-format=stream-json")
         stdin = _user_message(call.prompt, call.images)
-    return Invocation(tuple(argv), env, stdin, endpoint_passthrough(opts, _PASSTHROUGH))
+    passthrough = endpoint_passthrough(opts, _PASSTHROUGH)
+    if control is not None:  # a runtime's turn: steer() writes to it
+        argv.insert(3, "--replay-user-messages")
+        steering = _Steering(control)
+        return Invocation(tuple(argv), env, stdin, passthrough, replies=steering.replies)
+    return Invocation(tuple(argv), env, stdin, passthrough)
+
+
+class _Steering:
+    """Steering a runtime's claude turn: a steer is one more stream-json user message on
+    the turn's open stdin. Measured on claude 2.1.332 against FakeModelServer: a message
+    written while a tool runs is taken at the tool boundary (the turn's next model request
+    carries it after the tool result; one `result` for the turn), and with
+    `--replay-user-messages` claude echoes it as a `user` line when it takes it; a message
+    written when no tool boundary follows is answered after the turn's `result` as a turn
+    of its own (which the runner does not wait for). So a steer is written only while a
+    tool of the turn runs (otherwise the runtime queues it), and one not echoed by the
+    turn's `result` goes back to the runtime (`TurnControl.refused`): it leads the next
+    turn."""
+
+    def __init__(self, control: TurnControl) -> None:
+        self._control = control
+        self._pending: list[str] = []
+        self._tools: set[str] = set()  # tool calls started and not yet answered
+        control.steer = self.steer
+
+    def steer(self, text: str) -> bytes | None:
+        if not self._tools:
+            return None
+        self._pending.append(text)
+        return _user_message(text, ())
+
+    def replies(self, obj: dict[str, Any]) -> None:
+        kind = obj.get("type")
+        content = as_dict(obj.get("message")).get("content")
+        blocks = [as_dict(b) for b in content] if isinstance(content, list) else []
+        if kind == "assistant":
+            self._tools |= {str(b.get("id")) for b in blocks if b.get("type") == "tool_use"}
+        elif kind == "user":
+            for block in blocks:
+                text = block.get("text")
+                if block.get("type") == "tool_result":
+                    self._tools.discard(str(block.get("tool_use_id")))
+                elif block.get("type") == "text" and text in self._pending:
+                    self._pending.remove(text)
+        elif kind == "result":
+            self._tools.clear()
+            self._control.refused.extend(self._pending)
+            self._pending.clear()
 
 
 def warm_build(call: CliCall) -> Invocation:

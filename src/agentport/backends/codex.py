@@ -10,6 +10,8 @@ Options (`[llm.codex]`): `base_url` (Responses API base, e.g. `http://127.0.0.1:
 `api_key` or `api_key_env` (the variable holding the key), `provider` (id, default
 `agentport`), `request_max_retries` and `stream_max_retries` (codex's own retries with
 `base_url`, default 0: agentport's retry policy retries), `home` (`CODEX_HOME`),
+`runtime_app_server` (default true: a runtime's turns run on `codex app-server`, for native
+steer and interrupt; false: `codex exec`, the steer text queued, the process stopped),
 `extra_args`, plus the generic `executable`, `env`, `grace_s`, `max_line_bytes`.
 """
 
@@ -20,6 +22,7 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +39,7 @@ from ..core import (
 )
 from ..structured import strict_schema
 from ._classify import kind_from_text
+from ._codex_app import APPROVAL_POLICY, HELLO, AppTurn, exec_line, opening
 from ._codex_catalog import catalog_flags, load_catalog, restrict
 from ._endstate import unrecovered
 from ._policy import codex_config_env, not_a_flag, refuse
@@ -48,9 +52,9 @@ from ._spec import (
     as_dict,
     as_int,
     image_files,
-    json_line,
     last_text,
 )
+from ._turn_control import CURRENT_TURN
 from ._web_events import web_meta
 
 __all__ = ["SPEC", "build", "classify", "decode", "prepare"]
@@ -232,14 +236,16 @@ def settings(call: CliCall, *, app_server: bool = False) -> tuple[list[str], Inv
     bring the tools back), plus the child's environment and passthrough (an `Invocation`
     without argv). `app_server`: the forms `codex app-server` takes (it has no `--sandbox` /
     `--model`: `-c sandbox_mode=`, `-c model=`; and `-c approval_policy="never"`, which
-    `exec` implies: nothing may wait on an approval)."""
+    `exec` implies, or, with an approval hook, `_codex_app.APPROVAL_POLICY`: codex asks and
+    the hook answers)."""
     opts = call.options
     flags = tool_flags(call.config.tools, call.config.web_search)
     servers, env = mcp_settings(call.config.mcp_servers)
     flags += servers + user_servers_off(call)
     if app_server:
         mode = flags[0].removeprefix("--sandbox=")
-        flags[:1] = ["-c", f"sandbox_mode={_toml(mode)}", "-c", 'approval_policy="never"']
+        policy = "never" if call.config.on_permission is None else APPROVAL_POLICY
+        flags[:1] = ["-c", f"sandbox_mode={_toml(mode)}", "-c", f"approval_policy={_toml(policy)}"]
     passthrough: tuple[str, ...] = _PASSTHROUGH
     if call.config.model:
         model = call.config.model
@@ -269,7 +275,11 @@ def build(call: CliCall) -> Invocation:
     """argv: `codex exec --json --skip-git-repo-check --color never --cd=CWD [settings]
     [--output-schema=FILE] [--image=RUN_DIR/images/image-N.png ...] [resume ID] -`
     (`settings`; `=` forms so no caller text becomes a flag); the prompt goes through stdin;
-    `prepare` writes the catalog file the settings name."""
+    `prepare` writes the catalog file the settings name. A call that needs the app-server
+    (`_on_app_server`) runs `app_build`'s process for itself instead."""
+    if _on_app_server(call):
+        app = app_build(call)
+        return replace(app, stdin=HELLO + (app.stdin or b""))
     flags, base = settings(call)
     argv = [call.executable, "exec", "--json", "--skip-git-repo-check", "--color", "never"]
     argv += [f"--cd={call.cwd}", *flags]
@@ -325,8 +335,11 @@ def _usage(raw: Any) -> Usage:
 
 
 def decode(obj: Any) -> AgentEvent | None:
-    """One `codex exec --json` line -> an event (None for lifecycle lines we do not surface)."""
+    """One `codex exec --json` line -> an event (None for lifecycle lines we do not surface);
+    an app-server message (no `type`: a call on the app-server) goes to `app_decode`."""
     kind = obj.get("type")
+    if kind is None:
+        return app_decode(obj)
     if kind == "thread.started":
         return AgentEvent(
             type=EventType.init, raw=obj, metadata={"session_id": obj.get("thread_id")}
@@ -430,127 +443,54 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
     return None
 
 
-# ---- warm: `codex app-server` (JSON-RPC over stdio), one thread per call ----
+# ---- `codex app-server` (JSON-RPC over stdio; `_codex_app`): warm processes (one thread per
+# call), calls with an approval hook, and a runtime's turns (native steer, interrupt, fork).
 #
 # Measured on codex-cli 0.171.0 against FakeModelServer (tests/test_codex_warm_contract.py):
-# `initialize`, `initialized` and `thread/start` may be written at once; `thread/start`
-# answers with the thread id; `turn/start` on that thread runs the turn; a new thread's model
+# `initialize`, `initialized` and `thread/start` may be written at once; a new thread's model
 # request carries nothing of an earlier thread; the items, errors and failure messages are
 # those of `codex exec --json` in camelCase.
 
-_THREAD, _TURN = "agentport-thread", "agentport-turn"
-_APP_ITEMS = {
-    "agentMessage": "agent_message",
-    "reasoning": "reasoning",
-    "commandExecution": "command_execution",
-    "mcpToolCall": "mcp_tool_call",
-    "fileChange": "file_change",
-    "webSearch": "web_search",
-}
-_APP_ACTIONS = {"openPage": "open_page", "findInPage": "find_in_page"}
 
-
-_HELLO = json_line(
-    {"id": "agentport-init", "method": "initialize",
-     "params": {"clientInfo": {"name": "agentport", "version": "1"}}}
-) + json_line({"method": "initialized"})  # fmt: skip
-
-
-def warm_build(call: CliCall) -> Invocation:
-    """`build` for warm processes: `codex app-server [settings]` (the app-server forms), and
-    as the call's turn a `thread/start` in the call's cwd; its answer is replied to with
-    `turn/start` on that thread (the prompt as a text input, images as `localImage` inputs,
-    the schema as `outputSchema`). A request of codex's (an approval: none comes with
-    `approval_policy="never"`) is answered with an error, never left waiting."""
+def app_build(call: CliCall) -> Invocation:
+    """`codex app-server [settings]` (the app-server forms) with, as the call's turn, its
+    thread (`_codex_app.opening`: start, resume or fork) answered with `turn/start`, and the
+    call's dialogue (`_codex_app.AppTurn`: approvals, steering). Without `hello` (a warm
+    process wrote it at its start; `build` adds it for a process of the call's own)."""
     flags, base = settings(call, app_server=True)
-    opening = json_line({"id": _THREAD, "method": "thread/start", "params": {"cwd": str(call.cwd)}})
-    inputs: list[dict[str, Any]] = [{"type": "text", "text": call.prompt}]
-    inputs += [{"type": "localImage", "path": str(path)} for path in image_files(call)]
-    params: dict[str, Any] = {"input": inputs}
-    if call.schema is not None:
-        params["outputSchema"] = call.schema
-
-    def replies(obj: dict[str, Any]) -> bytes | None:
-        if "method" in obj and "id" in obj:  # a request of codex's
-            return json_line({"id": obj["id"], "error": {"code": -32601, "message": "not served"}})
-        thread = as_dict(as_dict(obj.get("result")).get("thread"))
-        if obj.get("id") == _THREAD and thread.get("id"):
-            turn = {"threadId": thread["id"], **params}
-            return json_line({"id": _TURN, "method": "turn/start", "params": turn})
-        return None
-
     argv = (call.executable, "app-server", *flags)
-    return Invocation(argv, base.env, opening, base.passthrough, replies=replies)
+    turn = AppTurn(call)
+    return Invocation(argv, base.env, opening(call), base.passthrough, replies=turn.replies)
 
 
-def _exec_item(item: dict[str, Any]) -> dict[str, Any] | None:
-    """An app-server thread item in the shape of `codex exec --json`'s items."""
-    kind = _APP_ITEMS.get(str(item.get("type")))
-    if kind is None:
-        return None
-    action = as_dict(item.get("action"))
-    if action:
-        action = {**action, "type": _APP_ACTIONS.get(str(action.get("type")), action.get("type"))}
-    text = item.get("text")
-    if kind == "reasoning":
-        text = "\n".join(str(t) for t in (item.get("summary") or item.get("content") or ()))
-    return {
-        "type": kind, "id": item.get("id"), "status": item.get("status"), "text": text,
-        "command": item.get("command"), "tool": item.get("tool"),
-        "aggregated_output": item.get("aggregatedOutput"), "exit_code": item.get("exitCode"),
-        "query": item.get("query"), "action": action,
-    }  # fmt: skip
+def _on_app_server(call: CliCall) -> bool:
+    """A call that needs the app-server: one with an approval hook (`codex exec` never
+    asks), a fork (`thread/fork`), or a runtime's turn (steer and interrupt are app-server
+    methods; option `runtime_app_server = false`: they run `codex exec`). Raises
+    `unsupported` for an approval hook with `extra_args` the app-server does not take."""
+    if call.config.on_permission is not None:
+        if not _app_server_fits(call):
+            raise ProviderError(
+                ErrorKind.unsupported,
+                "codex: approvals are asked on `codex app-server`, which takes only "
+                "`-c KEY=VALUE` extra_args",
+                retryable=False, request_sent=False,
+            )  # fmt: skip
+        return True
+    if call.config.fork_session:  # `thread/fork`: `codex exec` has no fork
+        return True
+    if not call.options.get("runtime_app_server", True):
+        return False
+    return CURRENT_TURN.get() is not None and _app_server_fits(call)
 
 
 def app_decode(obj: Any) -> AgentEvent | None:
-    """One `codex app-server` message -> an event, through `decode` of the `exec` line it
-    stands for: `thread/started`, `item/started` / `item/completed`, the `error`
-    notification (`willRetry` -> a warning), `turn/completed` (status `completed` -> the
-    terminal event; `failed` / `interrupted` -> `turn.failed`). Usage comes in
-    `thread/tokenUsage/updated` (`total`: the thread's, so the call's); an error answer to
-    one of our requests ends the run with its message."""
-    method = obj.get("method")
-    params = as_dict(obj.get("params"))
-    if method is None:
-        error = obj.get("error")
-        if error is None:
-            return None
-        message = str(as_dict(error).get("message") or error)
-        return decode({"type": "turn.failed", "error": {"message": message}})
-    line: dict[str, Any] | None = None
-    if method == "thread/started":
-        line = {"type": "thread.started", "thread_id": as_dict(params.get("thread")).get("id")}
-    elif method == "thread/tokenUsage/updated":
-        # `total` is the thread's (a thread per call: the call's so far); `last` is only the
-        # last model request's, one of several when the turn ran a tool
-        counts = as_dict(params.get("tokenUsage"))
-        total = as_dict(counts.get("total") or counts.get("last"))
-        usage = Usage(
-            input_tokens=as_int(total.get("inputTokens")),
-            output_tokens=as_int(total.get("outputTokens")),
-            cached_tokens=as_int(total.get("cachedInputTokens")),
-        )
-        return AgentEvent(type=EventType.usage, raw=obj, metadata={"usage": usage})
-    elif method == "turn/completed":
-        turn = as_dict(params.get("turn"))
-        status = turn.get("status")
-        if status == "completed":
-            end = EndSignal(terminal=True, finish_reason="stop")
-            return AgentEvent(type=EventType.usage, raw=obj, end=end)
-        message = as_dict(turn.get("error")).get("message") or f"turn {status}"
-        line = {"type": "turn.failed", "error": {"message": message}}
-    elif method == "error":
-        message = str(as_dict(params.get("error")).get("message", ""))
-        if params.get("willRetry"):
-            return AgentEvent(
-                type=EventType.error, content=message, raw=obj, end=EndSignal(warning=message)
-            )
-        line = {"type": "error", "message": message}
-    elif method in ("item/started", "item/completed"):
-        item = _exec_item(as_dict(params.get("item")))
-        if item is not None:
-            line = {"type": method.replace("/", "."), "item": item}
-    event = None if line is None else decode(line)
+    """One `codex app-server` message -> an event: `_codex_app.exec_line`, then `decode`
+    of the `exec` line it stands for (the raw message kept)."""
+    line = exec_line(as_dict(obj))
+    if line is None or isinstance(line, AgentEvent):
+        return line
+    event = decode(line)
     return None if event is None else event.model_copy(update={"raw": obj})
 
 
@@ -561,9 +501,7 @@ def _app_server_fits(call: CliCall) -> bool:
     return len(args) % 2 == 0 and all(a in ("-c", "--config") for a in args[0::2])
 
 
-WARM = WarmTurns(
-    build=warm_build, reset=None, hello=_HELLO, decode=app_decode, fits=_app_server_fits
-)
+WARM = WarmTurns(build=app_build, reset=None, hello=HELLO, decode=app_decode, fits=_app_server_fits)
 
 
 SPEC = BackendSpec(
@@ -580,4 +518,5 @@ SPEC = BackendSpec(
     # `exec resume ID` of an unknown ID: "thread/resume failed: no rollout found for thread
     # id ID" on stderr, exit 1, no model request
     unknown_session=re.compile(r"no rollout found for thread id|thread/resume failed", re.I),
+    asks_in_band=True,
 )

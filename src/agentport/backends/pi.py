@@ -26,12 +26,14 @@ Options (`[llm.pi]`): `base_url`, `api_key`, `api` (default `openai-completions`
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from ._node import blocking_stdio_env
 from ._pi_events import classify, decode, final_text, provider_keys
 from ._policy import endpoint_passthrough
 from ._spec import BackendSpec, CliCall, Invocation, WarmTurns, image_files, json_line
+from ._turn_control import CURRENT_TURN, TurnControl
 
 __all__ = ["SPEC", "build", "classify", "decode", "final_text", "provider_keys"]
 
@@ -50,6 +52,15 @@ def _provider_and_model(call: CliCall) -> tuple[str | None, str | None]:
 
 
 def build(call: CliCall) -> Invocation:
+    """`_json_build`; a runtime's turn (without images) runs `pi --mode rpc` instead
+    (`_rpc_turn`), so the runtime can steer and interrupt it."""
+    control = CURRENT_TURN.get()
+    if control is None or call.images:
+        return _json_build(call)
+    return _rpc_turn(call, control)
+
+
+def _json_build(call: CliCall) -> Invocation:
     """argv: `pi -p --mode json --no-session [--provider P] [--model M] [--thinking E]
     [--append-system-prompt FILE] [--tools L | --no-tools --no-extensions]`; the prompt goes
     through stdin, the system prompt through a file in the run directory; with
@@ -126,11 +137,33 @@ def warm_build(call: CliCall) -> Invocation:
     with the same flags and files, the call's prompt as one `prompt` command on stdin. pi's
     rpc mode prints the same agent events as `--mode json`, plus a `response` line per
     command. Calls with images run cold (`@file` arguments are per call)."""
-    cold = build(call)
+    cold = _json_build(call)
     argv = [a for a in cold.argv if a != "-p"]
     argv[argv.index("json")] = "rpc"
     turn = json_line({"id": "agentport", "type": "prompt", "message": call.prompt})
     return Invocation(tuple(argv), cold.env, turn, cold.passthrough)
+
+
+def _rpc_turn(call: CliCall, control: TurnControl) -> Invocation:
+    """A runtime's turn on `pi --mode rpc` (`warm_build`'s process, for this turn only), its
+    stdin open while the turn runs: `steer()` is pi's `steer` command, `interrupt()` its
+    `abort` (pi docs/rpc.md: a steer is delivered after the running assistant turn's tool
+    calls, before the next model call)."""
+    rpc = warm_build(call)
+    running = [True]
+
+    def replies(obj: dict[str, Any]) -> None:
+        if obj.get("type") == "agent_end":
+            running[0] = False
+
+    def steer(text: str) -> bytes | None:
+        return json_line({"type": "steer", "message": text}) if running[0] else None
+
+    def interrupt() -> bytes | None:
+        return json_line({"type": "abort"}) if running[0] else None
+
+    control.steer, control.interrupt = steer, interrupt
+    return replace(rpc, replies=replies)
 
 
 def _reset_answer(obj: Any) -> bool:
