@@ -16,15 +16,14 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream
 from returns.result import Failure, Result, Success
 
 from ..core import (
@@ -60,7 +59,6 @@ from ..structured import (
 from ..transport import (
     DEFAULT_MAX_EVENTS,
     DEFAULT_MAX_LINE_BYTES,
-    Frame,
     LiveProcess,
     ProcessRequest,
     ProcessResult,
@@ -75,11 +73,10 @@ from ..transport import (
 )
 from ._approval_server import ApprovalEndpoint, approval_server
 from ._caller_tools import caller_tools
+from ._cli_turn import CliTurn, Sink
 from ._cli_warm import Launch, finish, run_turn
 from ._endstate import (
     DEFAULT_ERROR_GRACE_S,
-    RunWatch,
-    ToolLedger,
     reported_usage,
     settle,
     with_progress,
@@ -88,15 +85,12 @@ from ._policy import inherit_env, withheld_hint
 from ._resume import honest_resume
 from ._retry_notice import notice_error
 from ._spec import BackendSpec, CliCall, Invocation, RunOutcome, over_stdin_limit, render_prompt
-from ._turn_control import bind_stdin
 from ._web_events import web_activity
 
 if TYPE_CHECKING:
     from ._settings import BackendSettings
 
 __all__ = ["CliAdapter"]
-
-Sink = Callable[[AgentEvent], Awaitable[None]]
 
 
 class CliAdapter(ClosableAdapter):
@@ -302,7 +296,7 @@ class CliAdapter(ClosableAdapter):
             call = replace(call, approvals=approvals)
             warm = self._warm_size(call)
             decode = self.spec.warm.decode if warm and self.spec.warm else None
-            turn = _Turn(self.spec, sink, float(self.options.get("error_grace_s", grace)), decode)
+            turn = CliTurn(self.spec, sink, float(self.options.get("error_grace_s", grace)), decode)
             built = await self._build(call, warm=bool(warm))
             if isinstance(built, Failure):
                 return built
@@ -466,7 +460,7 @@ class CliAdapter(ClosableAdapter):
     def _settle(
         self,
         outcome: ProcessResult,
-        turn: _Turn,
+        turn: CliTurn,
         env: Mapping[str, str],
         config: CompletionConfig,
         native_schema: bool,
@@ -546,60 +540,3 @@ class CliAdapter(ClosableAdapter):
             if value is not None:
                 return json.dumps(restore_strict(value, config.output_schema))
         return text
-
-
-class _Turn:
-    """One CLI process as the adapter follows it: the decoded events in order, the end-state
-    watch, the tool ledger (abandoned tool results go to the sink, not into `events`), and
-    the stdin dialogue of a CLI answered frame by frame (`Invocation.replies`)."""
-
-    def __init__(
-        self,
-        spec: BackendSpec,
-        sink: Sink | None,
-        error_grace_s: float,
-        decode: Callable[[Any], AgentEvent | None] | None = None,
-    ) -> None:
-        self.spec = spec
-        self.decode = decode or spec.decode  # a warm process's lines may be read otherwise
-        self.sink = sink
-        self.events: list[AgentEvent] = []
-        self.watch = RunWatch(error_grace_s)
-        self.ledger = ToolLedger()
-        self._replies: Callable[[dict[str, Any]], bytes | Awaitable[bytes] | None] | None = None
-        self._more: MemoryObjectSendStream[bytes] | None = None
-
-    def dialogue(
-        self, invocation: Invocation, stack: ExitStack
-    ) -> MemoryObjectReceiveStream[bytes] | None:
-        """More stdin for a CLI that is answered frame by frame (closed with *stack*), else
-        None: stdin then closes after the invocation's bytes."""
-        if invocation.replies is None:
-            return None
-        self._replies = invocation.replies
-        more, answer = anyio.create_memory_object_stream[bytes](16)
-        self._more = stack.enter_context(more)
-        bind_stdin(self._more)  # a runtime steers or interrupts the turn through it
-        return stack.enter_context(answer)
-
-    async def emit(self, *out: AgentEvent) -> None:
-        if self.sink is not None:
-            for event in out:
-                await self.sink(event)
-
-    async def on_frame(self, frame: Frame) -> bool | float:
-        event = None
-        if frame.is_json and isinstance(frame.value, dict):
-            reply = None if self._replies is None else self._replies(frame.value)
-            if isinstance(reply, Awaitable):  # e.g. an approval the caller's hook decides
-                reply = await reply
-            if reply is not None and self._more is not None:
-                self._more.send_nowait(reply)  # the CLI's protocol: what stdin says next
-            event = self.decode(frame.value)
-        if event is not None:
-            if event.end.terminal:
-                await self.emit(*self.ledger.close())  # the turn ends: close what never did
-            self.ledger.observe(event)
-            self.events.append(event)
-            await self.emit(event)
-        return self.watch.feed(event)
