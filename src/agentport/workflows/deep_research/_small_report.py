@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ._authority import current_version, stale_page, stale_url
 from ._corpus import Corpus
 from ._run import Run, cap
 from ._schemas import Finding, Report
@@ -216,11 +217,12 @@ def small_report(
     (`_small_qa.conflicts`: the same sentence with one value changed) are no finding: the
     caveats name both sides. *picks* (moved, scored): how often the model's scored
     choice changed the code's first choice (`_small_votes.scored_pick`)."""
-    disputed = conflicts([(c["claim"], _document(c["sourceUrl"])) for c in confirmed])
+    disputed, superseded = settled(confirmed)
     merged: dict[str, Record] = {}
     order = [*best, *(i for i in range(len(confirmed)) if i not in best)]
+    order.sort(key=lambda i: bool(confirmed[i].get("stale")))  # an old page's last
     for i in order:
-        if i in disputed:
+        if i in disputed or i in superseded:
             continue
         c = confirmed[i]
         key = " ".join(_WORD.findall(c["claim"].casefold()))
@@ -241,6 +243,10 @@ def small_report(
             len(m["sources"]), m["unanimous"], sum(m["p"]) / len(m["p"]) if m["p"] else None
         )
         cap_word = relevance_cap(float(m["record"].get("_score") or 0), best_score)
+        if m["record"].get("stale"):
+            cap_word = "low"  # a page that says it is not current
+        elif m["record"].get("replaces"):
+            cap_word = min(cap_word, "medium", key=_LEVELS.index)  # votes were on the old words
         return _LEVELS[min(_LEVELS.index(word), _LEVELS.index(cap_word))]
 
     findings = [
@@ -250,12 +256,13 @@ def small_report(
             sources=list(dict.fromkeys(m["sources"])),
             evidence="Quoted verbatim from "
             + ", ".join(label(s) for s in m["sources"])
-            + _about(m["record"]),
+            + _about(m["record"])
+            + _provenance(m["record"], label),
             vote=m["vote"],
         )
         for m in merged.values()
     ]
-    ranked = [i for i in best if i not in disputed]
+    ranked = [i for i in best if i not in disputed and i not in superseded]
     top = list(merged.values())[: max(1, min(3, len(ranked) or 1))]
     summary = " ".join(
         f"{_with_subject(m['record'], label(m['sources'][0]))} [{label(m['sources'][0])}]"
@@ -270,6 +277,15 @@ def small_report(
         else "The votes are constrained choices the backend sampled without likelihoods: "
         "they are not a verification of the claims."
     )
+    if superseded:
+        old = "; ".join(
+            f'"{confirmed[i]["claim"]}" ({label(confirmed[i]["sourceUrl"])})'
+            for i in sorted(superseded)
+        )
+        caveats += (
+            " A page marked as archived or superseded disagrees with a current page; the "
+            "current page's value is kept and the old one is no finding: " + old + "."
+        )
     if disputed:
         sides = "; ".join(
             f'"{confirmed[i]["claim"]}" ({label(confirmed[i]["sourceUrl"])})'
@@ -286,6 +302,73 @@ def small_report(
             "openQuestions": [],
         }
     )
+
+
+def settled(confirmed: Sequence[Record]) -> tuple[set[int], set[int]]:
+    """(disputed, superseded) indexes of *confirmed* claims that contradict a claim of
+    another document (`_small_qa.conflicts`: the same sentence with one value changed).
+    Where one side of a contradiction comes from a page marked as not current (`stale`,
+    `_authority`) and the other does not, the old side is superseded and the current side
+    stands; two current pages (or two old ones) that disagree are both disputed."""
+    docs = [(str(c["claim"]), _document(str(c["sourceUrl"]))) for c in confirmed]
+    both = conflicts(docs)
+    pairs = [
+        (i, j)
+        for i in sorted(both)
+        for j in sorted(both)
+        if i < j and conflicts([docs[i], docs[j]])
+    ]
+    superseded: set[int] = set()
+    disputed: set[int] = set()
+    for i, j in pairs:
+        old_i, old_j = bool(confirmed[i].get("stale")), bool(confirmed[j].get("stale"))
+        if old_i != old_j:
+            superseded.add(i if old_i else j)
+        else:
+            disputed |= {i, j}
+    return disputed - superseded, superseded
+
+
+def _provenance(claim: Record, label: Callable[[str], str]) -> str:
+    """The evidence line's tail for a claim from an old page, or one stated in place of an
+    old page's sentence."""
+    if claim.get("stale"):
+        return "; from a page marked as archived or superseded"
+    replaces = claim.get("replaces")
+    if isinstance(replaces, tuple | list) and len(replaces) == 2:
+        return (
+            f'; the current version of "{replaces[0]}" ({label(str(replaces[1]))}), a page '
+            "marked as archived or superseded (the votes were cast on that wording)"
+        )
+    return ""
+
+
+def current_claims(corpus: Corpus | None, confirmed: Sequence[Record]) -> list[Record]:
+    """*confirmed* with each claim from a page marked as not current (`_authority`) either
+    replaced by its current version (the same words, one value changed, on a current page
+    of *corpus*: `replaces` keeps the old sentence and url) or marked `stale`."""
+    out: list[Record] = []
+    for c in confirmed:
+        url = str(c.get("sourceUrl") or "")
+        if corpus is None or not stale_url(corpus, url):
+            out.append(c)
+            continue
+        found = current_version(corpus, str(c["claim"]), url)
+        if found is None:
+            out.append(c | {"stale": True})
+        else:
+            subject = str(c.get("subject") or "")
+            out.append(
+                c
+                | {
+                    "claim": found[0],
+                    "sourceUrl": found[1],
+                    "replaces": (c["claim"], url),
+                    # the old page's subject may name the old page ("split (archived notes)")
+                    "subject": "" if stale_page("", subject) else subject,
+                }
+            )
+    return out
 
 
 def off_topic_report(question: str, run: Run, confirmed: Sequence[Record], read: int) -> Report:
@@ -336,6 +419,7 @@ async def run_synthesis(
     returns it with the synthesis status: "model choice", "model choice (retried)" or
     "fallback (rank order)" when the choice failed twice, "abstained (off topic)" when no
     claim is about what the question asks (`on_topic`; *read* = passages read)."""
+    confirmed = current_claims(run.corpus, confirmed)
     if confirmed and not on_topic(question, run, confirmed):
         return off_topic_report(question, run, confirmed, read), "abstained (off topic)"
     confirmed = [c | {"about": about_of(run.corpus, question, c)} for c in confirmed]
