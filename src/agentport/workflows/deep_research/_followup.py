@@ -98,13 +98,13 @@ def follow_up_angles(
     asked += [w for w in _KIND_WORDS.get(ask.kind or "", ()) if w not in asked]
 
     def answered(name: str, own_document: bool = False) -> bool:
-        # a bridge is answered only by its own document: the first hop's sentence that
-        # names it shares the question's words without answering anything about it; a
-        # question asking for a year, a quantity or a person needs that value
+        # a bridge is answered only by its own document, with a value of the type asked
+        # (a year, a quantity, a person) when the question asks for one: the first hop's
+        # sentence that names it shares the question's words without answering about it
         return any(
             (mentions(title, name) or (not own_document and mentions(claim, name)))
             and _answers(ask, claim, name)
-            and (ask.kind is None or carries(ask.kind, claim, question))
+            and (not own_document or ask.kind is None or carries(ask.kind, claim, question))
             for claim, title in found
         )
 

@@ -263,7 +263,10 @@ def small_report(
         for m in merged.values()
     ]
     ranked = [i for i in best if i not in disputed and i not in superseded]
-    top = list(merged.values())[: max(1, min(3, len(ranked) or 1))]
+    # a sentence that introduces what follows ("... the defaults are:") says nothing alone:
+    # the summary states whole statements, a fragment only when nothing else is left
+    whole = [m for m in merged.values() if not fragment(str(m["record"]["claim"]))]
+    top = (whole or list(merged.values()))[: max(1, min(3, len(ranked) or 1))]
     summary = " ".join(
         f"{_with_subject(m['record'], label(m['sources'][0]))} [{label(m['sources'][0])}]"
         for m in top
@@ -302,6 +305,17 @@ def small_report(
             "openQuestions": [],
         }
     )
+
+
+_INTRODUCES = re.compile(r"[:,;(\[\u2014-]\s*$")
+
+
+def fragment(sentence: str) -> bool:
+    """True when *sentence* is not a statement on its own: it ends by introducing what
+    follows (a colon, a comma, an open bracket, a dash: the line before a table or a
+    list) or holds fewer than three words."""
+    text = sentence.strip()
+    return len(_WORD.findall(text)) < 3 or bool(_INTRODUCES.search(text))
 
 
 def settled(confirmed: Sequence[Record]) -> tuple[set[int], set[int]]:
