@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentport.workflows.deep_research._small_report import fragment, small_report
+from agentport.workflows.deep_research._small_report import code_confidence, fragment, small_report
 
 _words = st.lists(st.sampled_from(["retries", "three", "attempts", "the", "policy"]), min_size=3)
 
@@ -38,3 +38,29 @@ def test_the_summary_leads_with_a_whole_statement_when_one_is_confirmed(
     if not all(shapes):
         assert not fragment(first), report.summary
     assert len(report.findings) == len(claims), "a fragment is still a finding"
+
+
+_LEVEL = {"low": 0, "medium": 1, "high": 2}
+
+
+@given(st.floats(0, 1), st.floats(0, 1))
+def test_code_confidence_is_monotone_in_rank_and_coverage(a: float, b: float) -> None:
+    lo, hi = sorted((a, b))
+    for first in (False, True):
+        assert _LEVEL[code_confidence(first, lo)] <= _LEVEL[code_confidence(first, hi)]
+    for covered in (lo, hi):
+        assert _LEVEL[code_confidence(False, covered)] < _LEVEL[code_confidence(True, covered)]
+    assert code_confidence(True, 1.0) == "high"
+    assert code_confidence(False, 0.0) == "low"
+
+
+def test_the_marks_follow_the_code_and_split_votes_make_a_finding_low() -> None:
+    claims = [
+        _claim("The retry policy makes three attempts by default.", 0) | {"_coverage": 0.9},
+        _claim("Backoff uses full jitter between the attempts.", 1) | {"_coverage": 0.2},
+        _claim("A cancelled call is never retried by the policy.", 2)
+        | {"_coverage": 0.9, "refutedVotes": 1},
+    ]
+    report = small_report("How many attempts does the retry policy make?", claims, [0, 1, 2])
+    assert [f.confidence for f in report.findings] == ["high", "low", "low"]
+    assert "not from the votes" in report.caveats

@@ -100,6 +100,19 @@ def finding_confidence(sources: int, unanimous: bool, probability: float | None 
     return word
 
 
+COVERED = 2 / 3  # the share of the question's weighted words a "covering" sentence meets
+
+
+def code_confidence(first: bool, covered: float) -> str:
+    """A finding's confidence from what the code knows of it, not from the votes (a small
+    model's vote does not separate the answer from the noise beside it; the code's ranking
+    and word coverage do, measured by benchmarks/research_quality/vote_separation.py): one
+    level for being the best-ranked finding (*first*), one for meeting `COVERED` of the
+    question's specific words weighted by rarity (*covered*, 0..1: `_small_topic.coverage`
+    of the sentence with its heading). low / medium / high."""
+    return _LEVELS[int(first) + int(covered >= COVERED)]
+
+
 def mean_probability(valid: Sequence[Record]) -> float | None:
     """The mean P(supported) of scored votes, None when no vote carries one."""
     found = [v["probability"] for v in valid if isinstance(v.get("probability"), float)]
@@ -238,11 +251,21 @@ def small_report(
         entry.setdefault("vote", vote + (f", P(supported) {p:.2f}" if p is not None else ""))
     best_score = max((float(c.get("_score") or 0) for c in confirmed), default=0.0)
 
+    first = next(iter(merged.values()), None)
+
     def confidence(m: Record) -> str:
-        word = finding_confidence(
-            len(m["sources"]), m["unanimous"], sum(m["p"]) / len(m["p"]) if m["p"] else None
-        )
-        cap_word = relevance_cap(float(m["record"].get("_score") or 0), best_score)
+        covered = m["record"].get("_coverage")
+        if isinstance(covered, float):
+            # what the code knows (`code_confidence`); the votes only take it down when split
+            word = code_confidence(m is first, covered)
+            if not m["unanimous"]:
+                word = "low"
+            cap_word = "high"
+        else:
+            word = finding_confidence(
+                len(m["sources"]), m["unanimous"], sum(m["p"]) / len(m["p"]) if m["p"] else None
+            )
+            cap_word = relevance_cap(float(m["record"].get("_score") or 0), best_score)
         if m["record"].get("stale"):
             cap_word = "low"  # a page that says it is not current
         elif m["record"].get("replaces"):
@@ -280,6 +303,12 @@ def small_report(
         else "The votes are constrained choices the backend sampled without likelihoods: "
         "they are not a verification of the claims."
     )
+    if any(isinstance(c.get("_coverage"), float) for c in confirmed):
+        caveats += (
+            " Confidence marks come from the code, not from the votes: one level for the "
+            "best-ranked finding, one for a sentence meeting two thirds of the question's "
+            "specific words; split votes make a finding low."
+        )
     if superseded:
         old = "; ".join(
             f'"{confirmed[i]["claim"]}" ({label(confirmed[i]["sourceUrl"])})'
@@ -437,6 +466,12 @@ async def run_synthesis(
     if confirmed and not on_topic(question, run, confirmed):
         return off_topic_report(question, run, confirmed, read), "abstained (off topic)"
     confirmed = [c | {"about": about_of(run.corpus, question, c)} for c in confirmed]
+    if run.corpus is not None:
+        common = common_words(run.corpus, question)
+        confirmed = [
+            c | {"_coverage": coverage(run.corpus, question, context_of(run.corpus, c), common)}
+            for c in confirmed
+        ]
     texts = [cap(c["claim"], run.config.max_field_chars) for c in confirmed[:9]]
 
     def label(url: str) -> str:
