@@ -19,7 +19,8 @@ def test_default_research_concurrency_fits_the_backend(capability: object) -> No
     local = capability.kind is BackendKind.local  # type: ignore[attr-defined]
     for small in (None, True, False):
         config = research_config_for(name, small_model=small)
-        assert config.CONCURRENCY == (1 if local else CONCURRENCY), (name, small)
+        want = 1 if local else CONCURRENCY
+        assert want == config.CONCURRENCY, (name, small)
     assert research_config_for(name, CONCURRENCY=4).CONCURRENCY == 4, "a flag still wins"
 
 

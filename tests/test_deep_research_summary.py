@@ -64,3 +64,36 @@ def test_the_marks_follow_the_code_and_split_votes_make_a_finding_low() -> None:
     report = small_report("How many attempts does the retry policy make?", claims, [0, 1, 2])
     assert [f.confidence for f in report.findings] == ["high", "low", "low"]
     assert "not from the votes" in report.caveats
+
+
+@given(st.sampled_from(["", "retry.md › The retry policy"]), st.sampled_from(["", "Retries"]))
+def test_a_source_is_named_by_its_section_or_title_never_by_its_number_alone(
+    section: str, title: str
+) -> None:
+    from agentport.workflows.deep_research import ResearchReport, to_markdown
+
+    url = "corpus://retry.md/3"
+    report = ResearchReport.model_validate(
+        {
+            "question": "Q",
+            "summary": "ans",
+            "findings": [{"claim": "F1", "confidence": "low", "sources": [url], "evidence": "e"}],
+            "sources": [
+                {
+                    "url": url,
+                    "title": title,
+                    "quality": "primary",
+                    "angle": "a",
+                    "claimCount": 1,
+                    "section": section,
+                }
+            ],
+        }
+    )
+    md = to_markdown(report)
+    name = section or title
+    listed = next(line for line in md.splitlines() if line.startswith("- ") and url in line)
+    cited = next(line for line in md.splitlines() if line.startswith("Sources: "))
+    if name:
+        assert listed.startswith(f"- {name}: {url}")
+        assert cited == f"Sources: {name} ({url})"
