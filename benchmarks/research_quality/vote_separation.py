@@ -16,8 +16,8 @@ are scored; `first-candidate` is fast and its claims are the code's candidates).
   same way;
 - `contrast-shuffled`: `answers` minus the same prompt with the sentence's words shuffled
   (what the model reads beyond shared words);
-- `contrast-question`: `answers` minus the same sentence under another question of the
-  corpus (what ties the sentence to this question);
+- `vote-counter`: `vote` with the counter passage small-model mode adds (the corpus's best
+  match for the claim from another page, 400 characters), as the pipeline asks it;
 - `code`: the code's order (the first claim scores highest), the baseline.
 """
 
@@ -67,6 +67,8 @@ async def main_async(args: argparse.Namespace) -> None:
     from agentport.backends.local import LocalAdapter, LocalOptions, packaged_model_path
     from agentport.catalog import get_capability
     from agentport.core import CompletionConfig, Message
+    from agentport.workflows.deep_research import load_corpus, research_config_for
+    from agentport.workflows.deep_research._run import cap
     from agentport.workflows.deep_research._small_votes import (
         calibrated,
         verify_prompt,
@@ -99,6 +101,7 @@ async def main_async(args: argparse.Namespace) -> None:
                     "answer": label,
                     "rank": rank,
                     "other": rng.choice(others),
+                    "corpus": r["corpus"],
                 }
             )
         if len({i["id"] for i in items}) >= args.questions:
@@ -116,14 +119,19 @@ async def main_async(args: argparse.Namespace) -> None:
 
     priors: dict[str, float | None] = {}
 
-    async def vote(question: str, claim: str, source: str) -> float:
-        total = 0.0
+    async def vote_priors(question: str) -> None:
         for v in (0, 1):
             key = f"vote{v}:{question}"
             if key not in priors:
                 priors[key] = await p_of(
                     verify_prompt(question, "N/A", "N/A", [], v, 3), ("supported", "refuted")
                 )
+
+    async def vote(question: str, claim: str, source: str) -> float:
+        total = 0.0
+        await vote_priors(question)
+        for v in (0, 1):
+            key = f"vote{v}:{question}"
             prompt = verify_prompt(question, claim, source, [], v, 3)
             p = await p_of(prompt, ("supported", "refuted"))
             total += calibrated(p or 0.5, priors[key]) / 2
@@ -136,17 +144,45 @@ async def main_async(args: argparse.Namespace) -> None:
         p = await p_of(answers_prompt(question, sentence, "yes", "no"), ("yes", "no"))
         return calibrated(p or 0.5, priors[key])
 
+    out = Path(args.out)
+    before = json.loads(out.read_text(encoding="utf-8")) if out.exists() else []  # noqa: ASYNC240
+    kept = {(i["id"], i["claim"]): i for i in before}
+    corpora: dict[str, Any] = {}
+
+    def counter_of(it: Mapping[str, Any]) -> list[tuple[str, str]]:
+        corpus = corpora.get(it["corpus"])
+        if corpus is None:
+            chars = research_config_for("local").max_passage_chars
+            folder = build_real.corpus_dir(build_real.default_cache(), it["corpus"])
+            corpus = corpora[it["corpus"]] = load_corpus(folder, max_passage_chars=chars).unwrap()
+        hits = corpus.search(it["claim"], 1, exclude=["corpus://" + it["source"]])
+        return [(p.url.removeprefix("corpus://"), cap(" ".join(p.text.split()), 400)) for p in hits]
+
+    async def vote_counter(it: Mapping[str, Any]) -> float:
+        total = 0.0
+        counter = counter_of(it)
+        for v in (0, 1):
+            prompt = verify_prompt(it["question"], it["claim"], it["source"], counter, v, 3)
+            p = await p_of(prompt, ("supported", "refuted"))
+            total += calibrated(p or 0.5, priors.get(f"vote{v}:{it['question']}")) / 2
+        return total
+
     for n, it in enumerate(items, 1):
+        it.update(kept.get((it["id"], it["claim"]), {}))
         words = it["claim"].split()
         rng.shuffle(words)
-        it["vote"] = await vote(it["question"], it["claim"], it["source"])
-        it["answers"] = await answers(it["question"], it["claim"])
-        it["contrast-shuffled"] = it["answers"] - await answers(it["question"], " ".join(words))
-        it["contrast-question"] = it["answers"] - await answers(it["other"], it["claim"])
+        if "vote" not in it:
+            it["vote"] = await vote(it["question"], it["claim"], it["source"])
+        await vote_priors(it["question"])
+        if "vote-counter" not in it:
+            it["vote-counter"] = await vote_counter(it)
+        if "contrast-shuffled" not in it:
+            it["answers"] = await answers(it["question"], it["claim"])
+            it["contrast-shuffled"] = it["answers"] - await answers(it["question"], " ".join(words))
         it["code"] = -float(it["rank"])
         print(
             f"{n}/{len(items)} {it['id']} answer={it['answer']} vote={it['vote']:.2f} "
-            f"answers={it['answers']:.2f}",
+            f"counter={it['vote-counter']:.2f} contrast={it['contrast-shuffled']:.2f}",
             file=sys.stderr,
             flush=True,
         )
@@ -163,7 +199,9 @@ def table(items: Sequence[Mapping[str, Any]]) -> str:
         "| score | mean (answer) | mean (noise) | AUC | top-1 |",
         "|---|--:|--:|--:|--:|",
     ]
-    for key in ("vote", "answers", "contrast-shuffled", "contrast-question", "code"):
+    for key in ("vote", "vote-counter", "answers", "contrast-shuffled", "code"):
+        if not all(key in i for i in items):
+            continue
         pos = [float(i[key]) for i in items if i["answer"]]
         neg = [float(i[key]) for i in items if not i["answer"]]
         top = 0
