@@ -297,8 +297,10 @@ def small_report(
     caveats = _how_picked(picks) + (
         "Each vote is the model's probability that the statement is supported, from its "
         "likelihoods and calibrated against a content-free statement; a voter less than "
-        f"{SURE:.0%} sure either way abstains. The votes are a small model's judgement, "
-        "not a check of the facts."
+        f"{SURE:.0%} sure either way abstains, so the claim stays unverified. The votes "
+        "are a small model's judgement, not a check of the facts: measured on real "
+        "documentation they barely tell an answering sentence from its neighbours, so "
+        "they keep or drop a claim but do not order or mark the findings."
         if scored
         else "The votes are constrained choices the backend sampled without likelihoods: "
         "they are not a verification of the claims."
