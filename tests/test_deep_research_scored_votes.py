@@ -154,9 +154,9 @@ class _Recording(_ScoringModel):
 @pytest.mark.anyio
 @pytest.mark.parametrize("counter", [None, 1])
 async def test_a_small_model_votes_on_the_claim_alone(tmp_path: Path, counter: int | None) -> None:
-    """Another page's passage beside the claim made a 270M voter score answers and noise
-    alike (benchmarks/research_quality/vote_separation.py): small-model mode shows none
-    unless asked."""
+    """Another page's passage beside the claim did not help a 270M voter tell answers from
+    noise (benchmarks/research_quality/vote_separation.py) and lengthens every vote:
+    small-model mode shows none unless asked."""
     for name, text in DOCS.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
     model = _Recording(0.9)
