@@ -113,7 +113,7 @@ class ResearchConfig(BaseModel):
             "max_passage_chars": 900,
             "snippet_chars": 160,
             # a 270M voter does not tell answers from noise with or without another page's
-            # passage beside the claim (AUC 0.48 with, 0.52 without, 27 real claims:
+            # passage beside the claim (AUC 0.49 with, 0.52 without, 28 real claims:
             # benchmarks/research_quality/vote_separation.py): the shorter prompt is faster
             "counter_passages": 0,
             "counter_chars": 400,
