@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentport.workflows.deep_research import ResearchConfig, plan_research
-from agentport.workflows.deep_research._followup import follow_up_angles
+from agentport.workflows.deep_research._followup import follow_up_angles, linked_titles
 
 TITLES = ["Velmora", "Karsk region", "Tamak", "Stiren", "Port Velmora"]
 
@@ -67,3 +67,37 @@ def test_the_plan_counts_the_follow_up_round() -> None:
     assert small.upper_bound_calls > single.upper_bound_calls
     assert any(line.startswith("follow-up: 1 round") for line in small.lines())
     assert not any(line.startswith("follow-up") for line in single.lines())
+
+
+def test_a_link_names_its_bridge_by_file_name() -> None:
+    stems = {"setuptools": "Setuptools Integration", "usage": "Usage", "realpath": "realpath"}
+    assert linked_titles("See :doc:`/setuptools`.", stems) == ["Setuptools Integration"]
+    assert linked_titles("See :doc:`the guide <setuptools>`.", stems) == ["Setuptools Integration"]
+    assert linked_titles("Read [the usage](docs/usage.md#top) first.", stems) == ["Usage"]
+    assert linked_titles("Note realpath(1) is preferred.", stems) == ["realpath"]
+    assert linked_titles("See :doc:`/missing` and [x](nowhere.md).", stems) == []
+
+
+def test_a_bridge_named_in_the_first_hops_words_is_still_followed() -> None:
+    """The first hop's sentence shares the question's words ("buffering") but says nothing
+    about the bridge's author: the bridge's own document must answer, with a person."""
+    question = "Who wrote the program that the stdbuf page gives as an example of buffering?"
+    found = [("If COMMAND adjusts its buffering ('tee' does for example) it wins.", "stdbuf")]
+    angles = follow_up_angles(question, found, ["stdbuf"], ["stdbuf", "tee"])
+    assert [a.label for a in angles] == ["follow-up: tee"]
+    assert "author" in angles[0].query.split()
+    assert "buffering" not in angles[0].query.split(), "the first hop's words find it again"
+    credited = [*found, ("Written by Mike Parker.", "tee")]
+    assert follow_up_angles(question, credited, ["stdbuf", "tee"], ["stdbuf", "tee"]) == []
+
+
+def test_a_link_bridge_is_followed_through_the_corpus_titles() -> None:
+    found = [("Completion works for an installed script. See :doc:`/setuptools`.", "Completion")]
+    angles = follow_up_angles(
+        "Which entry_points group declares the script that completion needs?",
+        found,
+        ["Completion"],
+        ["Completion", "Setuptools Integration"],
+        by_stem={"setuptools": "Setuptools Integration", "completion": "Completion"},
+    )
+    assert [a.label for a in angles] == ["follow-up: Setuptools Integration"]

@@ -136,3 +136,38 @@ async def test_noise_is_never_confirmed(tmp_path: Path, p: float, outcome: str) 
 def test_choice_config_is_unchanged_by_scoring() -> None:
     # scoring is the backend's business: the caller still asks for choices only
     assert CompletionConfig(choices=("a", "b")).choices == ("a", "b")
+
+
+class _Recording(_ScoringModel):
+    def __init__(self, p_supported: float) -> None:
+        super().__init__(p_supported)
+        self.prompts: list[str] = []
+
+    async def complete(
+        self, messages: Sequence[Message], config: CompletionConfig | None = None
+    ) -> Result[CompletionResponse, ProviderError]:
+        if config is not None and config.choices is not None:
+            self.prompts.append(messages[-1].content)
+        return await super().complete(messages, config)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("counter", [None, 1])
+async def test_a_small_model_votes_on_the_claim_alone(tmp_path: Path, counter: int | None) -> None:
+    """Another page's passage beside the claim did not help a 270M voter tell answers from
+    noise (benchmarks/research_quality/vote_separation.py) and lengthens every vote:
+    small-model mode shows none unless asked."""
+    for name, text in DOCS.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    model = _Recording(0.9)
+    extra = {} if counter is None else {"counter_passages": counter}
+    await run_research(
+        "Where does the cache store finished calls?",
+        model,
+        corpus=tmp_path,
+        config=ResearchConfig.for_small_model(**extra),
+    )
+    votes = [p for p in model.prompts if "Statement from the documents" in p and '"N/A"' not in p]
+    assert votes
+    alone = ["Other passages:\n- (none)" in p for p in votes]
+    assert all(alone) if counter is None else not any(alone)

@@ -110,7 +110,9 @@ async def test_a_question_the_documents_do_not_answer_gets_no_finding(
 async def test_a_near_copy_that_disagrees_is_never_a_finding(
     corpus: Corpus, tmp_path: Path
 ) -> None:
-    copy = tmp_path / "archive" / "velmora-old.md"
+    """Two current pages that disagree: neither value is stated (an archived copy yields to
+    the current page instead: test_deep_research_authority)."""
+    copy = tmp_path / "mirror" / "velmora-copy.md"
     copy.parent.mkdir()
     copy.write_text(TOWN.replace("48,200", "46,700"), encoding="utf-8")
     planted = load_corpus(tmp_path, max_passage_chars=SMALL.max_passage_chars).unwrap()

@@ -11,7 +11,16 @@ up the fetch slots before the other side is read. `follow_up_angles` returns at 
   other side of a comparison): its name with the question's asked words;
 - every name a claim gives that the question does not and whose document was not read
   (the bridge): a document title when the corpus has one by that name, else the name run;
-  with the question's asked words.
+  with the question's asked words;
+- every document a claim links to (a reST `:doc:` role, a markdown link, a man page's
+  `name(1)`) by its file name: the bridge named by its path, not its title
+  ("See :doc:`/setuptools`" -> the document setuptools.rst, titled "Setuptools
+  Integration").
+
+A question asking for a person ("who wrote ...") is answered in documentation by an
+author or maintainer line ("Written by ...", "Author: ..."), words the question does not
+use: its follow-up queries carry them, so the bridge document's credit is what is found,
+not the passage that repeats the first hop's words.
 
 The round is bounded (`ResearchConfig.rounds`, `followup_angles`, `followup_fetches`)
 and counted like the first: its searches, fetches and votes are agent calls in the plan,
@@ -21,17 +30,37 @@ the budget and `agentCalls`.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from ._corpus import STOP_WORDS, query_terms
+from ._corpus import STOP_WORDS, Corpus, query_terms
 from ._run import Record, Run
 from ._schemas import Angle
 from ._small_qa import Ask, ask_of, carries, mentions, overlap, stems
 
-__all__ = ["follow_up_angles", "follow_ups"]
+__all__ = ["follow_up_angles", "follow_ups", "linked_titles"]
 
 _NAME_RUN = re.compile(r"\b[A-Z][\w\-]*(?:\s+(?:of\s+|the\s+)?[A-Z][\w\-]*)*")
 _LABEL = "follow-up: "
+# a link to another document: reST's :doc:`/path` or :doc:`text <path>`, a markdown
+# link's target, a man page reference name(1)
+_LINK = re.compile(
+    r":doc:`(?:[^`<]*<)?/?([\w./-]+?)>?`|\]\(([^)#\s]+)(?:#[^)]*)?\)|\b([\w.-]+)\(\d\w?\)"
+)
+# the words documentation uses for what a question of this answer type asks
+_KIND_WORDS = {"person": ("author", "written", "maintainer")}
+
+
+def linked_titles(claim: str, by_stem: Mapping[str, str]) -> list[str]:
+    """The titles of the documents *claim* links to (`_LINK`), found by the link target's
+    file name without folder and extension in *by_stem* (file stem, case-folded -> title)."""
+    out: list[str] = []
+    for m in _LINK.finditer(claim):
+        target = next(g for g in m.groups() if g)
+        stem = target.rstrip("/").rsplit("/", 1)[-1].split(".", 1)[0].casefold()
+        title = by_stem.get(stem)
+        if title and title not in out:
+            out.append(title)
+    return out
 
 
 def _asked(question: str, names: Sequence[str]) -> list[str]:
@@ -55,25 +84,33 @@ def follow_up_angles(
     done: Sequence[str] = (),
     limit: int = 2,
     common: frozenset[str] = frozenset(),
+    by_stem: Mapping[str, str] | None = None,
 ) -> list[Angle]:
     """The follow-up angles for *question* after the first pass found the (claim, source
     title) pairs *found* in documents titled *read_titles* (see the module docstring).
     *titles* are the corpus's document titles (empty in web mode); *done* the queries
     already searched; *common* words say nothing (in most documents). A name counts as
     answered when a claim that mentions it (or comes from its document) states an asked
-    word or a value of the answer's type. At most *limit* angles, the question's
-    unanswered names first."""
+    word or a value of the answer's type. *by_stem* maps document file stems to titles
+    (`linked_titles`). At most *limit* angles, the question's unanswered names first."""
     ask = ask_of(question, common)
     asked = _asked(question, ask.names)
+    asked += [w for w in _KIND_WORDS.get(ask.kind or "", ()) if w not in asked]
 
-    def answered(name: str) -> bool:
+    def answered(name: str, own_document: bool = False) -> bool:
+        # a bridge is answered only by its own document, with a value of the type asked
+        # (a year, a quantity, a person) when the question asks for one: the first hop's
+        # sentence that names it shares the question's words without answering about it
         return any(
-            (mentions(claim, name) or mentions(title, name)) and _answers(ask, claim, name)
+            (mentions(title, name) or (not own_document and mentions(claim, name)))
+            and _answers(ask, claim, name)
+            and (not own_document or ask.kind is None or carries(ask.kind, claim, question))
             for claim, title in found
         )
 
-    wanted: list[tuple[str, str]] = [
-        (name, "named in the question, not answered yet")
+    # (name, why, the words searched with it)
+    wanted: list[tuple[str, str, list[str]]] = [
+        (name, "named in the question, not answered yet", asked)
         for name in ask.names
         if not answered(name)
     ]
@@ -88,10 +125,22 @@ def follow_up_angles(
                 and m.group(0).lower() not in STOP_WORDS
                 and not mentions(question, m.group(0))
             ]
-        wanted += [(b, "named by a finding, not answered yet") for b in bridges if not answered(b)]
+        if by_stem:
+            bridges += [
+                t
+                for t in linked_titles(claim, by_stem)
+                if t not in bridges and not mentions(question, t)
+            ]
+        # the words the first hop's sentence already matched would find it again
+        fresh = [w for w in asked if not overlap(stems(w), stems(claim))] or asked
+        wanted += [
+            (b, "named by a finding, not answered yet", fresh)
+            for b in bridges
+            if not answered(b, True)
+        ]
     out: list[Angle] = []
-    for name, why in wanted:
-        query = " ".join([name, *asked])
+    for name, why, words in wanted:
+        query = " ".join([name, *words])
         if query in done or any(a.query == query for a in out):
             continue
         out.append(Angle(label=_LABEL + name, query=query, rationale=why))
@@ -117,4 +166,20 @@ def follow_ups(
         [a.query for a in angles],
         run.config.followup_angles,
         common if corpus is not None and corpus.documents >= 4 else frozenset(),
+        _stems(corpus) if corpus is not None else None,
     )
+
+
+def _stems(corpus: Corpus) -> dict[str, str]:
+    """File stem (case-folded) -> title of each document of *corpus*; a stem two documents
+    share names neither."""
+    memo = corpus.cache.get("followup-stems")
+    if isinstance(memo, dict):
+        return memo
+    seen: dict[str, set[str]] = {}
+    for p in corpus.passages:
+        stem = p.path.rsplit("/", 1)[-1].split(".", 1)[0].casefold()
+        seen.setdefault(stem, set()).add(p.title)
+    out = {stem: next(iter(t)) for stem, t in seen.items() if len(t) == 1}
+    corpus.cache["followup-stems"] = out
+    return out

@@ -228,7 +228,8 @@ def to_markdown(report: ResearchReport) -> str:
         lines += ["**Status:** " + status_line(report), ""]
     if report.summary:
         lines += ["## Summary", _md(report.summary), ""]
-    named = {s.url: s.section for s in report.sources if s.section}
+    # a passage is named by its section, else its page's title: never by its number alone
+    named = {s.url: s.section or s.title for s in report.sources if s.section or s.title}
     if report.findings:
         lines.append("## Findings")
         for i, f in enumerate(report.findings, 1):
@@ -301,7 +302,7 @@ def to_markdown(report: ResearchReport) -> str:
         for s in report.sources:
             status = f" — extraction failed: {s.error}" if s.error else ""
             mirrors = f"; also at {', '.join(s.mirrors)}" if s.mirrors else ""
-            name = f"{_md(s.section)}: " if s.section else ""
+            name = f"{_md(s.section or s.title)}: " if s.section or s.title else ""
             lines.append(
                 f"- {name}{s.url} ({s.quality}, {s.claim_count} claim(s), via {_md(s.angle)}"
                 f"{mirrors}){status}"

@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ._authority import current_version, stale_page, stale_url
 from ._corpus import Corpus
 from ._run import Run, cap
 from ._schemas import Finding, Report
@@ -97,6 +98,19 @@ def finding_confidence(sources: int, unanimous: bool, probability: float | None 
         if probability < 0.8:
             return "medium"
     return word
+
+
+COVERED = 2 / 3  # the share of the question's weighted words a "covering" sentence meets
+
+
+def code_confidence(first: bool, covered: float) -> str:
+    """A finding's confidence from what the code knows of it, not from the votes (a small
+    model's vote does not separate the answer from the noise beside it; the code's ranking
+    and word coverage do, measured by benchmarks/research_quality/vote_separation.py): one
+    level for being the best-ranked finding (*first*), one for meeting `COVERED` of the
+    question's specific words weighted by rarity (*covered*, 0..1: `_small_topic.coverage`
+    of the sentence with its heading). low / medium / high."""
+    return _LEVELS[int(first) + int(covered >= COVERED)]
 
 
 def mean_probability(valid: Sequence[Record]) -> float | None:
@@ -216,11 +230,12 @@ def small_report(
     (`_small_qa.conflicts`: the same sentence with one value changed) are no finding: the
     caveats name both sides. *picks* (moved, scored): how often the model's scored
     choice changed the code's first choice (`_small_votes.scored_pick`)."""
-    disputed = conflicts([(c["claim"], _document(c["sourceUrl"])) for c in confirmed])
+    disputed, superseded = settled(confirmed)
     merged: dict[str, Record] = {}
     order = [*best, *(i for i in range(len(confirmed)) if i not in best)]
+    order.sort(key=lambda i: bool(confirmed[i].get("stale")))  # an old page's last
     for i in order:
-        if i in disputed:
+        if i in disputed or i in superseded:
             continue
         c = confirmed[i]
         key = " ".join(_WORD.findall(c["claim"].casefold()))
@@ -236,11 +251,25 @@ def small_report(
         entry.setdefault("vote", vote + (f", P(supported) {p:.2f}" if p is not None else ""))
     best_score = max((float(c.get("_score") or 0) for c in confirmed), default=0.0)
 
+    first = next(iter(merged.values()), None)
+
     def confidence(m: Record) -> str:
-        word = finding_confidence(
-            len(m["sources"]), m["unanimous"], sum(m["p"]) / len(m["p"]) if m["p"] else None
-        )
-        cap_word = relevance_cap(float(m["record"].get("_score") or 0), best_score)
+        covered = m["record"].get("_coverage")
+        if isinstance(covered, float):
+            # what the code knows (`code_confidence`); the votes only take it down when split
+            word = code_confidence(m is first, covered)
+            if not m["unanimous"]:
+                word = "low"
+            cap_word = "high"
+        else:
+            word = finding_confidence(
+                len(m["sources"]), m["unanimous"], sum(m["p"]) / len(m["p"]) if m["p"] else None
+            )
+            cap_word = relevance_cap(float(m["record"].get("_score") or 0), best_score)
+        if m["record"].get("stale"):
+            cap_word = "low"  # a page that says it is not current
+        elif m["record"].get("replaces"):
+            cap_word = min(cap_word, "medium", key=_LEVELS.index)  # votes were on the old words
         return _LEVELS[min(_LEVELS.index(word), _LEVELS.index(cap_word))]
 
     findings = [
@@ -250,13 +279,17 @@ def small_report(
             sources=list(dict.fromkeys(m["sources"])),
             evidence="Quoted verbatim from "
             + ", ".join(label(s) for s in m["sources"])
-            + _about(m["record"]),
+            + _about(m["record"])
+            + _provenance(m["record"], label),
             vote=m["vote"],
         )
         for m in merged.values()
     ]
-    ranked = [i for i in best if i not in disputed]
-    top = list(merged.values())[: max(1, min(3, len(ranked) or 1))]
+    ranked = [i for i in best if i not in disputed and i not in superseded]
+    # a sentence that introduces what follows ("... the defaults are:") says nothing alone:
+    # the summary states whole statements, a fragment only when nothing else is left
+    whole = [m for m in merged.values() if not fragment(str(m["record"]["claim"]))]
+    top = (whole or list(merged.values()))[: max(1, min(3, len(ranked) or 1))]
     summary = " ".join(
         f"{_with_subject(m['record'], label(m['sources'][0]))} [{label(m['sources'][0])}]"
         for m in top
@@ -264,12 +297,29 @@ def small_report(
     caveats = _how_picked(picks) + (
         "Each vote is the model's probability that the statement is supported, from its "
         "likelihoods and calibrated against a content-free statement; a voter less than "
-        f"{SURE:.0%} sure either way abstains. The votes are a small model's judgement, "
-        "not a check of the facts."
+        f"{SURE:.0%} sure either way abstains, so the claim stays unverified. The votes "
+        "are a small model's judgement, not a check of the facts: measured on real "
+        "documentation they barely tell an answering sentence from its neighbours, so "
+        "they keep or drop a claim but do not order or mark the findings."
         if scored
         else "The votes are constrained choices the backend sampled without likelihoods: "
         "they are not a verification of the claims."
     )
+    if any(isinstance(c.get("_coverage"), float) for c in confirmed):
+        caveats += (
+            " Confidence marks come from the code, not from the votes: one level for the "
+            "best-ranked finding, one for a sentence meeting two thirds of the question's "
+            "specific words; split votes make a finding low."
+        )
+    if superseded:
+        old = "; ".join(
+            f'"{confirmed[i]["claim"]}" ({label(confirmed[i]["sourceUrl"])})'
+            for i in sorted(superseded)
+        )
+        caveats += (
+            " A page marked as archived or superseded disagrees with a current page; the "
+            "current page's value is kept and the old one is no finding: " + old + "."
+        )
     if disputed:
         sides = "; ".join(
             f'"{confirmed[i]["claim"]}" ({label(confirmed[i]["sourceUrl"])})'
@@ -286,6 +336,84 @@ def small_report(
             "openQuestions": [],
         }
     )
+
+
+_INTRODUCES = re.compile(r"[:,;(\[\u2014-]\s*$")
+
+
+def fragment(sentence: str) -> bool:
+    """True when *sentence* is not a statement on its own: it ends by introducing what
+    follows (a colon, a comma, an open bracket, a dash: the line before a table or a
+    list) or holds fewer than three words."""
+    text = sentence.strip()
+    return len(_WORD.findall(text)) < 3 or bool(_INTRODUCES.search(text))
+
+
+def settled(confirmed: Sequence[Record]) -> tuple[set[int], set[int]]:
+    """(disputed, superseded) indexes of *confirmed* claims that contradict a claim of
+    another document (`_small_qa.conflicts`: the same sentence with one value changed).
+    Where one side of a contradiction comes from a page marked as not current (`stale`,
+    `_authority`) and the other does not, the old side is superseded and the current side
+    stands; two current pages (or two old ones) that disagree are both disputed."""
+    docs = [(str(c["claim"]), _document(str(c["sourceUrl"]))) for c in confirmed]
+    both = conflicts(docs)
+    pairs = [
+        (i, j)
+        for i in sorted(both)
+        for j in sorted(both)
+        if i < j and conflicts([docs[i], docs[j]])
+    ]
+    superseded: set[int] = set()
+    disputed: set[int] = set()
+    for i, j in pairs:
+        old_i, old_j = bool(confirmed[i].get("stale")), bool(confirmed[j].get("stale"))
+        if old_i != old_j:
+            superseded.add(i if old_i else j)
+        else:
+            disputed |= {i, j}
+    return disputed - superseded, superseded
+
+
+def _provenance(claim: Record, label: Callable[[str], str]) -> str:
+    """The evidence line's tail for a claim from an old page, or one stated in place of an
+    old page's sentence."""
+    if claim.get("stale"):
+        return "; from a page marked as archived or superseded"
+    replaces = claim.get("replaces")
+    if isinstance(replaces, tuple | list) and len(replaces) == 2:
+        return (
+            f'; the current version of "{replaces[0]}" ({label(str(replaces[1]))}), a page '
+            "marked as archived or superseded (the votes were cast on that wording)"
+        )
+    return ""
+
+
+def current_claims(corpus: Corpus | None, confirmed: Sequence[Record]) -> list[Record]:
+    """*confirmed* with each claim from a page marked as not current (`_authority`) either
+    replaced by its current version (the same words, one value changed, on a current page
+    of *corpus*: `replaces` keeps the old sentence and url) or marked `stale`."""
+    out: list[Record] = []
+    for c in confirmed:
+        url = str(c.get("sourceUrl") or "")
+        if corpus is None or not stale_url(corpus, url):
+            out.append(c)
+            continue
+        found = current_version(corpus, str(c["claim"]), url)
+        if found is None:
+            out.append(c | {"stale": True})
+        else:
+            subject = str(c.get("subject") or "")
+            out.append(
+                c
+                | {
+                    "claim": found[0],
+                    "sourceUrl": found[1],
+                    "replaces": (c["claim"], url),
+                    # the old page's subject may name the old page ("split (archived notes)")
+                    "subject": "" if stale_page("", subject) else subject,
+                }
+            )
+    return out
 
 
 def off_topic_report(question: str, run: Run, confirmed: Sequence[Record], read: int) -> Report:
@@ -336,9 +464,16 @@ async def run_synthesis(
     returns it with the synthesis status: "model choice", "model choice (retried)" or
     "fallback (rank order)" when the choice failed twice, "abstained (off topic)" when no
     claim is about what the question asks (`on_topic`; *read* = passages read)."""
+    confirmed = current_claims(run.corpus, confirmed)
     if confirmed and not on_topic(question, run, confirmed):
         return off_topic_report(question, run, confirmed, read), "abstained (off topic)"
     confirmed = [c | {"about": about_of(run.corpus, question, c)} for c in confirmed]
+    if run.corpus is not None:
+        common = common_words(run.corpus, question)
+        confirmed = [
+            c | {"_coverage": coverage(run.corpus, question, context_of(run.corpus, c), common)}
+            for c in confirmed
+        ]
     texts = [cap(c["claim"], run.config.max_field_chars) for c in confirmed[:9]]
 
     def label(url: str) -> str:
