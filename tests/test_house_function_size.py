@@ -27,8 +27,6 @@ MAX_COMPLEXITY = 20
 ALLOWED: dict[str, tuple[int, int]] = {
     # workflows: in modules other work was changing when the rule came
     "src/agentport/workflows/deep_research/_units.py units_of": (106, 24),
-    "src/agentport/workflows/deep_research/_report.py to_markdown": (97, 22),
-    "src/agentport/workflows/deep_research/_small_report.py small_report": (89, 7),
     # the rest of src
     "src/agentport/policies/_failover.py FailoverAdapter._race": (95, 16),
     "src/agentport/transport/_runner.py run_process": (95, 14),

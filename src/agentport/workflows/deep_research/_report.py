@@ -255,27 +255,7 @@ def to_markdown(report: ResearchReport) -> str:
     if report.open_questions:
         lines += ["## Open Questions", *(f"- {_md(q)}" for q in report.open_questions), ""]
     if report.claims:
-        lines.append("## Verified claims")
-        found = {f.claim: i for i, f in enumerate(report.findings, 1)}
-        for c in report.claims:
-            flag = " · quote NOT found in source" if c.grounded is False else ""
-            where = (
-                f"{c.source} ({_md(named[c.source])}, " if c.source in named else c.source + " ("
-            )
-            # a claim the findings already state is named, not repeated word for word
-            if c.claim in found:
-                quoted = f'\n  > "{_md(c.quote)}"' if c.quote != c.claim else ""
-                text = f"Finding {found[c.claim]}{quoted}"
-            elif c.claim == c.quote:
-                text = f'\n  > "{_md(c.quote)}"'
-            else:
-                text = f'{_md(c.claim)}\n  > "{_md(c.quote)}"'
-            sep = "" if text.startswith("\n") else " "
-            lines.append(
-                f"- **{c.outcome}** (vote {c.vote}, {c.abstained} abstained{flag}):"
-                f"{sep}{text}\n  — {where}{c.source_quality})"
-            )
-        lines.append("")
+        lines += ["## Verified claims", *_verified(report, named), ""]
     if report.refuted:
         lines.append("## Refuted (transparency)")
         lines += [f'- "{_md(r.claim)}" (vote {r.vote}, {r.source})' for r in report.refuted]
@@ -313,3 +293,27 @@ def to_markdown(report: ResearchReport) -> str:
     lines += ["## Stats", "", _STATS_NOTE, ""]
     lines += ["```json", json.dumps(report.stats, ensure_ascii=False, indent=2), "```"]
     return redact("\n".join(lines) + "\n")
+
+
+def _verified(report: ResearchReport, named: dict[str, str]) -> list[str]:
+    """The "Verified claims" lines: each claim's outcome, vote and quote; a claim the
+    findings already state is named, not repeated word for word."""
+    out: list[str] = []
+    found = {f.claim: i for i, f in enumerate(report.findings, 1)}
+    for c in report.claims:
+        flag = " · quote NOT found in source" if c.grounded is False else ""
+        where = f"{c.source} ({_md(named[c.source])}, " if c.source in named else c.source + " ("
+        # a claim the findings already state is named, not repeated word for word
+        if c.claim in found:
+            quoted = f'\n  > "{_md(c.quote)}"' if c.quote != c.claim else ""
+            text = f"Finding {found[c.claim]}{quoted}"
+        elif c.claim == c.quote:
+            text = f'\n  > "{_md(c.quote)}"'
+        else:
+            text = f'{_md(c.claim)}\n  > "{_md(c.quote)}"'
+        sep = "" if text.startswith("\n") else " "
+        out.append(
+            f"- **{c.outcome}** (vote {c.vote}, {c.abstained} abstained{flag}):"
+            f"{sep}{text}\n  — {where}{c.source_quality})"
+        )
+    return out

@@ -231,51 +231,13 @@ def small_report(
     caveats name both sides. *picks* (moved, scored): how often the model's scored
     choice changed the code's first choice (`_small_votes.scored_pick`)."""
     disputed, superseded = settled(confirmed)
-    merged: dict[str, Record] = {}
-    order = [*best, *(i for i in range(len(confirmed)) if i not in best)]
-    order.sort(key=lambda i: bool(confirmed[i].get("stale")))  # an old page's last
-    for i in order:
-        if i in disputed or i in superseded:
-            continue
-        c = confirmed[i]
-        key = " ".join(_WORD.findall(c["claim"].casefold()))
-        entry = merged.setdefault(
-            key,
-            {"claim": c["claim"], "sources": [], "unanimous": True, "p": [], "record": c},
-        )
-        entry["sources"].append(c["sourceUrl"])
-        entry["unanimous"] &= c["refutedVotes"] == 0
-        if (p := mean_probability(c["valid"])) is not None:
-            entry["p"].append(p)
-        vote = f"{len(c['valid']) - c['refutedVotes']}-{c['refutedVotes']}"
-        entry.setdefault("vote", vote + (f", P(supported) {p:.2f}" if p is not None else ""))
+    merged = _merged(confirmed, best, disputed | superseded)
     best_score = max((float(c.get("_score") or 0) for c in confirmed), default=0.0)
-
     first = next(iter(merged.values()), None)
-
-    def confidence(m: Record) -> str:
-        covered = m["record"].get("_coverage")
-        if isinstance(covered, float):
-            # what the code knows (`code_confidence`); the votes only take it down when split
-            word = code_confidence(m is first, covered)
-            if not m["unanimous"]:
-                word = "low"
-            cap_word = "high"
-        else:
-            word = finding_confidence(
-                len(m["sources"]), m["unanimous"], sum(m["p"]) / len(m["p"]) if m["p"] else None
-            )
-            cap_word = relevance_cap(float(m["record"].get("_score") or 0), best_score)
-        if m["record"].get("stale"):
-            cap_word = "low"  # a page that says it is not current
-        elif m["record"].get("replaces"):
-            cap_word = min(cap_word, "medium", key=_LEVELS.index)  # votes were on the old words
-        return _LEVELS[min(_LEVELS.index(word), _LEVELS.index(cap_word))]
-
     findings = [
         Finding(
             claim=str(m["record"]["claim"]),  # verbatim: what it is about goes beside it
-            confidence=confidence(m),
+            confidence=_confidence(m, m is first, best_score),
             sources=list(dict.fromkeys(m["sources"])),
             evidence="Quoted verbatim from "
             + ", ".join(label(s) for s in m["sources"])
@@ -294,6 +256,71 @@ def small_report(
         f"{_with_subject(m['record'], label(m['sources'][0]))} [{label(m['sources'][0])}]"
         for m in top
     )
+    caveats = _caveats(confirmed, picks, scored, superseded, disputed, label)
+    if disputed and not findings:
+        summary = "The documents disagree on what the question asks; see the caveats."
+    return Report.model_validate(
+        {
+            "summary": summary,
+            "findings": [f.model_dump() for f in findings],
+            "caveats": caveats,
+            "openQuestions": [],
+        }
+    )
+
+
+def _merged(
+    confirmed: Sequence[Record], best: Sequence[int], dropped: set[int]
+) -> dict[str, Record]:
+    """Identical claims merged with their sources and votes, the *best* indexes first and an
+    old page's last; the *dropped* indexes (disputed, superseded) left out."""
+    merged: dict[str, Record] = {}
+    order = [*best, *(i for i in range(len(confirmed)) if i not in best)]
+    order.sort(key=lambda i: bool(confirmed[i].get("stale")))  # an old page's last
+    for i in order:
+        if i in dropped:
+            continue
+        c = confirmed[i]
+        key = " ".join(_WORD.findall(c["claim"].casefold()))
+        entry = merged.setdefault(
+            key,
+            {"claim": c["claim"], "sources": [], "unanimous": True, "p": [], "record": c},
+        )
+        entry["sources"].append(c["sourceUrl"])
+        entry["unanimous"] &= c["refutedVotes"] == 0
+        if (p := mean_probability(c["valid"])) is not None:
+            entry["p"].append(p)
+        vote = f"{len(c['valid']) - c['refutedVotes']}-{c['refutedVotes']}"
+        entry.setdefault("vote", vote + (f", P(supported) {p:.2f}" if p is not None else ""))
+    return merged
+
+
+def _confidence(m: Record, first: bool, best_score: float) -> str:
+    """A merged finding's mark: the code's (`code_confidence`) where coverage was measured,
+    the votes only taking it down when split; else the seed's rubric capped by relevance."""
+    covered = m["record"].get("_coverage")
+    if isinstance(covered, float):
+        word = code_confidence(first, covered)
+        if not m["unanimous"]:
+            word = "low"
+        cap_word = "high"
+    else:
+        word = finding_confidence(
+            len(m["sources"]), m["unanimous"], sum(m["p"]) / len(m["p"]) if m["p"] else None
+        )
+        cap_word = relevance_cap(float(m["record"].get("_score") or 0), best_score)
+    if m["record"].get("stale"):
+        cap_word = "low"  # a page that says it is not current
+    elif m["record"].get("replaces"):
+        cap_word = min(cap_word, "medium", key=_LEVELS.index)  # votes were on the old words
+    return _LEVELS[min(_LEVELS.index(word), _LEVELS.index(cap_word))]
+
+
+def _caveats(
+    confirmed: Sequence[Record], picks: tuple[int, int] | None, scored: bool,
+    superseded: set[int], disputed: set[int], label: Callable[[str], str],
+) -> str:  # fmt: skip
+    """What the reader must know of how the findings were chosen and what was left out."""
     caveats = _how_picked(picks) + (
         "Each vote is the model's probability that the statement is supported, from its "
         "likelihoods and calibrated against a content-free statement; a voter less than "
@@ -326,16 +353,7 @@ def small_report(
             for i in sorted(disputed)
         )
         caveats += " The documents disagree, so none of these is a finding: " + sides + "."
-        if not findings:
-            summary = "The documents disagree on what the question asks; see the caveats."
-    return Report.model_validate(
-        {
-            "summary": summary,
-            "findings": [f.model_dump() for f in findings],
-            "caveats": caveats,
-            "openQuestions": [],
-        }
-    )
+    return caveats
 
 
 _INTRODUCES = re.compile(r"[:,;(\[\u2014-]\s*$")
