@@ -20,8 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentport import CompletionConfig, LLMAdapter, Message, create_llm_adapter
-from agentport.backends import OpenedCall, _opening
-from agentport.core import CallPlan, current_plan
+from agentport.core import CallPlan, OpenedCall, _opening, current_plan
 from agentport.testing import FakeModelServer
 
 pytestmark = [

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from ._cli import CliAdapter
 from ._cli_runtime import CliRuntime
-from ._opening import OpenedCall, complete_call
 from ._settings import BackendSettings
 from ._spec import (
     BackendSpec,
@@ -35,7 +34,5 @@ __all__ = [
     "CliCall",
     "CliRuntime",
     "Invocation",
-    "OpenedCall",
     "RunOutcome",
-    "complete_call",
 ]

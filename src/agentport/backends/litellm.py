@@ -36,17 +36,18 @@ from ..core import (
     CostState,
     ErrorKind,
     Message,
+    OpenedCall,
     ProviderError,
     RawInfo,
     TimeoutWhich,
     Usage,
     as_quota,
+    complete_call,
     loopback_url,
     wait_from_headers,
 )
 from ..structured import complete_constrained, schema_dict
 from ._openai_wire import chat_message
-from ._opening import OpenedCall, complete_call
 from ._settings import BackendSettings
 
 # LiteLLM fetches a model price list over the network at import unless told not to.

@@ -57,9 +57,11 @@ from ..core import (
     ErrorKind,
     Message,
     MessageRole,
+    OpenedCall,
     ProviderError,
     RawInfo,
     Usage,
+    complete_call,
     plan_call,
 )
 from ..structured import complete_constrained, schema_dict
@@ -70,7 +72,6 @@ if (
     raise ImportError("the local backend needs llama-cpp-python: pip install 'agentport[local]'")
 
 from ._local_client import ModelWorker, scored_response, worker_for
-from ._opening import OpenedCall, complete_call
 from ._settings import BackendSettings
 
 __all__ = [

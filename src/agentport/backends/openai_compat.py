@@ -46,9 +46,11 @@ from ..core import (
     ErrorKind,
     Headroom,
     Message,
+    OpenedCall,
     ProviderError,
     TimeoutWhich,
     bounded,
+    complete_call,
     headroom_from_headers,
     loopback_url,
     with_headroom,
@@ -64,7 +66,6 @@ from ._openai_wire import (  # re-exported: the public wire helpers
     parse_chat_body,
     parse_retry_after,
 )
-from ._opening import OpenedCall, complete_call
 from ._settings import BackendSettings
 
 __all__ = [

@@ -12,7 +12,6 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 from returns.result import Failure, Result, Success
 
-from ..backends import OpenedCall, complete_call
 from ..catalog import get_capability
 from ..core import (
     AgentEvent,
@@ -23,11 +22,13 @@ from ..core import (
     EventType,
     Message,
     MessageRole,
+    OpenedCall,
     ProviderError,
     RawInfo,
     RuntimeHandle,
     Usage,
     as_messages,
+    complete_call,
     until_consumer_leaves,
 )
 from ..structured import parse_answer, parse_choice

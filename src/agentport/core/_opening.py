@@ -18,17 +18,14 @@ from dataclasses import dataclass
 import anyio
 from returns.result import Failure, Result
 
-from ..core import (
-    BackendCapability,
-    CompletionConfig,
-    CompletionResponse,
-    Deadline,
-    ErrorKind,
-    Message,
-    ProviderError,
-    plan_call,
-    prepare_messages,
-)
+from ._capabilities import BackendCapability
+from ._checks import prepare_messages
+from ._config import CompletionConfig
+from ._deadline import Deadline
+from ._errors import ErrorKind, ProviderError
+from ._messages import Message
+from ._plan import plan_call
+from ._response import CompletionResponse
 
 __all__ = ["OpenedCall", "complete_call"]
 
