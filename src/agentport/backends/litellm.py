@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -37,14 +36,14 @@ from ..core import (
     CostState,
     ErrorKind,
     Message,
+    OpenedCall,
     ProviderError,
     RawInfo,
     TimeoutWhich,
     Usage,
     as_quota,
+    complete_call,
     loopback_url,
-    merge_config,
-    prepare_messages,
     wait_from_headers,
 )
 from ..structured import complete_constrained, schema_dict
@@ -265,13 +264,12 @@ class LiteLLMAdapter(ClosableAdapter):
     async def complete(
         self, messages: Sequence[Message], config: CompletionConfig | None = None
     ) -> Result[CompletionResponse, ProviderError]:
-        started = time.monotonic()
-        config = merge_config(config, self.default_config)
-        prepared = prepare_messages(self._capability, messages, config)
-        if isinstance(prepared, Failure):
-            return prepared
-        messages, warnings = prepared.unwrap()
-        if not (config.model or self._options.model):
+        return await complete_call(
+            self._capability, messages, config, self.default_config, self._opened
+        )
+
+    async def _opened(self, call: OpenedCall) -> Result[CompletionResponse, ProviderError]:
+        if not (call.config.model or self._options.model):
             return Failure(
                 ProviderError(
                     ErrorKind.config,
@@ -280,25 +278,7 @@ class LiteLLMAdapter(ClosableAdapter):
                     backend=self.backend,
                 )
             )
-        with anyio.move_on_after(config.total_timeout_s) as total:
-            result = await self._complete(messages, config)
-        if total.cancelled_caught:
-            return Failure(
-                ProviderError(
-                    ErrorKind.timeout,
-                    f"no complete answer within total_timeout_s={config.total_timeout_s:g}",
-                    backend=self.backend,
-                    timeout="total",
-                )
-            )
-        return result.map(
-            lambda r: r.model_copy(
-                update={
-                    "warnings": warnings + r.warnings,
-                    "duration_s": time.monotonic() - started,
-                }
-            )
-        )
+        return await self._complete(call.messages, call.config)
 
     async def _complete(
         self, messages: Sequence[Message], config: CompletionConfig

@@ -57,11 +57,12 @@ from ..core import (
     ErrorKind,
     Message,
     MessageRole,
+    OpenedCall,
     ProviderError,
     RawInfo,
     Usage,
-    merge_config,
-    prepare_messages,
+    complete_call,
+    plan_call,
 )
 from ..structured import complete_constrained, schema_dict
 
@@ -359,9 +360,9 @@ class LocalAdapter(ClosableAdapter):
     def load(self, config: CompletionConfig | None = None) -> float:
         """Start the model worker and load the model now (blocking); returns the load time in
         seconds (0 when it was already loaded). Raises `ProviderError`. For warm-up."""
-        config = merge_config(config, self.default_config)
+        plan = plan_call((), config, self.default_config)  # the warm-up's merge and deadline
+        config, deadline = plan.config, plan.deadline.end
         worker = self._worker(config)
-        deadline = time.monotonic() + config.total_timeout_s
         with worker.lock:
             warm = worker.info is not None
             answer = worker.ensure_loaded(deadline, None)
@@ -372,13 +373,14 @@ class LocalAdapter(ClosableAdapter):
     async def complete(
         self, messages: Sequence[Message], config: CompletionConfig | None = None
     ) -> Result[CompletionResponse, ProviderError]:
-        started = time.monotonic()
-        config = merge_config(config, self.default_config)
-        prepared = prepare_messages(self._capability, messages, config)
-        if isinstance(prepared, Failure):
-            return prepared
-        messages, warnings = prepared.unwrap()
-        deadline = started + config.total_timeout_s
+        # the worker checks the deadline between tokens: no cancel scope around the body
+        return await complete_call(
+            self._capability, messages, config, self.default_config, self._opened, bounded=False
+        )
+
+    async def _opened(self, call: OpenedCall) -> Result[CompletionResponse, ProviderError]:
+        config, deadline = call.config, call.deadline.end
+        warnings: tuple[str, ...] = ()
         schema = schema_dict(config.output_schema) if config.output_schema else None
         native: Any = lambda convo: self._run(convo, config, deadline, schema=schema)  # noqa: E731
         if schema is not None and _backslash_literals(schema):
@@ -395,21 +397,14 @@ class LocalAdapter(ClosableAdapter):
         # the grammar is the native schema; structured drops it when the schema does not fit
         result = await complete_constrained(
             lambda convo: self._run(convo, config, deadline, choices=config.choices),
-            messages,
+            call.messages,
             config,
             native_schema=native,
             describe_native=self._options.schema_in_prompt,
             choices_native=scored,
             backend=self.backend,
         )
-        return result.map(
-            lambda r: r.model_copy(
-                update={
-                    "warnings": warnings + r.warnings,
-                    "duration_s": time.monotonic() - started,
-                }
-            )
-        )
+        return result.map(lambda r: r.model_copy(update={"warnings": warnings + r.warnings}))
 
     async def _scores_choices(self, config: CompletionConfig, deadline: float) -> bool:
         """True when the model takes plain prompts, so `choices` are scored (loads it)."""

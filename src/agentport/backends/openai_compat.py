@@ -28,7 +28,6 @@ context_length when the text says so, else invalid_request; 404 config; 408 time
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,13 +46,13 @@ from ..core import (
     ErrorKind,
     Headroom,
     Message,
+    OpenedCall,
     ProviderError,
     TimeoutWhich,
     bounded,
+    complete_call,
     headroom_from_headers,
     loopback_url,
-    merge_config,
-    prepare_messages,
     with_headroom,
 )
 from ..structured import complete_constrained, restore_answer, schema_dict, strict_schema
@@ -185,30 +184,16 @@ class OpenAICompatAdapter(ClosableAdapter):
     async def complete(
         self, messages: Sequence[Message], config: CompletionConfig | None = None
     ) -> Result[CompletionResponse, ProviderError]:
-        started = time.monotonic()
-        config = merge_config(config, self.default_config)
-        prepared = prepare_messages(self._capability, messages, config)
-        if isinstance(prepared, Failure):
-            return prepared
-        messages, warnings = prepared.unwrap()
-        with anyio.move_on_after(config.total_timeout_s) as total:
-            result = await self._complete(messages, config)
-        if total.cancelled_caught:
-            return Failure(
-                ProviderError(
-                    ErrorKind.timeout,
-                    f"no complete answer within total_timeout_s={config.total_timeout_s:g}",
-                    backend=self.backend,
-                    timeout="total",
-                )
-            )
+        return await complete_call(
+            self._capability, messages, config, self.default_config, self._opened
+        )
+
+    async def _opened(self, call: OpenedCall) -> Result[CompletionResponse, ProviderError]:
+        result = await self._complete(call.messages, call.config)
+        route = self.billing_route
         return result.map(
             lambda r: r.model_copy(
-                update={
-                    "warnings": warnings + r.warnings,
-                    "duration_s": time.monotonic() - started,
-                    "usage": r.usage.model_copy(update={"billing_route": self.billing_route}),
-                }
+                update={"usage": r.usage.model_copy(update={"billing_route": route})}
             )
         )
 

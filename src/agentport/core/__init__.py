@@ -4,7 +4,8 @@ The quota parsers (`as_quota`, `parse_quota`, `quota_from_body`, `QuotaWindow`, 
 the headroom parser (`headroom_from_headers`, `Headroom`, `with_headroom`), the billing
 words (`billing_said`), tracing (`span`, `trace_env`), the depth-bounded JSON parser
 (`bounded.loads`), the session transcript and its briefing (`Transcript`, `brief`, which
-only a handover needs) and the call plan (`plan_call`, `CallPlan`, `Deadline`, `merge_config`)
+only a handover needs), the call plan (`plan_call`, `CallPlan`, `Deadline`, `merge_config`)
+and the frame of a non-CLI call (`complete_call`, `OpenedCall`)
 load on first use: they cost more at import than a caller of the
 types needs.
 
@@ -90,6 +91,7 @@ if TYPE_CHECKING:
     from ._billing import billing_said, key_handed, loopback_url, route_for
     from ._deadline import Deadline, DeadlineLimit
     from ._headroom import Headroom, headroom_from_headers, with_headroom
+    from ._opening import OpenedCall, complete_call
     from ._plan import CallPlan, current_plan, merge_config, plan_call, planned
     from ._quota import MAX_WINDOW, QuotaWindow, as_quota, parse_quota, quota_from_body
     from ._runaway import RunawayGuard, input_digest
@@ -130,6 +132,7 @@ _LAZY = {
     **dict.fromkeys(("Deadline", "DeadlineLimit"), "_deadline"),
     **dict.fromkeys(("CallPlan", "current_plan", "merge_config", "plan_call", "planned"), "_plan"),
     **dict.fromkeys(("RuntimeScope", "TurnEvents", "TurnRuntime"), "_turns"),
+    **dict.fromkeys(("OpenedCall", "complete_call"), "_opening"),
 }
 
 
@@ -179,6 +182,7 @@ __all__ = [
     "McpServer",
     "Message",
     "MessageRole",
+    "OpenedCall",
     "OptionKind",
     "OutputSchema",
     "Param",
@@ -217,6 +221,7 @@ __all__ = [
     "brief",
     "check_params",
     "choose_option",
+    "complete_call",
     "current_plan",
     "estimate_tokens",
     "headroom_from_headers",

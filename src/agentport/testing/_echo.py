@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -18,14 +17,14 @@ from ..core import (
     EventType,
     Message,
     MessageRole,
+    OpenedCall,
     ProviderError,
     RawInfo,
     RuntimeHandle,
     TurnEvents,
     TurnRuntime,
     Usage,
-    merge_config,
-    prepare_messages,
+    complete_call,
 )
 from ..structured import parse_answer, parse_choice
 
@@ -50,36 +49,35 @@ class EchoAdapter(ClosableAdapter):
     async def complete(
         self, messages: Sequence[Message], config: CompletionConfig | None = None
     ) -> Result[CompletionResponse, ProviderError]:
-        started = time.monotonic()
-        config = merge_config(config, self.default_config)
-        prepared = prepare_messages(self._capability, messages, config)
-        if isinstance(prepared, Failure):
-            return prepared
-        messages, warnings = prepared.unwrap()
-        text = _echo(messages)
-        parsed: Any = None
-        if config.output_schema is not None:
-            result = parse_answer(text, config.output_schema, "echo", strict=config.schema_strict)
-            if isinstance(result, Failure):
-                return result
-            parsed = result.unwrap()
-        elif config.choices is not None:
-            choice = parse_choice(text, config.choices, "echo")
-            if isinstance(choice, Failure):
-                return choice
-            text = parsed = choice.unwrap()
-        return Success(
-            CompletionResponse(
-                content=text,
-                parsed=parsed,
-                model="echo",
-                usage=Usage(input_tokens=len(text.split()), output_tokens=len(text.split())),
-                finish_reason="stop",
-                warnings=warnings,
-                backend="echo",
-                duration_s=time.monotonic() - started,
-            )
+        # instant: nothing to bound by the deadline
+        return await complete_call(
+            self._capability, messages, config, self.default_config, _answer, bounded=False
         )
+
+
+async def _answer(call: OpenedCall) -> Result[CompletionResponse, ProviderError]:
+    text, config = _echo(call.messages), call.config
+    parsed: Any = None
+    if config.output_schema is not None:
+        result = parse_answer(text, config.output_schema, "echo", strict=config.schema_strict)
+        if isinstance(result, Failure):
+            return result
+        parsed = result.unwrap()
+    elif config.choices is not None:
+        choice = parse_choice(text, config.choices, "echo")
+        if isinstance(choice, Failure):
+            return choice
+        text = parsed = choice.unwrap()
+    return Success(
+        CompletionResponse(
+            content=text,
+            parsed=parsed,
+            model="echo",
+            usage=Usage(input_tokens=len(text.split()), output_tokens=len(text.split())),
+            finish_reason="stop",
+            backend="echo",
+        )
+    )
 
 
 class EchoRuntime(TurnRuntime):

