@@ -155,6 +155,11 @@ _RST_LITERAL = re.compile(
 )
 _RST_RULE = re.compile(r"^([=\-~^*+#\"'`])\1{2,}$")
 _MAN_HEADING = re.compile(r"^[A-Z][A-Z0-9 ,/&()\-]{2,40}$")
+# a man page's sub-section (groff `.SS`, indented 3): "   EXIT status:"
+_MAN_SUBHEADING = re.compile(r"^ {1,4}([A-Z][A-Za-z0-9 ,/&()\-]{1,38}):?$")
+# a man page's running header or footer: "NICE(1)     User Commands     NICE(1)", repeated
+# on every page and stating nothing
+_MAN_RUNNING = re.compile(r"^\S.*?\s{3,}.*\s{3,}[\w.:-]+\(\w+\)\s*$")
 
 
 def _heading_of(line: str, nxt: str, plain: bool) -> str | None:
@@ -170,13 +175,31 @@ def _heading_of(line: str, nxt: str, plain: bool) -> str | None:
         return stripped
     if plain and line == stripped and _MAN_HEADING.match(stripped):
         return stripped.title() if stripped.isupper() and len(stripped) > 3 else stripped
+    if plain and (m := _MAN_SUBHEADING.match(line.rstrip())) is not None and m.group(1)[:2].isupper():
+        return m.group(1).strip()
     return None
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _hangs(rows: Sequence[str], i: int, first: str) -> bool:
+    """Plain text: True when the next non-blank line after *rows[i]* is indented deeper
+    than *first* (the block's first line): a man page's option description goes on after
+    a blank line under its option ("-k, --kill-after=DURATION" over its text)."""
+    for row in rows[i + 1 :]:
+        if row.strip():
+            return _indent(row) > _indent(first) and not _MAN_RUNNING.match(row)
+    return False
 
 
 def _blocks(text: str, plain: bool = False) -> list[tuple[str, str]]:
     """(section heading, block) pairs: blank-line separated blocks with their lines kept
     (tables, lists, code), fenced code kept whole, headings (`_heading_of`) starting
-    sections; a reST title's underline is dropped."""
+    sections; a reST title's underline is dropped. In *plain* text (a man page), running
+    headers and footers are dropped and a blank line inside a hanging indent (an option
+    over its description) does not end the block."""
     out: list[tuple[str, str]] = []
     heading = ""
     lines: list[str] = []
@@ -216,6 +239,8 @@ def _blocks(text: str, plain: bool = False) -> list[tuple[str, str]]:
             skip_rule = False
             if _RST_RULE.match(stripped):
                 continue
+        if plain and _MAN_RUNNING.match(line):
+            continue
         if stripped.startswith("```") or stripped.startswith("~~~"):
             fence = not fence
         nxt = rows[i + 1] if i + 1 < len(rows) else ""
@@ -229,7 +254,8 @@ def _blocks(text: str, plain: bool = False) -> list[tuple[str, str]]:
             skip_rule = _RST_RULE.match(nxt.strip()) is not None
             continue
         if not fence and not stripped:
-            flush()
+            if not (plain and lines and _hangs(rows, i, lines[0])):
+                flush()
             continue
         lines.append(line)
         if not fence and (
@@ -450,7 +476,7 @@ def load_corpus(
         else:
             text = raw
             title = _title_of(text, file.stem)
-        chunks = _chunks(text, max_passage_chars)
+        chunks = _chunks(text, max_passage_chars, plain=file.suffix.lower() == ".txt")
         if not chunks:
             skipped.append(f"{rel}: empty")
             continue

@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import Any
 
 from ._corpus import Corpus, Passage, query_terms
-from ._rank import index_of, weighted_terms
+from ._rank import index_of, weighted_terms, word_pairs
 from ._rank import search as fused_search
 from ._run import Run, cap
 from ._schemas import Angle, Scope
@@ -291,6 +291,7 @@ def candidates(
     assert run.corpus is not None
     index = index_of(run.corpus)
     terms = weighted_terms(question, common)
+    pairs = word_pairs(question)
     units = units_of(passage.text, passage.heading)
     ask = run.ask
     scored: list[tuple[float, int, Unit]] = []
@@ -298,13 +299,13 @@ def candidates(
         own = stems(question, common)
         for i, u in enumerate(units):
             if overlap(own, stems(u.text)) or overlap(own, stems(u.subject)):
-                scored.append((index.score_unit(terms, passage, u), i, u))
+                scored.append((index.score_unit(terms, passage, u, pairs), i, u))
     else:
         if _namesake(passage, ask.every_name, run.corpus.titles):
             return {}
         for i, u in enumerate(units):
             if (fit := unit_score(ask, u.text, _context(passage, u))) > 0:
-                scored.append((fit + index.score_unit(terms, passage, u), i, u))
+                scored.append((fit + index.score_unit(terms, passage, u, pairs), i, u))
     if run.corpus.section_opening(passage) == passage:
         # a section states its point first: its opening sentences weigh a little more
         scored = [(s * (_OPENING if i < 3 else 1.0), i, u) for s, i, u in scored]
