@@ -30,7 +30,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 # bm25 column weights: title, section heading, prose, fenced code. Code weighs little: a
 # page that shows a question in an example command does not answer it.
 _WEIGHTS = (3.0, 5.0, 1.0, 0.3)
-_FENCED = re.compile(r"^(```|~~~).*?^(```|~~~)[^\n]*$", re.MULTILINE | re.DOTALL)
+_FENCED = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*(```|~~~)[^\n]*$", re.MULTILINE | re.DOTALL)
 # Question words that say nothing about the topic; searching for them ranks passages that
 # merely quote a question ("How does ...?") above the ones that answer it.
 STOP_WORDS = frozenset(
@@ -153,6 +153,7 @@ _RST_DIRECTIVE = re.compile(
 _RST_LITERAL = re.compile(
     r"^\.\.\s+[\w:-]*(?:code|example|doctest|literal|testcode|run|ipython|highlight)[\w:-]*::"
 )
+_ATTRS = re.compile(r"\s*\{:?\s*[#.][^}]*\}")
 _RST_RULE = re.compile(r"^([=\-~^*+#\"'`])\1{2,}$")
 _MAN_HEADING = re.compile(r"^[A-Z][A-Z0-9 ,/&()\-]{2,40}$")
 # a man page's sub-section (groff `.SS`, indented 3): "   EXIT status:"
@@ -167,7 +168,8 @@ def _heading_of(line: str, nxt: str, plain: bool) -> str | None:
     its underline *nxt*, a man page's upper-case section name when *plain*), or None."""
     stripped = line.strip()
     if (m := _HEADING.match(stripped)) is not None:
-        return m.group(2).strip()
+        # markdown's attribute list is markup: "Dot Notation { #dot_notation }"
+        return _ATTRS.sub("", m.group(2)).strip() or m.group(2).strip()
     if (m := _RST_DIRECTIVE.match(stripped)) is not None:
         return m.group(1).strip()
     under = nxt.strip()
@@ -194,19 +196,24 @@ def _hangs(rows: Sequence[str], i: int, first: str) -> bool:
     return False
 
 
-def _blocks(text: str, plain: bool = False) -> list[tuple[str, str]]:
+def _blocks(text: str, plain: bool = False, indented: bool = False) -> list[tuple[str, str]]:
     """(section heading, block) pairs: blank-line separated blocks with their lines kept
     (tables, lists, code), fenced code kept whole, headings (`_heading_of`) starting
     sections; a reST title's underline is dropped. In *plain* text (a man page), running
     headers and footers are dropped and a blank line inside a hanging indent (an option
-    over its description) does not end the block."""
+    over its description) does not end the block. *indented*: lines keep their indent
+    (a definition's or list item's indented paragraph stays under it, `_units`)."""
     out: list[tuple[str, str]] = []
     heading = ""
     lines: list[str] = []
     fence = False
 
     def flush() -> None:
-        block = "\n".join(line.strip() for line in lines).strip()
+        if indented:
+            block = "\n".join(line.rstrip() for line in lines).strip("\n")
+            block = block if block.strip() else ""
+        else:
+            block = "\n".join(line.strip() for line in lines).strip()
         if block:
             out.append((heading, block))
         lines.clear()
@@ -277,19 +284,21 @@ def _split_long(block: str, limit: int) -> list[str]:
         if cut <= limit // 3:
             cut = block.rfind(". ", 0, limit)
             cut = cut + 1 if cut > limit // 3 else limit
-        pieces.append(block[:cut].strip())
-        block = block[cut:].strip()
+        pieces.append(block[:cut].strip("\n").rstrip())
+        block = block[cut:].strip("\n").rstrip()
     if block:
         pieces.append(block)
     return pieces
 
 
-def _chunks(text: str, limit: int, plain: bool = False) -> list[tuple[str, str]]:
+def _chunks(
+    text: str, limit: int, plain: bool = False, indented: bool = False
+) -> list[tuple[str, str]]:
     """(section heading, chunk) pairs: blocks packed into chunks of at most *limit*
     characters; a markdown heading always starts a new chunk, so a chunk never mixes
     sections and carries its section's heading."""
     chunks: list[tuple[str, str]] = []
-    for heading, block in _blocks(text, plain):
+    for heading, block in _blocks(text, plain, indented):
         is_heading = "\n" not in block and _HEADING.match(block) is not None
         for piece in _split_long(block, limit):
             if chunks and not is_heading and len(chunks[-1][1]) + 2 + len(piece) <= limit:
@@ -476,7 +485,10 @@ def load_corpus(
         else:
             text = raw
             title = _title_of(text, file.stem)
-        chunks = _chunks(text, max_passage_chars, plain=file.suffix.lower() == ".txt")
+        suffix = file.suffix.lower()
+        chunks = _chunks(
+            text, max_passage_chars, plain=suffix == ".txt", indented=suffix not in (".html", ".htm")
+        )
         if not chunks:
             skipped.append(f"{rel}: empty")
             continue

@@ -48,6 +48,12 @@ _SUBJECT_WEIGHT = 0.5
 # sentence says what the question says ("127 if COMMAND cannot be found" for "when the
 # command cannot be found"; "126 ... is found but cannot be invoked" meets one pair)
 _PHRASE_WEIGHT = 0.4
+# a term met in the document's title: the unit is in the document the question is about
+# ("Table of Contents extension" -> the toc page's `title_class`, not CodeHilite's
+# `css_class`)
+_TITLE_WEIGHT = 0.5
+# a word the question is also written as (`expand`) is evidence, weaker than its own words
+_EXPANSION_WEIGHT = 0.5
 _OFF_TOPIC = 0.5
 _K1 = 1.2
 _MIN_PREFIX = 4
@@ -129,6 +135,7 @@ class _Entry:
     context_prefixes: frozenset[str]
     subject: frozenset[str] = frozenset()
     pairs: frozenset[tuple[str, str]] = frozenset()
+    title: frozenset[str] = frozenset()
 
 
 def _entry(passage: int, p: Passage, unit: Unit) -> _Entry:
@@ -145,6 +152,7 @@ def _entry(passage: int, p: Passage, unit: Unit) -> _Entry:
         frozenset(x for w in context for x in _prefixes(w)),
         frozenset(term_stems(own)),
         word_pairs(unit.text) | word_pairs(own),
+        frozenset(term_stems(p.title)),
     )
 
 
@@ -194,28 +202,34 @@ class UnitIndex:
         terms: Iterable[str],
         entry: _Entry,
         pairs: frozenset[tuple[str, str]] = frozenset(),
+        extra: frozenset[str] = frozenset(),
     ) -> float:
         """How well *entry* meets *terms* (stems): idf-weighted, 1 for a term in the
         sentence, `_CONTEXT_WEIGHT` for one only in its title, heading or subject, plus
-        `_SUBJECT_WEIGHT` for one in its own subject too, plus `_PHRASE_WEIGHT` for each of
-        the question's word *pairs* (`word_pairs`) the unit holds."""
+        `_SUBJECT_WEIGHT` for one in its own subject too and `_TITLE_WEIGHT` for one in its
+        document's title too, plus `_PHRASE_WEIGHT` for each of
+        the question's word *pairs* (`word_pairs`) the unit holds; a term of *extra* (the
+        question's expansion) weighs `_EXPANSION_WEIGHT` of that."""
         total = 0.0
         on_topic = False
         for a, b in pairs & entry.pairs:
             rare = max((self.idf(w) for w in (a, b) if w not in STOP_WORDS), default=0.0)
             total += _PHRASE_WEIGHT * rare
         for t in terms:
+            idf = self.idf(t) * (_EXPANSION_WEIGHT if t in extra else 1.0)
             if _meets(t, entry.subject, frozenset()):
-                total += _SUBJECT_WEIGHT * self.idf(t)
+                total += _SUBJECT_WEIGHT * idf
+            if _meets(t, entry.title, frozenset()):
+                total += _TITLE_WEIGHT * idf
             in_context = _meets(t, entry.context, entry.context_prefixes)
             on_topic |= in_context
             if _meets(t, entry.words, entry.prefixes):
                 # BM25's saturating term frequency: the sentence that keeps returning to
                 # the asked thing ("retries ... RetryPolicy ... retry_after") is about it
                 tf = sum(1 for w in entry.stems if _meets(t, frozenset((w,)), _no_prefix(w)))
-                total += self.idf(t) * (tf * (_K1 + 1)) / (max(tf, 1) + _K1)
+                total += idf * (tf * (_K1 + 1)) / (max(tf, 1) + _K1)
             elif in_context:
-                total += _CONTEXT_WEIGHT * self.idf(t)
+                total += _CONTEXT_WEIGHT * idf
         # a section whose title and headings meet none of the question's words is about
         # something else ("copilot retries failed model calls 5 times" under "copilot ›
         # Surprises" for a question about the library's own retries)
@@ -227,19 +241,24 @@ class UnitIndex:
         passage: Passage,
         unit: Unit,
         pairs: frozenset[tuple[str, str]] = frozenset(),
+        extra: frozenset[str] = frozenset(),
     ) -> float:
         """`score` of *unit* of *passage* (one not indexed, or indexed)."""
-        return self.score(terms, _entry(-1, passage, unit), pairs)
+        return self.score(terms, _entry(-1, passage, unit), pairs, extra)
 
     def best_passages(
-        self, terms: Iterable[str], k: int, pairs: frozenset[tuple[str, str]] = frozenset()
+        self,
+        terms: Iterable[str],
+        k: int,
+        pairs: frozenset[tuple[str, str]] = frozenset(),
+        extra: frozenset[str] = frozenset(),
     ) -> list[Passage]:
         """The *k* passages whose best unit scores highest for *terms* and *pairs* (score >
         0)."""
         wanted = list(terms)
         best: dict[int, float] = {}
         for e in self.entries:
-            s = self.score(wanted, e, pairs)
+            s = self.score(wanted, e, pairs, extra)
             if s > best.get(e.passage, 0.0):
                 best[e.passage] = s
         order = sorted(best, key=lambda i: (-best[i], i))[:k]
@@ -258,11 +277,22 @@ def index_of(corpus: Corpus) -> UnitIndex:
 def weighted_terms(question: str, ignore: frozenset[str] = frozenset()) -> list[str]:
     """The stems to search for *question*: its own content words (minus *ignore*), then
     `expand`'s."""
-    # `shell=True` asks about the `shell` parameter: its literal value is no search word
-    values = {m.group(0).rsplit("=", 1)[1].strip("` ").lower() for m in _IDENT.finditer(question)}
-    own = [w for w in term_stems(question) if w not in ignore and w not in values]
+    own = own_terms(question, ignore)
     extra = [stem(w) for w in expand(question) if stem(w) not in own]
     return [*own, *extra]
+
+
+def own_terms(question: str, ignore: frozenset[str] = frozenset()) -> list[str]:
+    """The stems of *question*'s own content words (minus *ignore*), without `expand`'s and
+    without the literal values of its `x=True` forms."""
+    # `shell=True` asks about the `shell` parameter: its literal value is no search word
+    values = {m.group(0).rsplit("=", 1)[1].strip("` ").lower() for m in _IDENT.finditer(question)}
+    return [w for w in term_stems(question) if w not in ignore and w not in values]
+
+
+def expansion(question: str, ignore: frozenset[str] = frozenset()) -> frozenset[str]:
+    """The stems `weighted_terms` adds to the question's own (`own_terms`)."""
+    return frozenset(weighted_terms(question, ignore)) - frozenset(own_terms(question, ignore))
 
 
 def search(
@@ -275,7 +305,7 @@ def search(
     expanded = " ".join([query, *expand(query)])
     bm25 = corpus.search(expanded, 3 * k)
     units = index_of(corpus).best_passages(
-        weighted_terms(query, ignore), 3 * k, word_pairs(query)
+        weighted_terms(query, ignore), 3 * k, word_pairs(query), expansion(query, ignore)
     )
     fused = rrf([[p.url for p in bm25], [p.url for p in units]])
     by_url = {p.url: p for p in (*bm25, *units)}

@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import Any
 
 from ._corpus import Corpus, Passage, query_terms
-from ._rank import index_of, weighted_terms, word_pairs
+from ._rank import expansion, index_of, weighted_terms, word_pairs
 from ._rank import search as fused_search
 from ._run import Run, cap
 from ._schemas import Angle, Scope
@@ -290,7 +290,8 @@ def candidates(
         return {}
     assert run.corpus is not None
     index = index_of(run.corpus)
-    terms = weighted_terms(question, common)
+    # every word of the question counts, a frequent one by its low rarity (idf)
+    terms, extra = weighted_terms(question), expansion(question)
     pairs = word_pairs(question)
     units = units_of(passage.text, passage.heading)
     ask = run.ask
@@ -299,16 +300,20 @@ def candidates(
         own = stems(question, common)
         for i, u in enumerate(units):
             if overlap(own, stems(u.text)) or overlap(own, stems(u.subject)):
-                scored.append((index.score_unit(terms, passage, u, pairs), i, u))
+                scored.append((index.score_unit(terms, passage, u, pairs, extra), i, u))
     else:
         if _namesake(passage, ask.every_name, run.corpus.titles):
             return {}
         for i, u in enumerate(units):
             if (fit := unit_score(ask, u.text, _context(passage, u))) > 0:
-                scored.append((fit + index.score_unit(terms, passage, u, pairs), i, u))
+                scored.append((fit + index.score_unit(terms, passage, u, pairs, extra), i, u))
     if run.corpus.section_opening(passage) == passage:
         # a section states its point first: its opening sentences weigh a little more
-        scored = [(s * (_OPENING if i < 3 else 1.0), i, u) for s, i, u in scored]
+        # (its own prose, not an option list's items, each about its own name)
+        scored = [
+            (s * (_OPENING if i < 3 and u.subject == passage.heading else 1.0), i, u)
+            for s, i, u in scored
+        ]
     best = sorted(scored, key=lambda x: (-x[0], x[1]))[:8]
     return {u: score for score, _, u in best}
 
