@@ -273,6 +273,23 @@ def _blocks(text: str, plain: bool = False, indented: bool = False) -> list[tupl
     if in_literal:
         lines.append("```")
     flush()
+    return _keep_items_whole(out) if indented else out
+
+
+def _keep_items_whole(blocks: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Join a block indented deeper than the block before it (a list item's or a
+    definition's further paragraph) to that block, so packing never parts an item from
+    its text; headings and code are never joined to."""
+    out: list[tuple[str, str]] = []
+    for heading, block in blocks:
+        if out and out[-1][0] == heading:
+            prev = out[-1][1]
+            opener = prev.lstrip("\n")
+            deeper = _indent(block) > _indent(opener)
+            if deeper and not opener.lstrip().startswith(("#", "```", "~~~")):
+                out[-1] = (heading, prev + "\n\n" + block)
+                continue
+        out.append((heading, block))
     return out
 
 

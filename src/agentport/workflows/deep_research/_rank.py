@@ -23,7 +23,20 @@ from ._corpus import STOP_WORDS, Corpus, Passage, query_terms
 from ._small_qa import DERIVATIONS, stem
 from ._units import Unit, units_of
 
-__all__ = ["UnitIndex", "expand", "index_of", "meets_any", "rrf", "search", "term_stems"]
+__all__ = [
+    "UnitIndex",
+    "expand",
+    "expansion",
+    "importance",
+    "index_of",
+    "meets_any",
+    "own_terms",
+    "rrf",
+    "search",
+    "term_stems",
+    "weighted_terms",
+    "word_pairs",
+]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -263,6 +276,15 @@ class UnitIndex:
                 best[e.passage] = s
         order = sorted(best, key=lambda i: (-best[i], i))[:k]
         return [self.corpus.passages[i] for i in order]
+
+
+def importance(index: UnitIndex, question: str, score: float) -> str:
+    """"central" when *score* (`UnitIndex.score`) reaches half of what a sentence meeting
+    each of the question's own words once would score (by rarity), else "supporting".
+    Monotone in the score, so the claims rank in the code's score order across passages
+    (the seed ranks by importance first)."""
+    ideal = sum(index.idf(t) for t in own_terms(question))
+    return "central" if ideal > 0 and score >= 0.5 * ideal else "supporting"
 
 
 def index_of(corpus: Corpus) -> UnitIndex:

@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import Any
 
 from ._corpus import Corpus, Passage, query_terms
-from ._rank import expansion, index_of, weighted_terms, word_pairs
+from ._rank import expansion, importance, index_of, weighted_terms, word_pairs
 from ._rank import search as fused_search
 from ._run import Run, cap
 from ._schemas import Angle, Scope
@@ -369,7 +369,7 @@ async def run_extract(question: str, run: Run, url: str, priority: float) -> Rec
             "claim": u.text,
             "quote": u.text,
             "subject": u.subject,
-            "importance": importance_of(question, u.text, common),
+            "importance": importance(index_of(run.corpus), question, scores[u]),
             "_score": scores[u],
         }
         for u in (units[i] for i in order)
