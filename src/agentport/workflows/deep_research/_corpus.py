@@ -313,12 +313,18 @@ def _chunks(
 ) -> list[tuple[str, str]]:
     """(section heading, chunk) pairs: blocks packed into chunks of at most *limit*
     characters; a markdown heading always starts a new chunk, so a chunk never mixes
-    sections and carries its section's heading."""
+    sections and carries its section's heading. In *plain* text a heading joins a chunk
+    under a third of *limit* (a man page's short sections); the chunk keeps its first
+    heading and the heading lines inside it."""
     chunks: list[tuple[str, str]] = []
     for heading, block in _blocks(text, plain, indented):
         is_heading = "\n" not in block and _HEADING.match(block) is not None
         for piece in _split_long(block, limit):
-            if chunks and not is_heading and len(chunks[-1][1]) + 2 + len(piece) <= limit:
+            # a man page's short sections (NAME, AUTHOR, SEE ALSO) share a chunk: alone,
+            # a two-line section outranks the page's body in BM25 (length normalisation)
+            small = plain and chunks and len(chunks[-1][1]) < limit // 3
+            fits = chunks and len(chunks[-1][1]) + 2 + len(piece) <= limit
+            if fits and (not is_heading or small):
                 chunks[-1] = (chunks[-1][0], chunks[-1][1] + "\n\n" + piece)
             else:
                 chunks.append((heading, piece))
