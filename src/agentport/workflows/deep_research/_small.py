@@ -33,8 +33,10 @@ from ._schemas import Angle, Scope
 from ._small_qa import (
     Ask,
     ask_of,
+    asks_for_name,
     hop_titles,
     mentions,
+    names_identifier,
     overlap,
     stems,
     unit_score,
@@ -73,6 +75,7 @@ Record = dict[str, Any]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _OPENING = 1.25
+_NAMES = 1.3
 
 
 def pick_sentences(
@@ -271,6 +274,11 @@ def _context(passage: Passage, unit: Unit | None = None) -> str:
     return f"{passage.title} {passage.heading} {subject}".strip()
 
 
+def _own(passage: Passage, unit: Unit) -> str:
+    """A unit's text with its own subject (not the section heading every unit shares)."""
+    return unit.text if unit.subject == passage.heading else f"{unit.subject} {unit.text}"
+
+
 def _namesake(passage: Passage, names: Sequence[str], titles: Sequence[str]) -> bool:
     """True when *passage*'s document is about a longer namesake ("Port Velmora") of a name
     that has a document of its own ("Velmora"): a hard negative, never a candidate."""
@@ -312,6 +320,12 @@ def candidates(
         # (its own prose, not an option list's items, each about its own name)
         scored = [
             (s * (_OPENING if i < 3 and u.subject == passage.heading else 1.0), i, u)
+            for s, i, u in scored
+        ]
+    if asks_for_name(question):
+        # "which function ...?": a unit naming one (in its text or as its subject) answers
+        scored = [
+            (s * (_NAMES if names_identifier(_own(passage, u), question) else 1.0), i, u)
             for s, i, u in scored
         ]
     best = sorted(scored, key=lambda x: (-x[0], x[1]))[:8]

@@ -30,10 +30,12 @@ from ._corpus import STOP_WORDS, query_terms
 __all__ = [
     "Ask",
     "ask_of",
+    "asks_for_name",
     "conflicts",
     "extends",
     "hop_titles",
     "mentions",
+    "names_identifier",
     "overlap",
     "stem",
     "stems",
@@ -172,6 +174,35 @@ def carries(kind: str | None, unit: str, question: str) -> bool:
     else:
         return False
     return any(not mentions(question, v) for v in found)
+
+
+# "Which click function ...?", "Which sort option ...?": the answer is a name
+_ASKS_NAME = re.compile(
+    r"^\s*(?:which|what)\s+(?:[\w.'-]+\s+){0,3}?(?:function|method|option|argument|parameter|"
+    r"decorator|class|extension|command|setting|keyword|flag|variable|attribute|field|"
+    r"module|exception|type)s?\b",
+    re.I,
+)
+# an identifier as documentation writes one: `code`, :role:`target`, --long-option, -x,
+# snake_case, dotted.name, call()
+_IDENTIFIER = re.compile(
+    r"`+([^`\s][^`]{0,60})`+|(?<![\w-])(--?[A-Za-z][\w-]*)|\b([a-z]\w*_\w+|\w+\.\w[\w.]*|\w+\(\))"
+)
+
+
+def asks_for_name(question: str) -> bool:
+    """True when *question* asks which function, option, class ... does something: its
+    answer is a name."""
+    return _ASKS_NAME.search(question) is not None
+
+
+def names_identifier(text: str, question: str) -> bool:
+    """True when *text* holds an identifier (`_IDENTIFIER`) that *question* does not."""
+    for m in _IDENTIFIER.finditer(text):
+        found = next(g for g in m.groups() if g)
+        if not mentions(question, found):
+            return True
+    return False
 
 
 def unit_score(ask: Ask, unit: str, context: str) -> int:
