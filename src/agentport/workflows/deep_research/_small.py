@@ -313,7 +313,7 @@ def candidates(
         if _namesake(passage, ask.every_name, run.corpus.titles):
             return {}
         for i, u in enumerate(units):
-            if (fit := unit_score(ask, u.text, _context(passage, u))) > 0:
+            if (fit := unit_score(ask, _own(passage, u), _context(passage, u))) > 0:
                 scored.append((fit + index.score_unit(terms, passage, u, pairs, extra), i, u))
     if run.corpus.section_opening(passage) == passage:
         # a section states its point first: its opening sentences weigh a little more

@@ -45,6 +45,8 @@ __all__ = [
 _WORD = re.compile(r"\w+", re.UNICODE)
 _TOKEN = re.compile(r"\d[\d,.\u202f]*\d|\w+", re.UNICODE)  # "125,400" is one value
 _NAME_RUN = re.compile(r"\b[A-Z][\w.\-]*(?:\s+[A-Z][\w.\-]*)*")
+# values, not names: "set to None", "when permalink is True"
+_LITERALS = frozenset({"None", "True", "False", "Null", "NULL", "TRUE", "FALSE", "NONE"})
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _QUANTITY = re.compile(r"\b\d{1,3}(?:[,.\u202f]\d{3})+\b|\b\d{5,}\b|\b\d+(?:\.\d+)?\s*%")
 _PERSON = re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]+\s+[A-Z][a-z]+\b")
@@ -135,11 +137,16 @@ def overlap(terms: set[str], words: set[str]) -> int:
 def ask_of(question: str, common: Iterable[str] = ()) -> Ask:
     """Take *question* apart (see `Ask`); *common* words never count as asked."""
     names: list[str] = []
+    ignore_words = set(common)
     for m in _NAME_RUN.finditer(question):
         words = m.group(0).split()
         if m.start() == len(question) - len(question.lstrip()):
             words = words[1:]  # the question's first word is capitalised anyway
-        words = [w for w in words if w.lower() not in STOP_WORDS]
+        words = [w for w in words if w.lower() not in STOP_WORDS and w not in _LITERALS]
+        # a leading word most documents contain is the scope, not the name
+        # ("Python-Markdown Meta-Data" in the Python-Markdown docs: "Meta-Data")
+        while words and all(x.lower() in ignore_words for x in _WORD.findall(words[0])):
+            words = words[1:]
         if words:
             names.append(" ".join(words).rstrip(".-"))
     name_words = {w.lower() for n in names for w in _WORD.findall(n)}
