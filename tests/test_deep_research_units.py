@@ -94,6 +94,16 @@ _LINES = st.sampled_from(
         "",
         "The table below lists them:",
         "e.g. the codex CLI retries on its own too.",
+        "    Defaults to `toctitle`. Used for the title.",
+        ":   The encoding of the source text file.",
+        "__encoding__{: #encoding }",
+        "NICE(1)                  User Commands                  NICE(1)",
+        "       -k, --kill-after=DURATION",
+        "              also send a KILL signal if COMMAND is still running",
+        ":::python",
+        "    import markdown",
+        "* **`title_class`**:",
+        "    !!! Note",
     ]
 )
 
@@ -110,6 +120,7 @@ def test_every_unit_is_a_verbatim_span_and_never_markup(lines: list[str]) -> Non
         assert not unit.text.endswith(":")
         assert "#anchor" not in unit.text
         assert "comment" not in unit.text
+        assert "User Commands" not in unit.text, "a man page's running header is markup"
         assert not re.fullmatch(r"[|\s:\-]+", unit.text)
 
 

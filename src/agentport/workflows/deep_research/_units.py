@@ -61,6 +61,7 @@ _CODE_MARK = re.compile(r"^:::[\w+-]+$")
 _ITEM_CHARS = 320
 _EMPHASIS = re.compile(r"__|\*\*|`")
 _ADMONITION = re.compile(r"^(?:!!!|\?\?\?\+?)\s*\w")
+_RUNNING = re.compile(r"^\S.*?\s{3,}.*\s{3,}[\w.:-]+\(\w+\)$")
 _COMMENT_OPEN = "<!--"
 _COMMENT_CLOSE = "-->"
 
@@ -77,11 +78,14 @@ class Unit:
 
 def is_markup(line: str) -> bool:
     """True for a line that is markup, not prose: a link definition, a table separator
-    row, or a navigation line made only of links and separators."""
+    row, a man page's running header or footer ("NICE(1)   User Commands   NICE(1)"), or a
+    navigation line made only of links and separators."""
     s = line.strip()
     if not s:
         return False
     if _LINK_DEF.match(s) or (_TABLE_RULE.match(s) and set(s) & set("-=")):
+        return True
+    if _RUNNING.match(s):
         return True
     return bool(_NAV_LINK.search(s)) and bool(_NAV_REST.match(_NAV_LINK.sub("", s)))
 
