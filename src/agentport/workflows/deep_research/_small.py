@@ -319,7 +319,7 @@ def candidates(
         # a section states its point first: its opening sentences weigh a little more
         # (its own prose, not an option list's items, each about its own name)
         scored = [
-            (s * (_OPENING if i < 3 and u.subject == passage.heading else 1.0), i, u)
+            (s * (_OPENING if i < 3 and not u.item and u.subject == passage.heading else 1.0), i, u)
             for s, i, u in scored
         ]
     if asks_for_name(question):

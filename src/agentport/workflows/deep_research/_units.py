@@ -59,6 +59,7 @@ _ATTR_LIST = re.compile(r"\s*\{:?\s*[#.][^}]*\}|\{:[^}]*\}")
 # Python-Markdown's marker of an indented code block: ":::python"
 _CODE_MARK = re.compile(r"^:::[\w+-]+$")
 _ITEM_CHARS = 320
+_TAGGED = re.compile(r"^[^\s.,;:]{1,12}\s{3,}\S")
 _EMPHASIS = re.compile(r"__|\*\*|`")
 _ADMONITION = re.compile(r"^(?:!!!|\?\?\?\+?)\s*\w")
 _RUNNING = re.compile(r"^\S.*?\s{3,}.*\s{3,}[\w.:-]+\(\w+\)$")
@@ -69,11 +70,13 @@ _COMMENT_CLOSE = "-->"
 @dataclass(frozen=True, slots=True)
 class Unit:
     """One quotable unit: `text`, a contiguous span of the passage (whitespace aside, so a
-    verbatim quote), and `subject`, the heading, signature or option name it sits under
-    ("" when there is none)."""
+    verbatim quote), `subject`, the heading, signature or option name it sits under
+    ("" when there is none), and `item`: it is a list item, table row, definition or
+    option line rather than a sentence of prose."""
 
     text: str
     subject: str = ""
+    item: bool = False  # a list item, table row, definition or option line, not prose
 
 
 def is_markup(line: str) -> bool:
@@ -250,6 +253,11 @@ def units_of(text: str, heading: str = "") -> list[Unit]:
             item_subject, item_indent, item = m.group(1), indent, True
             prose.append(line)
             continue
+        if not prose and _TAGGED.match(line):
+            flush()  # a man page's tagged entry: "127    if COMMAND cannot be found"
+            item_indent, item = indent, True
+            prose.append(line)
+            continue
         if (m := _DEFINITION.match(line)) is not None:
             flush()
             parent = _open(outline, indent)
@@ -280,14 +288,14 @@ def units_of(text: str, heading: str = "") -> list[Unit]:
         prose.append(line)
     flush()
     out: list[Unit] = []
-    for body, owner, _ in units:
+    for body, owner, is_item in units:
         body = body.strip()
         is_default = _DEFAULT.search(body) is not None and owner != ""
         if body.endswith(":") or (len(_WORD.findall(body)) < _MIN_WORDS and not is_default):
             continue
         if len(body) > _MAX_SENTENCE_CHARS:
             body = body[: body.rfind(" ", 0, _MAX_SENTENCE_CHARS)].rstrip() + " …"
-        out.append(Unit(body, owner))
+        out.append(Unit(body, owner, is_item))
     return out
 
 
