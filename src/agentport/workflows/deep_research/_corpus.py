@@ -293,11 +293,17 @@ def _keep_items_whole(blocks: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return out
 
 
+_LINE_END_SENTENCE = re.compile(r"[.!?:;][`*_)\"']*\n")
+
+
 def _split_long(block: str, limit: int) -> list[str]:
-    """Cut an oversized block at line ends, then sentence ends, then hard."""
+    """Cut an oversized block at a line that ends a sentence, then at line ends, then at
+    sentence ends, then hard."""
     pieces: list[str] = []
     while len(block) > limit:
-        cut = block.rfind("\n", 0, limit)
+        # a line that ends a sentence first: a cut inside one leaves a fragment each side
+        ends = [m.end() - 1 for m in _LINE_END_SENTENCE.finditer(block, 0, limit)]
+        cut = ends[-1] if ends and ends[-1] > limit // 3 else block.rfind("\n", 0, limit)
         if cut <= limit // 3:
             cut = block.rfind(". ", 0, limit)
             cut = cut + 1 if cut > limit // 3 else limit

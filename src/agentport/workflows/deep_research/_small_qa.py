@@ -101,7 +101,11 @@ def stem(word: str) -> str:
     "sources")."""
     for suffix, repl in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) + len(repl) >= 3:
-            return word[: -len(suffix)] + repl
+            base = word[: -len(suffix)] + repl
+            if suffix in ("ing", "ed") and len(base) > 3 and base[-1] == base[-2]:
+                if base[-1] not in "lsz":  # "splitting" -> "split", not "fall" -> "fal"
+                    base = base[:-1]
+            return base
     return word
 
 

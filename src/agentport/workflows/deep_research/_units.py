@@ -253,7 +253,7 @@ def units_of(text: str, heading: str = "") -> list[Unit]:
             item_subject, item_indent, item = m.group(1), indent, True
             prose.append(line)
             continue
-        if not prose and _TAGGED.match(line):
+        if not prose and _TAGGED.match(line) and not _LIST_MARK.match(line):
             flush()  # a man page's tagged entry: "127    if COMMAND cannot be found"
             item_indent, item = indent, True
             prose.append(line)
