@@ -138,12 +138,19 @@ def test_the_word_pairs_of_the_question_rank_the_exact_statement_first(tmp_path:
 
 
 def test_a_term_in_the_document_title_ranks_that_document_first(tmp_path: Path) -> None:
-    other = "# CodeHilite\n\n## Usage\n\n* **`css_class`**:\n    Set CSS class name. Defaults to `codehilite`.\n"
+    other = (
+        "# CodeHilite\n\n## Usage\n\n"
+        "* **`css_class`**:\n    Set CSS class name. Defaults to `codehilite`.\n"
+    )
     corpus = _corpus(tmp_path, {"toc.md": OPTIONS, "code.md": other})
     index = index_of(corpus)
-    question = "In the Table of Contents extension, what CSS class is used by default for the title?"
+    question = (
+        "In the Table of Contents extension, what CSS class is used by default for the title?"
+    )
     terms = weighted_terms(question)
-    scores = {u.text: index.score_unit(terms, p, u, word_pairs(question)) for p, u in _units(corpus)}
+    scores = {
+        u.text: index.score_unit(terms, p, u, word_pairs(question)) for p, u in _units(corpus)
+    }
     best = max(scores, key=scores.__getitem__)
     assert "toctitle" in best
 
@@ -159,8 +166,10 @@ def test_importance_is_monotone_in_the_score(a: float, b: float) -> None:
 
 
 _WORDS = st.sampled_from(
-    "retry after Linux macOS shell=True total_timeout_s how does the fail request "
-    "maxRetries click.echo option default".split()
+    [
+        *("retry", "after", "Linux", "macOS", "shell=True", "total_timeout_s", "how"),
+        *("does", "the", "fail", "request", "maxRetries", "click.echo", "option", "default"),
+    ]
 )
 
 

@@ -177,7 +177,11 @@ def _heading_of(line: str, nxt: str, plain: bool) -> str | None:
         return stripped
     if plain and line == stripped and _MAN_HEADING.match(stripped):
         return stripped.title() if stripped.isupper() and len(stripped) > 3 else stripped
-    if plain and (m := _MAN_SUBHEADING.match(line.rstrip())) is not None and m.group(1)[:2].isupper():
+    if (
+        plain
+        and (m := _MAN_SUBHEADING.match(line.rstrip())) is not None
+        and m.group(1)[:2].isupper()
+    ):
         return m.group(1).strip()
     return None
 
@@ -516,7 +520,10 @@ def load_corpus(
             title = _title_of(text, file.stem)
         suffix = file.suffix.lower()
         chunks = _chunks(
-            text, max_passage_chars, plain=suffix == ".txt", indented=suffix not in (".html", ".htm")
+            text,
+            max_passage_chars,
+            plain=suffix == ".txt",
+            indented=suffix not in (".html", ".htm"),
         )
         if not chunks:
             skipped.append(f"{rel}: empty")

@@ -17,6 +17,7 @@ import math
 import re
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import TypeVar
 
 from ._corpus import STOP_WORDS, Corpus, Passage, query_terms
@@ -134,7 +135,7 @@ def word_pairs(text: str) -> frozenset[tuple[str, str]]:
     """The adjacent pairs of *text*'s light-stemmed words (stop words kept, identifiers
     split at `_` and `-`), the phrase signal of `UnitIndex.score`."""
     seq = [stem(w) for w in re.findall(r"[^\W_]+", text.lower())]
-    return frozenset(zip(seq, seq[1:], strict=False))
+    return frozenset(pairwise(seq))
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,7 +280,7 @@ class UnitIndex:
 
 
 def importance(index: UnitIndex, question: str, score: float) -> str:
-    """"central" when *score* (`UnitIndex.score`) reaches half of what a sentence meeting
+    """ "central" when *score* (`UnitIndex.score`) reaches half of what a sentence meeting
     each of the question's own words once would score (by rarity), else "supporting".
     Monotone in the score, so the claims rank in the code's score order across passages
     (the seed ranks by importance first)."""

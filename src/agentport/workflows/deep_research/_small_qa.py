@@ -102,9 +102,9 @@ def stem(word: str) -> str:
     for suffix, repl in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) + len(repl) >= 3:
             base = word[: -len(suffix)] + repl
-            if suffix in ("ing", "ed") and len(base) > 3 and base[-1] == base[-2]:
-                if base[-1] not in "lsz":  # "splitting" -> "split", not "fall" -> "fal"
-                    base = base[:-1]
+            doubled = len(base) > 3 and base[-1] == base[-2] and base[-1] not in "lsz"
+            if suffix in ("ing", "ed") and doubled:  # "splitting" -> "split", "falling" stays
+                base = base[:-1]
             return base
     return word
 
