@@ -293,7 +293,9 @@ def candidates(
     expansion met in the sentence, or in its title, heading or subject, by rarity): with
     no names known, those meeting a content word of the question in the sentence or in
     its subject; with names, only those `_small_qa.unit_score` accepts too (a name, and an
-    asked word or the answer's type), on a document that is not a namesake's."""
+    asked word or the answer's type), on a document that is not a namesake's. A section's
+    opening prose weighs `_OPENING`, and for a "which function / option ...?" question a
+    unit naming an identifier weighs `_NAMES`."""
     if passage is None:
         return {}
     assert run.corpus is not None
