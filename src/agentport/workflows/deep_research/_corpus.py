@@ -30,7 +30,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 # bm25 column weights: title, section heading, prose, fenced code. Code weighs little: a
 # page that shows a question in an example command does not answer it.
 _WEIGHTS = (3.0, 5.0, 1.0, 0.3)
-_FENCED = re.compile(r"^(```|~~~).*?^(```|~~~)[^\n]*$", re.MULTILINE | re.DOTALL)
+_FENCED = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*(```|~~~)[^\n]*$", re.MULTILINE | re.DOTALL)
 # Question words that say nothing about the topic; searching for them ranks passages that
 # merely quote a question ("How does ...?") above the ones that answer it.
 STOP_WORDS = frozenset(
@@ -153,8 +153,14 @@ _RST_DIRECTIVE = re.compile(
 _RST_LITERAL = re.compile(
     r"^\.\.\s+[\w:-]*(?:code|example|doctest|literal|testcode|run|ipython|highlight)[\w:-]*::"
 )
+_ATTRS = re.compile(r"\s*\{:?\s*[#.][^}]*\}")
 _RST_RULE = re.compile(r"^([=\-~^*+#\"'`])\1{2,}$")
 _MAN_HEADING = re.compile(r"^[A-Z][A-Z0-9 ,/&()\-]{2,40}$")
+# a man page's sub-section (groff `.SS`, indented 3): "   EXIT status:"
+_MAN_SUBHEADING = re.compile(r"^ {1,4}([A-Z][A-Za-z0-9 ,/&()\-]{1,38}):?$")
+# a man page's running header or footer: "NICE(1)     User Commands     NICE(1)", repeated
+# on every page and stating nothing
+_MAN_RUNNING = re.compile(r"^\S.*?\s{3,}.*\s{3,}[\w.:-]+\(\w+\)\s*$")
 
 
 def _heading_of(line: str, nxt: str, plain: bool) -> str | None:
@@ -162,7 +168,8 @@ def _heading_of(line: str, nxt: str, plain: bool) -> str | None:
     its underline *nxt*, a man page's upper-case section name when *plain*), or None."""
     stripped = line.strip()
     if (m := _HEADING.match(stripped)) is not None:
-        return m.group(2).strip()
+        # markdown's attribute list is markup: "Dot Notation { #dot_notation }"
+        return _ATTRS.sub("", m.group(2)).strip() or m.group(2).strip()
     if (m := _RST_DIRECTIVE.match(stripped)) is not None:
         return m.group(1).strip()
     under = nxt.strip()
@@ -170,20 +177,47 @@ def _heading_of(line: str, nxt: str, plain: bool) -> str | None:
         return stripped
     if plain and line == stripped and _MAN_HEADING.match(stripped):
         return stripped.title() if stripped.isupper() and len(stripped) > 3 else stripped
+    if (
+        plain
+        and (m := _MAN_SUBHEADING.match(line.rstrip())) is not None
+        and m.group(1)[:2].isupper()
+    ):
+        return m.group(1).strip()
     return None
 
 
-def _blocks(text: str, plain: bool = False) -> list[tuple[str, str]]:
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _hangs(rows: Sequence[str], i: int, first: str) -> bool:
+    """Plain text: True when the next non-blank line after *rows[i]* is indented deeper
+    than *first* (the block's first line): a man page's option description goes on after
+    a blank line under its option ("-k, --kill-after=DURATION" over its text)."""
+    for row in rows[i + 1 :]:
+        if row.strip():
+            return _indent(row) > _indent(first) and not _MAN_RUNNING.match(row)
+    return False
+
+
+def _blocks(text: str, plain: bool = False, indented: bool = False) -> list[tuple[str, str]]:
     """(section heading, block) pairs: blank-line separated blocks with their lines kept
     (tables, lists, code), fenced code kept whole, headings (`_heading_of`) starting
-    sections; a reST title's underline is dropped."""
+    sections; a reST title's underline is dropped. In *plain* text (a man page), running
+    headers and footers are dropped and a blank line inside a hanging indent (an option
+    over its description) does not end the block. *indented*: lines keep their indent
+    (a definition's or list item's indented paragraph stays under it, `_units`)."""
     out: list[tuple[str, str]] = []
     heading = ""
     lines: list[str] = []
     fence = False
 
     def flush() -> None:
-        block = "\n".join(line.strip() for line in lines).strip()
+        if indented:
+            block = "\n".join(line.rstrip() for line in lines).strip("\n")
+            block = block if block.strip() else ""
+        else:
+            block = "\n".join(line.strip() for line in lines).strip()
         if block:
             out.append((heading, block))
         lines.clear()
@@ -216,6 +250,8 @@ def _blocks(text: str, plain: bool = False) -> list[tuple[str, str]]:
             skip_rule = False
             if _RST_RULE.match(stripped):
                 continue
+        if plain and _MAN_RUNNING.match(line):
+            continue
         if stripped.startswith("```") or stripped.startswith("~~~"):
             fence = not fence
         nxt = rows[i + 1] if i + 1 < len(rows) else ""
@@ -229,7 +265,8 @@ def _blocks(text: str, plain: bool = False) -> list[tuple[str, str]]:
             skip_rule = _RST_RULE.match(nxt.strip()) is not None
             continue
         if not fence and not stripped:
-            flush()
+            if not (plain and lines and _hangs(rows, i, lines[0])):
+                flush()
             continue
         lines.append(line)
         if not fence and (
@@ -240,33 +277,64 @@ def _blocks(text: str, plain: bool = False) -> list[tuple[str, str]]:
     if in_literal:
         lines.append("```")
     flush()
+    return _keep_items_whole(out) if indented else out
+
+
+def _keep_items_whole(blocks: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Join a block indented deeper than the block before it (a list item's or a
+    definition's further paragraph) to that block, so packing never parts an item from
+    its text; headings and code are never joined to."""
+    out: list[tuple[str, str]] = []
+    for heading, block in blocks:
+        if out and out[-1][0] == heading:
+            prev = out[-1][1]
+            opener = prev.lstrip("\n")
+            deeper = _indent(block) > _indent(opener)
+            if deeper and not opener.lstrip().startswith(("#", "```", "~~~")):
+                out[-1] = (heading, prev + "\n\n" + block)
+                continue
+        out.append((heading, block))
     return out
 
 
+_LINE_END_SENTENCE = re.compile(r"[.!?:;][`*_)\"']*\n")
+
+
 def _split_long(block: str, limit: int) -> list[str]:
-    """Cut an oversized block at line ends, then sentence ends, then hard."""
+    """Cut an oversized block at a line that ends a sentence, then at line ends, then at
+    sentence ends, then hard."""
     pieces: list[str] = []
     while len(block) > limit:
-        cut = block.rfind("\n", 0, limit)
+        # a line that ends a sentence first: a cut inside one leaves a fragment each side
+        ends = [m.end() - 1 for m in _LINE_END_SENTENCE.finditer(block, 0, limit)]
+        cut = ends[-1] if ends and ends[-1] > limit // 3 else block.rfind("\n", 0, limit)
         if cut <= limit // 3:
             cut = block.rfind(". ", 0, limit)
             cut = cut + 1 if cut > limit // 3 else limit
-        pieces.append(block[:cut].strip())
-        block = block[cut:].strip()
+        pieces.append(block[:cut].strip("\n").rstrip())
+        block = block[cut:].strip("\n").rstrip()
     if block:
         pieces.append(block)
     return pieces
 
 
-def _chunks(text: str, limit: int, plain: bool = False) -> list[tuple[str, str]]:
+def _chunks(
+    text: str, limit: int, plain: bool = False, indented: bool = False
+) -> list[tuple[str, str]]:
     """(section heading, chunk) pairs: blocks packed into chunks of at most *limit*
     characters; a markdown heading always starts a new chunk, so a chunk never mixes
-    sections and carries its section's heading."""
+    sections and carries its section's heading. In *plain* text a heading joins a chunk
+    under a third of *limit* (a man page's short sections); the chunk keeps its first
+    heading and the heading lines inside it."""
     chunks: list[tuple[str, str]] = []
-    for heading, block in _blocks(text, plain):
+    for heading, block in _blocks(text, plain, indented):
         is_heading = "\n" not in block and _HEADING.match(block) is not None
         for piece in _split_long(block, limit):
-            if chunks and not is_heading and len(chunks[-1][1]) + 2 + len(piece) <= limit:
+            # a man page's short sections (NAME, AUTHOR, SEE ALSO) share a chunk: alone,
+            # a two-line section outranks the page's body in BM25 (length normalisation)
+            small = plain and chunks and len(chunks[-1][1]) < limit // 3
+            fits = chunks and len(chunks[-1][1]) + 2 + len(piece) <= limit
+            if fits and (not is_heading or small):
                 chunks[-1] = (chunks[-1][0], chunks[-1][1] + "\n\n" + piece)
             else:
                 chunks.append((heading, piece))
@@ -450,7 +518,13 @@ def load_corpus(
         else:
             text = raw
             title = _title_of(text, file.stem)
-        chunks = _chunks(text, max_passage_chars)
+        suffix = file.suffix.lower()
+        chunks = _chunks(
+            text,
+            max_passage_chars,
+            plain=suffix == ".txt",
+            indented=suffix not in (".html", ".htm"),
+        )
         if not chunks:
             skipped.append(f"{rel}: empty")
             continue

@@ -17,13 +17,27 @@ import math
 import re
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import TypeVar
 
-from ._corpus import Corpus, Passage, query_terms
+from ._corpus import STOP_WORDS, Corpus, Passage, query_terms
 from ._small_qa import DERIVATIONS, stem
 from ._units import Unit, units_of
 
-__all__ = ["UnitIndex", "expand", "index_of", "meets_any", "rrf", "search", "term_stems"]
+__all__ = [
+    "UnitIndex",
+    "expand",
+    "expansion",
+    "importance",
+    "index_of",
+    "meets_any",
+    "own_terms",
+    "rrf",
+    "search",
+    "term_stems",
+    "weighted_terms",
+    "word_pairs",
+]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -40,6 +54,20 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
     "windows": ("win32", "nt", "posix"),
 }
 _CONTEXT_WEIGHT = 0.6
+# a term met in the unit's own subject (its option name or signature) as well as in the
+# sentence: the unit is about that name ("--suffix-length" over "generate suffixes of
+# length N (default 2)")
+_SUBJECT_WEIGHT = 0.5
+# each word pair of the question met as adjacent words in the unit or its subject: the
+# sentence says what the question says ("127 if COMMAND cannot be found" for "when the
+# command cannot be found"; "126 ... is found but cannot be invoked" meets one pair)
+_PHRASE_WEIGHT = 0.4
+# a term met in the document's title: the unit is in the document the question is about
+# ("Table of Contents extension" -> the toc page's `title_class`, not CodeHilite's
+# `css_class`)
+_TITLE_WEIGHT = 0.5
+# a word the question is also written as (`expand`) is evidence, weaker than its own words
+_EXPANSION_WEIGHT = 0.5
 _OFF_TOPIC = 0.5
 _K1 = 1.2
 _MIN_PREFIX = 4
@@ -103,6 +131,13 @@ def term_stems(text: str) -> set[str]:
     return out
 
 
+def word_pairs(text: str) -> frozenset[tuple[str, str]]:
+    """The adjacent pairs of *text*'s light-stemmed words (stop words kept, identifiers
+    split at `_` and `-`), the phrase signal of `UnitIndex.score`."""
+    seq = [stem(w) for w in re.findall(r"[^\W_]+", text.lower())]
+    return frozenset(pairwise(seq))
+
+
 @dataclass(frozen=True, slots=True)
 class _Entry:
     passage: int
@@ -112,6 +147,27 @@ class _Entry:
     prefixes: frozenset[str]
     context: frozenset[str]
     context_prefixes: frozenset[str]
+    subject: frozenset[str] = frozenset()
+    pairs: frozenset[tuple[str, str]] = frozenset()
+    title: frozenset[str] = frozenset()
+
+
+def _entry(passage: int, p: Passage, unit: Unit) -> _Entry:
+    words = frozenset(term_stems(unit.text))
+    context = frozenset(term_stems(f"{p.title} {p.heading} {unit.subject}"))
+    own = unit.subject if unit.subject != p.heading else ""
+    return _Entry(
+        passage,
+        unit,
+        _stem_list(unit.text),
+        words,
+        frozenset(x for w in words for x in _prefixes(w)),
+        context,
+        frozenset(x for w in context for x in _prefixes(w)),
+        frozenset(term_stems(own)),
+        word_pairs(unit.text) | word_pairs(own),
+        frozenset(term_stems(p.title)),
+    )
 
 
 def _meets(term: str, words: frozenset[str], prefixes: frozenset[str]) -> bool:
@@ -142,19 +198,9 @@ class UnitIndex:
         df: dict[str, int] = {}
         for i, p in enumerate(corpus.passages):
             for unit in units_of(p.text, p.heading):
-                words = frozenset(term_stems(unit.text))
-                context = frozenset(term_stems(f"{p.title} {p.heading} {unit.subject}"))
-                entry = _Entry(
-                    i,
-                    unit,
-                    _stem_list(unit.text),
-                    words,
-                    frozenset(x for w in words for x in _prefixes(w)),
-                    context,
-                    frozenset(x for w in context for x in _prefixes(w)),
-                )
+                entry = _entry(i, p, unit)
                 self.entries.append(entry)
-                for w in words | context:
+                for w in entry.words | entry.context:
                     df[w] = df.get(w, 0) + 1
         self._df = df
         self._n = max(len(self.entries), 1)
@@ -165,50 +211,81 @@ class UnitIndex:
     def idf(self, term: str) -> float:
         return math.log(1 + self._n / (1 + self._df.get(term, 0)))
 
-    def score(self, terms: Iterable[str], entry: _Entry) -> float:
+    def score(
+        self,
+        terms: Iterable[str],
+        entry: _Entry,
+        pairs: frozenset[tuple[str, str]] = frozenset(),
+        extra: frozenset[str] = frozenset(),
+    ) -> float:
         """How well *entry* meets *terms* (stems): idf-weighted, 1 for a term in the
-        sentence, `_CONTEXT_WEIGHT` for one only in its title, heading or subject."""
+        sentence, `_CONTEXT_WEIGHT` for one only in its title, heading or subject, plus
+        `_SUBJECT_WEIGHT` for one in its own subject too and `_TITLE_WEIGHT` for one in its
+        document's title too, plus `_PHRASE_WEIGHT` for each of
+        the question's word *pairs* (`word_pairs`) the unit holds; a term of *extra* (the
+        question's expansion) weighs `_EXPANSION_WEIGHT` of that."""
         total = 0.0
         on_topic = False
+        for a, b in pairs & entry.pairs:
+            rare = max((self.idf(w) for w in (a, b) if w not in STOP_WORDS), default=0.0)
+            total += _PHRASE_WEIGHT * rare
         for t in terms:
+            idf = self.idf(t) * (_EXPANSION_WEIGHT if t in extra else 1.0)
+            if _meets(t, entry.subject, frozenset()):
+                total += _SUBJECT_WEIGHT * idf
+            if _meets(t, entry.title, frozenset()):
+                total += _TITLE_WEIGHT * idf
             in_context = _meets(t, entry.context, entry.context_prefixes)
             on_topic |= in_context
             if _meets(t, entry.words, entry.prefixes):
                 # BM25's saturating term frequency: the sentence that keeps returning to
                 # the asked thing ("retries ... RetryPolicy ... retry_after") is about it
                 tf = sum(1 for w in entry.stems if _meets(t, frozenset((w,)), _no_prefix(w)))
-                total += self.idf(t) * (tf * (_K1 + 1)) / (max(tf, 1) + _K1)
+                total += idf * (tf * (_K1 + 1)) / (max(tf, 1) + _K1)
             elif in_context:
-                total += _CONTEXT_WEIGHT * self.idf(t)
+                total += _CONTEXT_WEIGHT * idf
         # a section whose title and headings meet none of the question's words is about
         # something else ("copilot retries failed model calls 5 times" under "copilot ›
         # Surprises" for a question about the library's own retries)
         return total if on_topic else total * _OFF_TOPIC
 
-    def score_unit(self, terms: Iterable[str], passage: Passage, unit: Unit) -> float:
-        words = frozenset(term_stems(unit.text))
-        context = frozenset(term_stems(f"{passage.title} {passage.heading} {unit.subject}"))
-        entry = _Entry(
-            -1,
-            unit,
-            _stem_list(unit.text),
-            words,
-            frozenset(x for w in words for x in _prefixes(w)),
-            context,
-            frozenset(x for w in context for x in _prefixes(w)),
-        )
-        return self.score(terms, entry)
+    def score_unit(
+        self,
+        terms: Iterable[str],
+        passage: Passage,
+        unit: Unit,
+        pairs: frozenset[tuple[str, str]] = frozenset(),
+        extra: frozenset[str] = frozenset(),
+    ) -> float:
+        """`score` of *unit* of *passage* (one not indexed, or indexed)."""
+        return self.score(terms, _entry(-1, passage, unit), pairs, extra)
 
-    def best_passages(self, terms: Iterable[str], k: int) -> list[Passage]:
-        """The *k* passages whose best unit scores highest for *terms* (score > 0)."""
+    def best_passages(
+        self,
+        terms: Iterable[str],
+        k: int,
+        pairs: frozenset[tuple[str, str]] = frozenset(),
+        extra: frozenset[str] = frozenset(),
+    ) -> list[Passage]:
+        """The *k* passages whose best unit scores highest for *terms* and *pairs* (score >
+        0)."""
         wanted = list(terms)
         best: dict[int, float] = {}
         for e in self.entries:
-            s = self.score(wanted, e)
+            s = self.score(wanted, e, pairs, extra)
             if s > best.get(e.passage, 0.0):
                 best[e.passage] = s
         order = sorted(best, key=lambda i: (-best[i], i))[:k]
         return [self.corpus.passages[i] for i in order]
+
+
+def importance(index: UnitIndex, question: str, score: float) -> str:
+    """ "central" when *score* (`UnitIndex.score`) reaches half of what a sentence meeting
+    each of the question's own words once would score (by rarity), else "supporting".
+    Monotone in the score, so the claims rank in the code's score order across passages
+    (the seed ranks by importance first)."""
+    ideal = sum(index.idf(t) for t in own_terms(question))
+    return "central" if ideal > 0 and score >= 0.5 * ideal else "supporting"
 
 
 def index_of(corpus: Corpus) -> UnitIndex:
@@ -223,11 +300,22 @@ def index_of(corpus: Corpus) -> UnitIndex:
 def weighted_terms(question: str, ignore: frozenset[str] = frozenset()) -> list[str]:
     """The stems to search for *question*: its own content words (minus *ignore*), then
     `expand`'s."""
-    # `shell=True` asks about the `shell` parameter: its literal value is no search word
-    values = {m.group(0).rsplit("=", 1)[1].strip("` ").lower() for m in _IDENT.finditer(question)}
-    own = [w for w in term_stems(question) if w not in ignore and w not in values]
+    own = own_terms(question, ignore)
     extra = [stem(w) for w in expand(question) if stem(w) not in own]
     return [*own, *extra]
+
+
+def own_terms(question: str, ignore: frozenset[str] = frozenset()) -> list[str]:
+    """The stems of *question*'s own content words (minus *ignore*), without `expand`'s and
+    without the literal values of its `x=True` forms."""
+    # `shell=True` asks about the `shell` parameter: its literal value is no search word
+    values = {m.group(0).rsplit("=", 1)[1].strip("` ").lower() for m in _IDENT.finditer(question)}
+    return [w for w in term_stems(question) if w not in ignore and w not in values]
+
+
+def expansion(question: str, ignore: frozenset[str] = frozenset()) -> frozenset[str]:
+    """The stems `weighted_terms` adds to the question's own (`own_terms`)."""
+    return frozenset(weighted_terms(question, ignore)) - frozenset(own_terms(question, ignore))
 
 
 def search(
@@ -239,7 +327,9 @@ def search(
         return []
     expanded = " ".join([query, *expand(query)])
     bm25 = corpus.search(expanded, 3 * k)
-    units = index_of(corpus).best_passages(weighted_terms(query, ignore), 3 * k)
+    units = index_of(corpus).best_passages(
+        weighted_terms(query, ignore), 3 * k, word_pairs(query), expansion(query, ignore)
+    )
     fused = rrf([[p.url for p in bm25], [p.url for p in units]])
     by_url = {p.url: p for p in (*bm25, *units)}
     return [by_url[u] for u in fused[:k]]

@@ -26,15 +26,17 @@ from dataclasses import replace
 from typing import Any
 
 from ._corpus import Corpus, Passage, query_terms
-from ._rank import index_of, weighted_terms
+from ._rank import expansion, importance, index_of, weighted_terms, word_pairs
 from ._rank import search as fused_search
 from ._run import Run, cap
 from ._schemas import Angle, Scope
 from ._small_qa import (
     Ask,
     ask_of,
+    asks_for_name,
     hop_titles,
     mentions,
+    names_identifier,
     overlap,
     stems,
     unit_score,
@@ -73,6 +75,7 @@ Record = dict[str, Any]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _OPENING = 1.25
+_NAMES = 1.3
 
 
 def pick_sentences(
@@ -271,6 +274,11 @@ def _context(passage: Passage, unit: Unit | None = None) -> str:
     return f"{passage.title} {passage.heading} {subject}".strip()
 
 
+def _own(passage: Passage, unit: Unit) -> str:
+    """A unit's text with its own subject (not the section heading every unit shares)."""
+    return unit.text if unit.subject == passage.heading else f"{unit.subject} {unit.text}"
+
+
 def _namesake(passage: Passage, names: Sequence[str], titles: Sequence[str]) -> bool:
     """True when *passage*'s document is about a longer namesake ("Port Velmora") of a name
     that has a document of its own ("Velmora"): a hard negative, never a candidate."""
@@ -285,12 +293,16 @@ def candidates(
     expansion met in the sentence, or in its title, heading or subject, by rarity): with
     no names known, those meeting a content word of the question in the sentence or in
     its subject; with names, only those `_small_qa.unit_score` accepts too (a name, and an
-    asked word or the answer's type), on a document that is not a namesake's."""
+    asked word or the answer's type), on a document that is not a namesake's. A section's
+    opening prose weighs `_OPENING`, and for a "which function / option ...?" question a
+    unit naming an identifier weighs `_NAMES`."""
     if passage is None:
         return {}
     assert run.corpus is not None
     index = index_of(run.corpus)
-    terms = weighted_terms(question, common)
+    # every word of the question counts, a frequent one by its low rarity (idf)
+    terms, extra = weighted_terms(question), expansion(question)
+    pairs = word_pairs(question)
     units = units_of(passage.text, passage.heading)
     ask = run.ask
     scored: list[tuple[float, int, Unit]] = []
@@ -298,16 +310,26 @@ def candidates(
         own = stems(question, common)
         for i, u in enumerate(units):
             if overlap(own, stems(u.text)) or overlap(own, stems(u.subject)):
-                scored.append((index.score_unit(terms, passage, u), i, u))
+                scored.append((index.score_unit(terms, passage, u, pairs, extra), i, u))
     else:
         if _namesake(passage, ask.every_name, run.corpus.titles):
             return {}
         for i, u in enumerate(units):
-            if (fit := unit_score(ask, u.text, _context(passage, u))) > 0:
-                scored.append((fit + index.score_unit(terms, passage, u), i, u))
+            if (fit := unit_score(ask, _own(passage, u), _context(passage, u))) > 0:
+                scored.append((fit + index.score_unit(terms, passage, u, pairs, extra), i, u))
     if run.corpus.section_opening(passage) == passage:
         # a section states its point first: its opening sentences weigh a little more
-        scored = [(s * (_OPENING if i < 3 else 1.0), i, u) for s, i, u in scored]
+        # (its own prose, not an option list's items, each about its own name)
+        scored = [
+            (s * (_OPENING if i < 3 and not u.item and u.subject == passage.heading else 1.0), i, u)
+            for s, i, u in scored
+        ]
+    if asks_for_name(question):
+        # "which function ...?": a unit naming one (in its text or as its subject) answers
+        scored = [
+            (s * (_NAMES if names_identifier(_own(passage, u), question) else 1.0), i, u)
+            for s, i, u in scored
+        ]
     best = sorted(scored, key=lambda x: (-x[0], x[1]))[:8]
     return {u: score for score, _, u in best}
 
@@ -363,7 +385,7 @@ async def run_extract(question: str, run: Run, url: str, priority: float) -> Rec
             "claim": u.text,
             "quote": u.text,
             "subject": u.subject,
-            "importance": importance_of(question, u.text, common),
+            "importance": importance(index_of(run.corpus), question, scores[u]),
             "_score": scores[u],
         }
         for u in (units[i] for i in order)

@@ -30,10 +30,12 @@ from ._corpus import STOP_WORDS, query_terms
 __all__ = [
     "Ask",
     "ask_of",
+    "asks_for_name",
     "conflicts",
     "extends",
     "hop_titles",
     "mentions",
+    "names_identifier",
     "overlap",
     "stem",
     "stems",
@@ -43,6 +45,8 @@ __all__ = [
 _WORD = re.compile(r"\w+", re.UNICODE)
 _TOKEN = re.compile(r"\d[\d,.\u202f]*\d|\w+", re.UNICODE)  # "125,400" is one value
 _NAME_RUN = re.compile(r"\b[A-Z][\w.\-]*(?:\s+[A-Z][\w.\-]*)*")
+# values, not names: "set to None", "when permalink is True"
+_LITERALS = frozenset({"None", "True", "False", "Null", "NULL", "TRUE", "FALSE", "NONE"})
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _QUANTITY = re.compile(r"\b\d{1,3}(?:[,.\u202f]\d{3})+\b|\b\d{5,}\b|\b\d+(?:\.\d+)?\s*%")
 _PERSON = re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]+\s+[A-Z][a-z]+\b")
@@ -97,7 +101,11 @@ def stem(word: str) -> str:
     "sources")."""
     for suffix, repl in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) + len(repl) >= 3:
-            return word[: -len(suffix)] + repl
+            base = word[: -len(suffix)] + repl
+            doubled = len(base) > 3 and base[-1] == base[-2] and base[-1] not in "lsz"
+            if suffix in ("ing", "ed") and doubled:  # "splitting" -> "split", "falling" stays
+                base = base[:-1]
+            return base
     return word
 
 
@@ -133,11 +141,16 @@ def overlap(terms: set[str], words: set[str]) -> int:
 def ask_of(question: str, common: Iterable[str] = ()) -> Ask:
     """Take *question* apart (see `Ask`); *common* words never count as asked."""
     names: list[str] = []
+    ignore_words = set(common)
     for m in _NAME_RUN.finditer(question):
         words = m.group(0).split()
         if m.start() == len(question) - len(question.lstrip()):
             words = words[1:]  # the question's first word is capitalised anyway
-        words = [w for w in words if w.lower() not in STOP_WORDS]
+        words = [w for w in words if w.lower() not in STOP_WORDS and w not in _LITERALS]
+        # a leading word most documents contain is the scope, not the name
+        # ("Python-Markdown Meta-Data" in the Python-Markdown docs: "Meta-Data")
+        while words and all(x.lower() in ignore_words for x in _WORD.findall(words[0])):
+            words = words[1:]
         if words:
             names.append(" ".join(words).rstrip(".-"))
     name_words = {w.lower() for n in names for w in _WORD.findall(n)}
@@ -172,6 +185,35 @@ def carries(kind: str | None, unit: str, question: str) -> bool:
     else:
         return False
     return any(not mentions(question, v) for v in found)
+
+
+# "Which click function ...?", "Which sort option ...?": the answer is a name
+_ASKS_NAME = re.compile(
+    r"^\s*(?:which|what)\s+(?:[\w.'-]+\s+){0,3}?(?:function|method|option|argument|parameter|"
+    r"decorator|class|extension|command|setting|keyword|flag|variable|attribute|field|"
+    r"module|exception|type)s?\b",
+    re.I,
+)
+# an identifier as documentation writes one: `code`, :role:`target`, --long-option, -x,
+# snake_case, dotted.name, call()
+_IDENTIFIER = re.compile(
+    r"`+([^`\s][^`]{0,60})`+|(?<![\w-])(--?[A-Za-z][\w-]*)|\b([a-z]\w*_\w+|\w+\.\w[\w.]*|\w+\(\))"
+)
+
+
+def asks_for_name(question: str) -> bool:
+    """True when *question* asks which function, option, class ... does something: its
+    answer is a name."""
+    return _ASKS_NAME.search(question) is not None
+
+
+def names_identifier(text: str, question: str) -> bool:
+    """True when *text* holds an identifier (`_IDENTIFIER`) that *question* does not."""
+    for m in _IDENTIFIER.finditer(text):
+        found = next(g for g in m.groups() if g)
+        if not mentions(question, found):
+            return True
+    return False
 
 
 def unit_score(ask: Ask, unit: str, context: str) -> int:

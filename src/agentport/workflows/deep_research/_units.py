@@ -53,6 +53,16 @@ _DEFAULT = re.compile(
     r"|The default (?:value )?is\b)\s*\S",
     re.IGNORECASE,
 )
+# a markdown definition: ":   The encoding of the source text file."
+_DEFINITION = re.compile(r"^:\s+(\S.*)$")
+_ATTR_LIST = re.compile(r"\s*\{:?\s*[#.][^}]*\}|\{:[^}]*\}")
+# Python-Markdown's marker of an indented code block: ":::python"
+_CODE_MARK = re.compile(r"^:::[\w+-]+$")
+_ITEM_CHARS = 320
+_TAGGED = re.compile(r"^[^\s.,;:]{1,12}\s{3,}\S")
+_EMPHASIS = re.compile(r"__|\*\*|`")
+_ADMONITION = re.compile(r"^(?:!!!|\?\?\?\+?)\s*\w")
+_RUNNING = re.compile(r"^\S.*?\s{3,}.*\s{3,}[\w.:-]+\(\w+\)$")
 _COMMENT_OPEN = "<!--"
 _COMMENT_CLOSE = "-->"
 
@@ -60,20 +70,25 @@ _COMMENT_CLOSE = "-->"
 @dataclass(frozen=True, slots=True)
 class Unit:
     """One quotable unit: `text`, a contiguous span of the passage (whitespace aside, so a
-    verbatim quote), and `subject`, the heading, signature or option name it sits under
-    ("" when there is none)."""
+    verbatim quote), `subject`, the heading, signature or option name it sits under
+    ("" when there is none), and `item`: it is a list item, table row, definition or
+    option line rather than a sentence of prose."""
 
     text: str
     subject: str = ""
+    item: bool = False  # a list item, table row, definition or option line, not prose
 
 
 def is_markup(line: str) -> bool:
     """True for a line that is markup, not prose: a link definition, a table separator
-    row, or a navigation line made only of links and separators."""
+    row, a man page's running header or footer ("NICE(1)   User Commands   NICE(1)"), or a
+    navigation line made only of links and separators."""
     s = line.strip()
     if not s:
         return False
     if _LINK_DEF.match(s) or (_TABLE_RULE.match(s) and set(s) & set("-=")):
+        return True
+    if _RUNNING.match(s):
         return True
     return bool(_NAV_LINK.search(s)) and bool(_NAV_REST.match(_NAV_LINK.sub("", s)))
 
@@ -86,31 +101,66 @@ def _name_of(item: str) -> str:
 
 
 def _clean_heading(text: str) -> str:
-    return text.strip().strip("#").strip()
+    return _ATTR_LIST.sub("", text).strip().strip("#").strip() or text.strip().strip("#").strip()
+
+
+def _open(outline: list[tuple[int, str]], indent: int) -> str:
+    """Close the items of *outline* at *indent* or deeper; the subject of the one left
+    open (a nested item's parent), "" when none."""
+    while outline and outline[-1][0] >= indent:
+        outline.pop()
+    return outline[-1][1] if outline else ""
+
+
+def _term_of(line: str) -> str:
+    """The name a markdown definition-list term line gives ("__encoding__{: #encoding }"
+    -> "encoding"), "" for a line that is not one short name."""
+    name = _EMPHASIS.sub("", _ATTR_LIST.sub("", line)).strip().strip(":").strip()
+    return name if name and len(name) <= 60 and len(name.split()) <= 4 else ""
 
 
 def units_of(text: str, heading: str = "") -> list[Unit]:
     """The quotable units of *text* in reading order, each with its subject (*heading*, the
-    passage's section heading, until a heading, signature or named list item inside the
-    passage says otherwise): prose sentences, list items and table rows; headings, code
-    blocks, markup (`is_markup`, HTML comments), colon-ended fragments and units under 4
-    words are left out, except a `Default:` line, which is kept with its option's name.
-    A sentence opening with a pronoun ("It never ...") stays with the sentence before it in
-    its paragraph. A unit over 400 characters is cut at a word and ends with `…` (the
-    grounding check treats `…` as a gap)."""
+    passage's section heading, until a heading, signature, option term, definition term
+    or named list item inside the passage says otherwise): prose sentences, list items
+    and table rows; headings, code blocks, markup (`is_markup`, HTML comments),
+    colon-ended fragments and units under 4 words are left out, except a `Default:` line,
+    which is kept with its option's name.
+
+    A list item, a definition or an option's description of at most 320 characters is one
+    unit, so a name's description keeps its default ("CSS class used for the title ...
+    Defaults to `toctitle`."); a longer one is cut into sentences. A paragraph indented
+    deeper than the item before it goes on under that item's subject. A sentence opening
+    with a pronoun ("It never ...") stays with the sentence before it in its paragraph. A
+    unit over 400 characters is cut at a word and ends with `…` (the grounding check
+    treats `…` as a gap)."""
     units: list[tuple[str, str, bool]] = []  # (text, subject, is_item)
     prose: list[str] = []
     subject = section = _clean_heading(heading)
     term = described = False  # under an option term (man page), and its description seen
     item_subject = ""
+    item = False  # the prose is one list item, definition or option description
+    item_indent: int | None = None  # the indent of the line that opened the last item
+    outline: list[tuple[int, str]] = []  # the open list items: (indent, subject)
+    last_line = ""  # the previous paragraph when it was one line (a definition's term)
     fence = False
     comment = False
+    code_indent: int | None = None  # inside an indented code block opened by ":::lang"
 
     def flush() -> None:
+        nonlocal item
         if not prose:
+            item = False
             return
         owner = item_subject or subject
-        for n, piece in enumerate(_SENTENCE_END.split(" ".join(prose))):
+        joined = " ".join(prose)
+        prose.clear()
+        if item and len(joined) <= _ITEM_CHARS and not joined.endswith(":"):
+            units.append((joined, owner, True))
+            item = False
+            return
+        item = False
+        for n, piece in enumerate(_SENTENCE_END.split(joined)):
             last = units[-1] if units else None
             if last is not None and not last[2] and last[0].endswith(_ABBREVIATIONS):
                 units[-1] = (last[0] + " " + piece, last[1], False)  # "e.g. X" is one
@@ -118,13 +168,31 @@ def units_of(text: str, heading: str = "") -> list[Unit]:
                 units[-1] = (last[0] + " " + piece, last[1], False)  # keeps its referent
             else:
                 units.append((piece, owner, False))
-        prose.clear()
 
-    for raw in text.splitlines():
+    rows = text.splitlines()
+
+    def goes_on(i: int) -> bool:
+        """The item's text goes on past the blank line *i*: the next line is indented
+        deeper than the line that opened it (and opens no list item, heading or code)."""
+        nxt = next((r for r in rows[i + 1 :] if r.strip()), "")
+        deeper = item_indent is not None and len(nxt) - len(nxt.lstrip()) > item_indent
+        plain = not (_LIST_MARK.match(nxt.strip()) or _HEADING.match(nxt.strip()))
+        return bool(item and prose and deeper and plain and not _CODE_MARK.match(nxt.strip()))
+
+    for i, raw in enumerate(rows):
         line = raw.strip()
+        indent = len(raw) - len(raw.lstrip())
         if comment:
             if _COMMENT_CLOSE in line:
                 comment = False
+            continue
+        if code_indent is not None:
+            if not line or indent >= code_indent:
+                continue
+            code_indent = None
+        if _CODE_MARK.match(line):
+            flush()
+            code_indent = indent
             continue
         if line.startswith(_COMMENT_OPEN):
             flush()
@@ -134,16 +202,31 @@ def units_of(text: str, heading: str = "") -> list[Unit]:
             flush()
             fence = not fence
             continue
+        if not fence and not line and goes_on(i):
+            continue
         if fence or not line:
+            one_line = len(prose) == 1 and not item
+            last_line = prose[0] if one_line else ("" if prose else last_line)
             flush()
-            item_subject = ""
+            item_subject, item_indent = "", None
             if term and described:  # an option term's description ended
                 subject, term, described = section, False, False
+            continue
+        if not prose and not item_subject:
+            # a paragraph's first line: one indented deeper than an open list item or
+            # definition goes on under its subject; a shallower one closes it
+            while outline and outline[-1][0] >= indent:
+                outline.pop()
+            if outline and not _LIST_MARK.match(line) and not _DEFINITION.match(line):
+                item_subject = outline[-1][1]
+        if _ADMONITION.match(line):
+            flush()  # "!!! Note": the note is not the item's text
             continue
         if (m := _HEADING.match(line)) is not None:
             flush()
             subject = section = _clean_heading(m.group(2))
-            item_subject, term = "", False
+            item_subject, term, item_indent = "", False, None
+            outline.clear()
             continue
         if is_markup(line):
             flush()
@@ -151,7 +234,8 @@ def units_of(text: str, heading: str = "") -> list[Unit]:
         if not prose and _OPTION_TERM.match(line):
             flush()
             subject, term, described = line, True, False
-            item_subject = ""
+            item_subject, item_indent = "", indent
+            outline.clear()
             continue
         if (
             not prose
@@ -161,13 +245,29 @@ def units_of(text: str, heading: str = "") -> list[Unit]:
         ):
             flush()
             subject, term = line.strip("`*").strip(), False
-            item_subject = ""
+            item_subject, item_indent = "", None
+            outline.clear()
             continue
         if (m := _OPTION_INLINE.match(line)) is not None:
             flush()
-            item_subject = m.group(1)
+            item_subject, item_indent, item = m.group(1), indent, True
             prose.append(line)
             continue
+        if not prose and _TAGGED.match(line) and not _LIST_MARK.match(line):
+            flush()  # a man page's tagged entry: "127    if COMMAND cannot be found"
+            item_indent, item = indent, True
+            prose.append(line)
+            continue
+        if (m := _DEFINITION.match(line)) is not None:
+            flush()
+            parent = _open(outline, indent)
+            item_subject = _term_of(last_line) or parent
+            item_indent, item = indent, True
+            outline.append((indent, item_subject))
+            prose.append(m.group(1))
+            continue
+        if term and not described:
+            item = True  # an option's description, under its term
         described = True
         if line.startswith("|"):
             flush()
@@ -175,25 +275,27 @@ def units_of(text: str, heading: str = "") -> list[Unit]:
             continue
         if _LIST_MARK.match(line):
             flush()
-            item = _LIST_MARK.sub("", line)
-            item_subject = _name_of(item)
-            prose.append(item)
+            body = _LIST_MARK.sub("", line)
+            item_subject = _name_of(body) or _open(outline, indent)
+            item_indent, item = indent, True
+            outline.append((indent, item_subject))
+            prose.append(body)
             continue
-        if _DEFAULT.match(line):
+        if _DEFAULT.match(line) and not (prose and item):
             flush()
             units.append((line, item_subject or subject, True))
             continue
         prose.append(line)
     flush()
     out: list[Unit] = []
-    for body, owner, _ in units:
+    for body, owner, is_item in units:
         body = body.strip()
-        is_default = _DEFAULT.match(body) is not None and owner != ""
+        is_default = _DEFAULT.search(body) is not None and owner != ""
         if body.endswith(":") or (len(_WORD.findall(body)) < _MIN_WORDS and not is_default):
             continue
         if len(body) > _MAX_SENTENCE_CHARS:
             body = body[: body.rfind(" ", 0, _MAX_SENTENCE_CHARS)].rstrip() + " …"
-        out.append(Unit(body, owner))
+        out.append(Unit(body, owner, is_item))
     return out
 
 
