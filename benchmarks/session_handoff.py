@@ -77,7 +77,8 @@ def _report(transcript: Transcript) -> None:
     print(f"transcript text          {sum(len(t.text) for t in transcript.turns)} chars")
     print(f"whole briefing           {len(whole.text)} chars, ~{whole.tokens} tokens (est.)")
     print(f"bounded briefing         {len(bounded.text)} chars, ~{bounded.tokens} tokens "
-          f"(bound {DEFAULT_BRIEFING_TOKENS}), kept {bounded.kept}, dropped {bounded.dropped}")  # fmt: skip
+          f"(bound {DEFAULT_BRIEFING_TOKENS}), kept {bounded.kept}, "
+          f"dropped {bounded.dropped}")  # fmt: skip
     print(f"brief() time             {per_call_ms:.3f} ms")
 
 
