@@ -30,18 +30,18 @@ ROOT = Path(__file__).resolve().parents[1]
 STEPS = ROOT / ".ci" / "steps"
 # the real-CLI contract tests (each filters by the CLI's name with -k)
 CONTRACT_TESTS = (
-    "tests/test_backends_contract.py",
-    "tests/test_more_clis_contract.py",
-    "tests/test_fault_matrix.py",
-    "tests/test_least_privilege_contract.py",
-    "tests/test_reasoning_effort_contract.py",
-    "tests/test_user_cli_setup_contract.py",
-    "tests/test_quota_contract.py",
-    "tests/test_quota_contract_more_clis.py",
-    "tests/test_hermes_contract.py",
-    "tests/test_grok_contract.py",
-    "tests/test_images_contract.py",
-    "tests/test_web_research_more_clis.py",
+    "tests/contract/test_backends_contract.py",
+    "tests/contract/test_more_clis_contract.py",
+    "tests/contract/test_fault_matrix.py",
+    "tests/contract/test_least_privilege_contract.py",
+    "tests/contract/test_reasoning_effort_contract.py",
+    "tests/contract/test_user_cli_setup_contract.py",
+    "tests/contract/test_quota_contract.py",
+    "tests/contract/test_quota_contract_more_clis.py",
+    "tests/contract/test_hermes_contract.py",
+    "tests/contract/test_grok_contract.py",
+    "tests/contract/test_images_contract.py",
+    "tests/contract/test_web_research_more_clis.py",
 )
 _NPM_PIN = re.compile(r'"(@?[\w.\-/]+)@(\d[\w.\-]*)"')
 _PIP_PIN = re.compile(r'PIN="([\w\-]+)==([\w.\-]+)"')

@@ -2,7 +2,7 @@
 OpenAI-compatible (or Gemini) endpoint, here FakeModelServer on 127.0.0.1: the `[llm.acp]`
 options for `gemini --acp`, `qwen --acp`, `opencode acp` and `copilot --acp`.
 
-Used by tests/test_acp_gemini_contract.py, tests/test_acp_agents_contract.py and
+Used by tests/contract/test_acp_gemini_contract.py, tests/contract/test_acp_agents_contract.py and
 benchmarks/warm_calls.py. Binaries: where .ci/steps/20-agent-clis and 21-more-agent-clis
 publish them (`_more_clis_util.cli_executable`).
 """

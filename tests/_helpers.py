@@ -8,6 +8,10 @@ from typing import Any
 from agentport.backends import CliCall
 from agentport.core import CompletionConfig
 
+# the tests folder and the repository root, for tests in any layer folder
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+
 
 def cli_call(run_dir: Path, config: CompletionConfig | None = None, **fields: Any) -> CliCall:
     """A `CliCall` for a spec's builders: executable `cli`, prompt `p`, no system prompt, no

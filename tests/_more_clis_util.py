@@ -1,5 +1,5 @@
 """Helpers for the real-CLI contract tests of opencode, qwen, pi and copilot
-(tests/test_more_clis_contract.py): where the pinned binaries are, a private HOME, and the
+(tests/contract/test_more_clis_contract.py): where the pinned binaries are, a private HOME, and the
 orphan check.
 
 Binaries are found the way .ci/steps/20-agent-clis and 21-more-agent-clis publish them:

@@ -1,5 +1,5 @@
-"""Workflows for the cluster-cap tests (tests/test_temporal_cluster_cap.py): one call through
-`execute_complete` with a `cluster_concurrency`, and a bare permit holder."""
+"""Workflows for the cluster-cap tests (tests/temporal/test_temporal_cluster_cap.py): one
+call through `execute_complete` with a `cluster_concurrency`, and a bare permit holder."""
 
 # No `from __future__ import annotations`: the converter resolves these in the sandbox.
 

@@ -449,7 +449,7 @@ ENTRIES: tuple[BackendCapability, ...] = (
             "1.18.33, copilot 1.0.102)",
             Param.mcp_servers: "session/new mcpServers (the call's servers replace the mcp_servers "
             "option); the agent decides what it loads: gemini --acp 0.61 offered none of their "
-            "tools (tests/test_caller_tools_contract.py)",
+            "tools (tests/contract/test_caller_tools_contract.py)",
             Param.functions: FUNCTIONS_SERVED + "; a runtime serves its first turn's functions "
             "for the whole session (opencode 1.18.33 and copilot 1.0.102 call them)",
             Param.images: "ACP image content blocks are not sent yet",

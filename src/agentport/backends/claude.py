@@ -247,7 +247,7 @@ def warm_build(call: CliCall) -> Invocation:
 # `/clear` as a user message starts a new conversation (a new session id) on the running
 # process and prints `{"type": "conversation_reset", "trigger": "clear", ...}` before its
 # `result`: measured on claude 2.1.332 against FakeModelServer, whose next model request
-# then carries nothing of the conversation before it (tests/test_claude_warm_contract.py).
+# then carries nothing of the conversation before it (tests/contract/test_claude_warm_contract.py).
 WARM = WarmTurns(
     build=warm_build,
     reset=json_line({"type": "user", "message": {"role": "user", "content": "/clear"}}),

@@ -446,7 +446,8 @@ def classify(outcome: RunOutcome) -> ProviderError | None:
 # ---- `codex app-server` (JSON-RPC over stdio; `_codex_app`): warm processes (one thread per
 # call), calls with an approval hook, and a runtime's turns (native steer, interrupt, fork).
 #
-# Measured on codex-cli 0.171.0 against FakeModelServer (tests/test_codex_warm_contract.py):
+# Measured on codex-cli 0.171.0 against FakeModelServer
+# (tests/contract/test_codex_warm_contract.py):
 # `initialize`, `initialized` and `thread/start` may be written at once; a new thread's model
 # request carries nothing of an earlier thread; the items, errors and failure messages are
 # those of `codex exec --json` in camelCase.

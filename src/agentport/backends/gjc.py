@@ -4,7 +4,7 @@ Not run here: no registry this project installs from carries gajae-code (its REA
 with `bun install -g gajae-code`), so `verified_against = None`; the spec was checked against
 its source (`checked_against_source` in the catalog). gjc is built on pi's agent core, and its
 print mode is pi's, so the shared part is exercised against a real binary of it:
-pi-coding-agent 0.73.1 driven through this spec (tests/test_gjc_contract.py).
+pi-coding-agent 0.73.1 driven through this spec (tests/contract/test_gjc_contract.py).
 
 Facts from the source: `--mode` takes `text`, `json` or `acp`; `--mode rpc` (the protocol
 earlier drivers used) was removed, and asking for it is a usage error (exit 2, "--mode rpc was

@@ -2,7 +2,7 @@
 
 Verified against npm @vibe-kit/grok-cli 0.0.34, whose `grok --version` prints 1.0.1 (its
 `dist/` read, and the real binary driven against `FakeModelServer` in
-tests/test_grok_contract.py).
+tests/contract/test_grok_contract.py).
 
 Facts used: headless mode is `-p/--prompt PROMPT` (commander: `--prompt=VALUE` keeps a
 prompt that starts with `-` from becoming a flag); `-d/--directory` is the working folder;

@@ -173,7 +173,7 @@ def _reset_answer(obj: Any) -> bool:
 # `new_session` starts an empty conversation on the running process and answers with a
 # `response` line: measured on pi 0.73.1 (`--mode rpc --no-session`) against FakeModelServer,
 # whose next model request then carries nothing of the conversation before it
-# (tests/test_pi_warm_contract.py).
+# (tests/contract/test_pi_warm_contract.py).
 WARM = WarmTurns(
     build=warm_build,
     reset=json_line({"id": "agentport-reset", "type": "new_session"}),

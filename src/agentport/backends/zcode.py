@@ -4,7 +4,7 @@ Not run here: zcode ships as a desktop app whose CLI is a Node script inside it;
 carries it (npm `zcode` 0.0.1 is an unrelated placeholder), so `verified_against = None`.
 Built from the adapter Q00/ouroboros 0.59.9 drives (its `ZcodeCliLLMAdapter` /
 `ZcodeCLIRuntime`) and tested against a fake CLI that replays those
-shapes (tests/test_zcode_fake_cli.py).
+shapes (tests/testing/test_zcode_fake_cli.py).
 
 Facts used: headless is `<prefix> --json --prompt PROMPT --mode edit|yolo [--cwd DIR]
 [--resume ID]`, where the prefix is the `zcode` executable, `node <script>`, or the app

@@ -114,7 +114,7 @@ class _PinnedTransport(httpx.AsyncHTTPTransport):
     def __init__(self) -> None:
         # Not calling super().__init__: it would build a second pool and SSL context. The
         # base class keeps its pool in `_pool` (httpx 0.27 and 0.28; the DNS rebinding test
-        # in tests/test_web_fetcher_hardening.py fails if that changes).
+        # in tests/web/test_web_fetcher_hardening.py fails if that changes).
         limits = httpx.Limits(max_connections=100, max_keepalive_connections=20)
         self._pool = httpcore.AsyncConnectionPool(
             ssl_context=tls_context(),

@@ -134,159 +134,16 @@ def units_of(text: str, heading: str = "") -> list[Unit]:
     with a pronoun ("It never ...") stays with the sentence before it in its paragraph. A
     unit over 400 characters is cut at a word and ends with `…` (the grounding check
     treats `…` as a gap)."""
-    units: list[tuple[str, str, bool]] = []  # (text, subject, is_item)
-    prose: list[str] = []
-    subject = section = _clean_heading(heading)
-    term = described = False  # under an option term (man page), and its description seen
-    item_subject = ""
-    item = False  # the prose is one list item, definition or option description
-    item_indent: int | None = None  # the indent of the line that opened the last item
-    outline: list[tuple[int, str]] = []  # the open list items: (indent, subject)
-    last_line = ""  # the previous paragraph when it was one line (a definition's term)
-    fence = False
-    comment = False
-    code_indent: int | None = None  # inside an indented code block opened by ":::lang"
+    reader = _Reader(text.splitlines(), _clean_heading(heading))
+    for i, raw in enumerate(reader.rows):
+        reader.feed(i, raw)
+    reader.flush()
+    return _kept(reader.units)
 
-    def flush() -> None:
-        nonlocal item
-        if not prose:
-            item = False
-            return
-        owner = item_subject or subject
-        joined = " ".join(prose)
-        prose.clear()
-        if item and len(joined) <= _ITEM_CHARS and not joined.endswith(":"):
-            units.append((joined, owner, True))
-            item = False
-            return
-        item = False
-        for n, piece in enumerate(_SENTENCE_END.split(joined)):
-            last = units[-1] if units else None
-            if last is not None and not last[2] and last[0].endswith(_ABBREVIATIONS):
-                units[-1] = (last[0] + " " + piece, last[1], False)  # "e.g. X" is one
-            elif last is not None and n and _PRONOUN.match(piece):
-                units[-1] = (last[0] + " " + piece, last[1], False)  # keeps its referent
-            else:
-                units.append((piece, owner, False))
 
-    rows = text.splitlines()
-
-    def goes_on(i: int) -> bool:
-        """The item's text goes on past the blank line *i*: the next line is indented
-        deeper than the line that opened it (and opens no list item, heading or code)."""
-        nxt = next((r for r in rows[i + 1 :] if r.strip()), "")
-        deeper = item_indent is not None and len(nxt) - len(nxt.lstrip()) > item_indent
-        plain = not (_LIST_MARK.match(nxt.strip()) or _HEADING.match(nxt.strip()))
-        return bool(item and prose and deeper and plain and not _CODE_MARK.match(nxt.strip()))
-
-    for i, raw in enumerate(rows):
-        line = raw.strip()
-        indent = len(raw) - len(raw.lstrip())
-        if comment:
-            if _COMMENT_CLOSE in line:
-                comment = False
-            continue
-        if code_indent is not None:
-            if not line or indent >= code_indent:
-                continue
-            code_indent = None
-        if _CODE_MARK.match(line):
-            flush()
-            code_indent = indent
-            continue
-        if line.startswith(_COMMENT_OPEN):
-            flush()
-            comment = _COMMENT_CLOSE not in line
-            continue
-        if line.startswith("```") or line.startswith("~~~"):
-            flush()
-            fence = not fence
-            continue
-        if not fence and not line and goes_on(i):
-            continue
-        if fence or not line:
-            one_line = len(prose) == 1 and not item
-            last_line = prose[0] if one_line else ("" if prose else last_line)
-            flush()
-            item_subject, item_indent = "", None
-            if term and described:  # an option term's description ended
-                subject, term, described = section, False, False
-            continue
-        if not prose and not item_subject:
-            # a paragraph's first line: one indented deeper than an open list item or
-            # definition goes on under its subject; a shallower one closes it
-            while outline and outline[-1][0] >= indent:
-                outline.pop()
-            if outline and not _LIST_MARK.match(line) and not _DEFINITION.match(line):
-                item_subject = outline[-1][1]
-        if _ADMONITION.match(line):
-            flush()  # "!!! Note": the note is not the item's text
-            continue
-        if (m := _HEADING.match(line)) is not None:
-            flush()
-            subject = section = _clean_heading(m.group(2))
-            item_subject, term, item_indent = "", False, None
-            outline.clear()
-            continue
-        if is_markup(line):
-            flush()
-            continue
-        if not prose and _OPTION_TERM.match(line):
-            flush()
-            subject, term, described = line, True, False
-            item_subject, item_indent = "", indent
-            outline.clear()
-            continue
-        if (
-            not prose
-            and _SIGNATURE.match(line)
-            and not line.endswith((".", ";"))
-            and "  " not in line
-        ):
-            flush()
-            subject, term = line.strip("`*").strip(), False
-            item_subject, item_indent = "", None
-            outline.clear()
-            continue
-        if (m := _OPTION_INLINE.match(line)) is not None:
-            flush()
-            item_subject, item_indent, item = m.group(1), indent, True
-            prose.append(line)
-            continue
-        if not prose and _TAGGED.match(line) and not _LIST_MARK.match(line):
-            flush()  # a man page's tagged entry: "127    if COMMAND cannot be found"
-            item_indent, item = indent, True
-            prose.append(line)
-            continue
-        if (m := _DEFINITION.match(line)) is not None:
-            flush()
-            parent = _open(outline, indent)
-            item_subject = _term_of(last_line) or parent
-            item_indent, item = indent, True
-            outline.append((indent, item_subject))
-            prose.append(m.group(1))
-            continue
-        if term and not described:
-            item = True  # an option's description, under its term
-        described = True
-        if line.startswith("|"):
-            flush()
-            units.append((line.strip("|").strip(), subject, True))
-            continue
-        if _LIST_MARK.match(line):
-            flush()
-            body = _LIST_MARK.sub("", line)
-            item_subject = _name_of(body) or _open(outline, indent)
-            item_indent, item = indent, True
-            outline.append((indent, item_subject))
-            prose.append(body)
-            continue
-        if _DEFAULT.match(line) and not (prose and item):
-            flush()
-            units.append((line, item_subject or subject, True))
-            continue
-        prose.append(line)
-    flush()
+def _kept(units: list[tuple[str, str, bool]]) -> list[Unit]:
+    """The units worth quoting: no colon-ended fragment, none under `_MIN_WORDS` words but a
+    default line with its owner, each cut at a word past `_MAX_SENTENCE_CHARS`."""
     out: list[Unit] = []
     for body, owner, is_item in units:
         body = body.strip()
@@ -297,6 +154,183 @@ def units_of(text: str, heading: str = "") -> list[Unit]:
             body = body[: body.rfind(" ", 0, _MAX_SENTENCE_CHARS)].rstrip() + " …"
         out.append(Unit(body, owner, is_item))
     return out
+
+
+class _Reader:
+    """`units_of`'s line-by-line state: the units so far, the open paragraph (`prose`), the
+    subject it sits under, and the open blocks (code, comment, fence, list items)."""
+
+    def __init__(self, rows: list[str], heading: str) -> None:
+        self.rows = rows
+        self.units: list[tuple[str, str, bool]] = []  # (text, subject, is_item)
+        self.prose: list[str] = []
+        self.subject = self.section = heading
+        self.term = self.described = False  # under an option term, its description seen
+        self.item_subject = ""
+        self.item = False  # the prose is one list item, definition or option description
+        self.item_indent: int | None = None  # the indent of the line that opened the item
+        self.outline: list[tuple[int, str]] = []  # the open list items: (indent, subject)
+        self.last_line = ""  # the previous paragraph when it was one line (a term)
+        self.fence = False
+        self.comment = False
+        self.code_indent: int | None = None  # inside an indented block opened by ":::lang"
+
+    def flush(self) -> None:
+        """The open paragraph as units: one when it is a short item, else its sentences."""
+        units, prose = self.units, self.prose
+        if not prose:
+            self.item = False
+            return
+        owner = self.item_subject or self.subject
+        joined = " ".join(prose)
+        prose.clear()
+        if self.item and len(joined) <= _ITEM_CHARS and not joined.endswith(":"):
+            units.append((joined, owner, True))
+            self.item = False
+            return
+        self.item = False
+        for n, piece in enumerate(_SENTENCE_END.split(joined)):
+            last = units[-1] if units else None
+            if last is not None and not last[2] and last[0].endswith(_ABBREVIATIONS):
+                units[-1] = (last[0] + " " + piece, last[1], False)  # "e.g. X" is one
+            elif last is not None and n and _PRONOUN.match(piece):
+                units[-1] = (last[0] + " " + piece, last[1], False)  # keeps its referent
+            else:
+                units.append((piece, owner, False))
+
+    def goes_on(self, i: int) -> bool:
+        """The item's text goes on past the blank line *i*: the next line is indented
+        deeper than the line that opened it (and opens no list item, heading or code)."""
+        nxt = next((r for r in self.rows[i + 1 :] if r.strip()), "")
+        indent = self.item_indent
+        deeper = indent is not None and len(nxt) - len(nxt.lstrip()) > indent
+        plain = not (_LIST_MARK.match(nxt.strip()) or _HEADING.match(nxt.strip()))
+        opened = self.item and self.prose
+        return bool(opened and deeper and plain and not _CODE_MARK.match(nxt.strip()))
+
+    def feed(self, i: int, raw: str) -> None:
+        """Line *i* (*raw*, as in the text)."""
+        line = raw.strip()
+        indent = len(raw) - len(raw.lstrip())
+        if self._block(i, line, indent) or self._structure(line, indent):
+            return
+        self._body(line, indent)
+
+    def _block(self, i: int, line: str, indent: int) -> bool:
+        """Comments, code and blank lines: True when *line* is taken."""
+        if self.comment:
+            if _COMMENT_CLOSE in line:
+                self.comment = False
+            return True
+        if self.code_indent is not None:
+            if not line or indent >= self.code_indent:
+                return True
+            self.code_indent = None
+        if _CODE_MARK.match(line):
+            self.flush()
+            self.code_indent = indent
+            return True
+        if line.startswith(_COMMENT_OPEN):
+            self.flush()
+            self.comment = _COMMENT_CLOSE not in line
+            return True
+        if line.startswith("```") or line.startswith("~~~"):
+            self.flush()
+            self.fence = not self.fence
+            return True
+        if not self.fence and not line and self.goes_on(i):
+            return True
+        if self.fence or not line:
+            one_line = len(self.prose) == 1 and not self.item
+            self.last_line = self.prose[0] if one_line else ("" if self.prose else self.last_line)
+            self.flush()
+            self.item_subject, self.item_indent = "", None
+            if self.term and self.described:  # an option term's description ended
+                self.subject, self.term, self.described = self.section, False, False
+            return True
+        if not self.prose and not self.item_subject:
+            # a paragraph's first line: one indented deeper than an open list item or
+            # definition goes on under its subject; a shallower one closes it
+            while self.outline and self.outline[-1][0] >= indent:
+                self.outline.pop()
+            if self.outline and not _LIST_MARK.match(line) and not _DEFINITION.match(line):
+                self.item_subject = self.outline[-1][1]
+        return False
+
+    def _structure(self, line: str, indent: int) -> bool:
+        """Headings, markup, option terms and signatures (a new subject): True when taken."""
+        if _ADMONITION.match(line):
+            self.flush()  # "!!! Note": the note is not the item's text
+            return True
+        if (m := _HEADING.match(line)) is not None:
+            self._new_subject(_clean_heading(m.group(2)), None)
+            self.section = self.subject
+            return True
+        if is_markup(line):
+            self.flush()
+            return True
+        if not self.prose and _OPTION_TERM.match(line):
+            self._new_subject(line, indent)
+            self.term, self.described = True, False
+            return True
+        if (
+            not self.prose
+            and _SIGNATURE.match(line)
+            and not line.endswith((".", ";"))
+            and "  " not in line
+        ):
+            self._new_subject(line.strip("`*").strip(), None)
+            return True
+        return self._item(line, indent)
+
+    def _new_subject(self, subject: str, indent: int | None) -> None:
+        self.flush()
+        self.subject, self.term = subject, False
+        self.item_subject, self.item_indent = "", indent
+        self.outline.clear()
+
+    def _item(self, line: str, indent: int) -> bool:
+        """An inline option, a man page's tagged entry or a definition: True when taken."""
+        if (m := _OPTION_INLINE.match(line)) is not None:
+            self.flush()
+            self.item_subject, self.item_indent, self.item = m.group(1), indent, True
+            self.prose.append(line)
+            return True
+        if not self.prose and _TAGGED.match(line) and not _LIST_MARK.match(line):
+            self.flush()  # a man page's tagged entry: "127    if COMMAND cannot be found"
+            self.item_indent, self.item = indent, True
+            self.prose.append(line)
+            return True
+        if (m := _DEFINITION.match(line)) is not None:
+            self.flush()
+            parent = _open(self.outline, indent)
+            self.item_subject = _term_of(self.last_line) or parent
+            self.item_indent, self.item = indent, True
+            self.outline.append((indent, self.item_subject))
+            self.prose.append(m.group(1))
+            return True
+        return False
+
+    def _body(self, line: str, indent: int) -> None:
+        """Table rows, list items, default lines and prose."""
+        if self.term and not self.described:
+            self.item = True  # an option's description, under its term
+        self.described = True
+        if line.startswith("|"):
+            self.flush()
+            self.units.append((line.strip("|").strip(), self.subject, True))
+        elif _LIST_MARK.match(line):
+            self.flush()
+            body = _LIST_MARK.sub("", line)
+            self.item_subject = _name_of(body) or _open(self.outline, indent)
+            self.item_indent, self.item = indent, True
+            self.outline.append((indent, self.item_subject))
+            self.prose.append(body)
+        elif _DEFAULT.match(line) and not (self.prose and self.item):
+            self.flush()
+            self.units.append((line, self.item_subject or self.subject, True))
+        else:
+            self.prose.append(line)
 
 
 def sentences(text: str) -> list[str]:
