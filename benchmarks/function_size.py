@@ -9,8 +9,8 @@ environment running this script, else from PATH.
     python benchmarks/function_size.py [ROOT ...] [--top N] [--max-lines 80] [--max-complexity 20]
 
 ROOT defaults to src/agentport and src/agentport/workflows (each summarised). Exit status is
-0; the counts over the limits are printed, never asserted here (tests/test_function_size.py
-holds the rule).
+0; the counts over the limits are printed, never asserted here
+(tests/house/test_house_function_size.py holds the rule).
 """
 
 from __future__ import annotations
