@@ -63,56 +63,9 @@ def check_params(
     assistant message with text, a file, or an image the backend takes (nothing to answer)
     is `Failure(ErrorKind.invalid_request)`.
     """
-    kept_images = capability.support(Param.images) is not ParamSupport.IGNORED
-    if not any(
-        m.role is not MessageRole.system
-        and (m.content.strip() or m.files or (kept_images and m.images))
-        for m in messages
-    ):
-        return Failure(
-            ProviderError(
-                ErrorKind.invalid_request,
-                "nothing to answer: no user or assistant message with text or parts",
-                backend=capability.name,
-            )
-        )
-    unsafe = unenforced_safety(capability, config)
-    if unsafe:
-        return Failure(
-            ProviderError(
-                ErrorKind.unsupported,
-                f"{capability.name} cannot enforce {', '.join(unsafe)} (tools "
-                f"{config.tools.allowed_tools!r}, sandbox {config.tools.sandbox}); safety "
-                "parameters fail closed: pass ToolPolicy.cli_defaults() (or None for the "
-                "parameter) to accept the CLI's own defaults",
-                backend=capability.name,
-                retryable=False,
-                details={"params": unsafe},
-            )
-        )
-    if config.fork_session and capability.support(Param.fork) is ParamSupport.IGNORED:
-        return Failure(
-            ProviderError(
-                ErrorKind.unsupported,
-                f"{capability.name} cannot fork session {config.session_id!r}",
-                backend=capability.name,
-                retryable=False,
-                details={"params": [Param.fork.value], "session_id": config.session_id},
-            )
-        )
-    if config.session_id is not None and not resumable(capability):
-        # a resume that cannot happen would answer in a new, empty session: never silently
-        return Failure(
-            ProviderError(
-                ErrorKind.unsupported,
-                f"{capability.name} cannot resume session {config.session_id!r}"
-                + (f" ({note})" if (note := capability.notes.get(Param.session_resume)) else "")
-                + "; continue the conversation with agentport.handoff instead",
-                backend=capability.name,
-                retryable=False,
-                details={"params": [Param.session_resume.value], "session_id": config.session_id},
-            )
-        )
+    refused = _refused(capability, messages, config)
+    if refused is not None:
+        return Failure(refused)
     ignored = sorted(
         p.value
         for p in config.params_set(messages) - SAFETY_PARAMS - {Param.session_resume, Param.fork}
@@ -154,3 +107,53 @@ def prepare_messages(
     return check_params(capability, messages, config).map(
         lambda warnings: (messages_for(capability, messages), warnings)
     )
+
+
+def _refused(
+    capability: BackendCapability, messages: Sequence[Message], config: CompletionConfig
+) -> ProviderError | None:
+    """The failure of a call `check_params` refuses whatever `on_ignored` says: nothing to
+    answer, an unenforced safety parameter, a fork or a resume the backend cannot make."""
+    kept_images = capability.support(Param.images) is not ParamSupport.IGNORED
+    if not any(
+        m.role is not MessageRole.system
+        and (m.content.strip() or m.files or (kept_images and m.images))
+        for m in messages
+    ):
+        return ProviderError(
+            ErrorKind.invalid_request,
+            "nothing to answer: no user or assistant message with text or parts",
+            backend=capability.name,
+        )
+    unsafe = unenforced_safety(capability, config)
+    if unsafe:
+        return ProviderError(
+            ErrorKind.unsupported,
+            f"{capability.name} cannot enforce {', '.join(unsafe)} (tools "
+            f"{config.tools.allowed_tools!r}, sandbox {config.tools.sandbox}); safety "
+            "parameters fail closed: pass ToolPolicy.cli_defaults() (or None for the "
+            "parameter) to accept the CLI's own defaults",
+            backend=capability.name,
+            retryable=False,
+            details={"params": unsafe},
+        )
+    if config.fork_session and capability.support(Param.fork) is ParamSupport.IGNORED:
+        return ProviderError(
+            ErrorKind.unsupported,
+            f"{capability.name} cannot fork session {config.session_id!r}",
+            backend=capability.name,
+            retryable=False,
+            details={"params": [Param.fork.value], "session_id": config.session_id},
+        )
+    if config.session_id is not None and not resumable(capability):
+        # a resume that cannot happen would answer in a new, empty session: never silently
+        return ProviderError(
+            ErrorKind.unsupported,
+            f"{capability.name} cannot resume session {config.session_id!r}"
+            + (f" ({note})" if (note := capability.notes.get(Param.session_resume)) else "")
+            + "; continue the conversation with agentport.handoff instead",
+            backend=capability.name,
+            retryable=False,
+            details={"params": [Param.session_resume.value], "session_id": config.session_id},
+        )
+    return None

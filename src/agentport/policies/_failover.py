@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from returns.result import Failure, Result, Success
 
 from ..core import (
@@ -314,6 +315,18 @@ class FailoverAdapter(ClosableAdapter):
                     break
             losers = dict(running)
             tg.cancel_scope.cancel()
+        self._after_race(losers, outcomes, send, receive)
+        return winner
+
+    def _after_race(
+        self,
+        losers: dict[int, float],
+        outcomes: list[_Outcome],
+        send: MemoryObjectSendStream[_Outcome],
+        receive: MemoryObjectReceiveStream[_Outcome],
+    ) -> None:
+        """Record the hedged members cancelled when another won, and the outcomes of hedges
+        that finished while the winner was chosen (their usage is still reported)."""
         now = time.monotonic()
         for index, began in losers.items():
             outcomes.append(
@@ -336,7 +349,6 @@ class FailoverAdapter(ClosableAdapter):
                 except (anyio.WouldBlock, anyio.EndOfStream):
                     break
                 outcomes.append(_late(late, self.members[late.index].name))
-        return winner
 
     def _result(
         self,

@@ -445,31 +445,11 @@ async def run_process(request: ProcessRequest, on_frame: OnFrame) -> ProcessResu
         if request.stdout_to_file:
             out_path = scratch.enter_context(private_tempdir("agentport-out-")) / "stdout"
             stdout_target = out_path.open("wb")
-        if request.guard and (why := missing_executable(request.argv[0], env)) is not None:
-            result.error = cannot_start(request.argv[0], why)
-            if request.stdout_to_file:
-                stdout_target.close()
+        started_process = await _spawn(request, cwd, env, stdout_target)
+        if isinstance(started_process, ProviderError):
+            result.error = started_process
             return result
-        try:
-            # shielded: cancelled half-way, asyncio kills the pid it forked and drops the
-            # handle, so the group (the CLI under its guardian) would run on untracked; a
-            # cancellation is taken after the spawn, where the teardown below owns the group
-            with anyio.CancelScope(shield=True):
-                process = await open_guarded(
-                    request.argv,
-                    cwd=cwd,
-                    env=env,
-                    stdin=request.stdin is not None,
-                    stdout=stdout_target,
-                    guard=request.guard,
-                    grace_s=request.grace_s,
-                )
-        except OSError as exc:
-            result.error = cannot_start(request.argv[0], exc)
-            return result
-        finally:
-            if request.stdout_to_file:
-                stdout_target.close()  # the child holds its own descriptor
+        process = started_process
         result.pid = process.pid
         tail: deque[bytes] = deque()
         watch = _ExitWatch(follows_file=request.stdout_to_file)
@@ -515,6 +495,35 @@ async def run_process(request: ProcessRequest, on_frame: OnFrame) -> ProcessResu
         finally:
             await _settle(result, process, request, reader, tail, started)
     return result
+
+
+async def _spawn(
+    request: ProcessRequest, cwd: Path, env: dict[str, str], stdout_target: Any
+) -> Process | ProviderError:
+    """The request's process group started (its guardian first), or why it could not
+    start. Closes *stdout_target* (a file the child then holds) either way."""
+    try:
+        if request.guard and (why := missing_executable(request.argv[0], env)) is not None:
+            return cannot_start(request.argv[0], why)
+        # shielded: cancelled half-way, asyncio kills the pid it forked and drops the
+        # handle, so the group (the CLI under its guardian) would run on untracked; a
+        # cancellation is taken after the spawn, where the teardown below owns the group
+        with anyio.CancelScope(shield=True):
+            process = await open_guarded(
+                request.argv,
+                cwd=cwd,
+                env=env,
+                stdin=request.stdin is not None,
+                stdout=stdout_target,
+                guard=request.guard,
+                grace_s=request.grace_s,
+            )
+        return process
+    except OSError as exc:
+        return cannot_start(request.argv[0], exc)
+    finally:
+        if request.stdout_to_file:
+            stdout_target.close()  # the child holds its own descriptor
 
 
 async def _settle(
