@@ -17,6 +17,7 @@ from returns.result import Failure, Result
 from ..core import (
     AgentEvent,
     BackendCapability,
+    CallPlan,
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
@@ -32,7 +33,8 @@ from ..core import (
     TurnEvents,
     TurnRuntime,
     as_messages,
-    merge_config,
+    plan_call,
+    planned,
 )
 from ..transport import private_tempdir
 from ._cli import CliAdapter
@@ -171,17 +173,19 @@ class CliRuntime(TurnRuntime):
     async def _controlled(
         self,
         messages: list[Message],
-        config: CompletionConfig,
+        plan: CallPlan,
         sink: Callable[[AgentEvent], Awaitable[None]],
     ) -> Result[CompletionResponse, ProviderError] | None:
-        """The adapter's run with this turn's `TurnControl` current (native steer and
-        interrupt); None when an interrupt ended it (reported as `interrupted`); steer texts
-        the CLI refused lead the next turn."""
+        """The adapter's run of the turn's *plan* (handed down: the adapter neither merges
+        the config again nor recounts the deadline) with this turn's `TurnControl` current
+        (native steer and interrupt); None when an interrupt ended it (reported as
+        `interrupted`); steer texts the CLI refused lead the next turn."""
         control = TurnControl()
         token = CURRENT_TURN.set(control)
         self._control = control
         try:
-            result = await self._adapter.run(messages, config, sink)
+            with planned(plan):
+                result = await self._adapter.run(messages, plan.config, sink)
         finally:
             CURRENT_TURN.reset(token)
             self._control = None
@@ -202,7 +206,9 @@ class CliRuntime(TurnRuntime):
         send: MemoryObjectSendStream[AgentEvent],
     ) -> None:
         async with send:
-            config = merge_config(config, self._adapter.default_config)
+            # the turn's one merge and deadline: one attempt, as a direct `run` would plan it
+            plan = plan_call(messages, config, self._adapter.default_config, limit="attempt")
+            config = plan.config
             update: dict[str, Any] = {}
             if config.cwd is None:
                 update["cwd"] = self._handle.cwd
@@ -235,7 +241,7 @@ class CliRuntime(TurnRuntime):
             result = None
             with anyio.CancelScope() as scope:
                 self._running = scope
-                result = await self._controlled(messages, config, sink)
+                result = await self._controlled(messages, replace(plan, config=config), sink)
             if self._running is scope:
                 self._running = None
             if result is None:  # interrupt(): the runner killed the process on its way out

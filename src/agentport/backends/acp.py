@@ -43,18 +43,22 @@ from ..core import (
     ClosableAdapter,
     CompletionConfig,
     CompletionResponse,
+    Deadline,
     ErrorKind,
     EventType,
     McpServer,
     Message,
+    OpenedCall,
     ProviderError,
     RuntimeHandle,
     ToolFunction,
     TurnEvents,
     TurnRuntime,
     as_quota,
-    merge_config,
+    complete_call,
+    plan_call,
 )
+from ..structured import complete_constrained
 from ..transport import (
     WarmPool,
     call_pool,
@@ -132,14 +136,25 @@ class AcpAdapter(ClosableAdapter):
     async def complete(
         self, messages: Sequence[Message], config: CompletionConfig | None = None
     ) -> Result[CompletionResponse, ProviderError]:
-        config = merge_config(config, self.default_config)
-        async with caller_tools(self.capability, config) as served:
-            return await schema_or_plain(
-                self.capability, messages, served, lambda convo: self._once(convo, served)
+        # unbounded frame: `_prompted` ends by the plan's deadline itself, so it can still
+        # close (or keep) the agent and say how far the prompt got
+        return await complete_call(
+            self.capability, messages, config, self.default_config, self._opened, bounded=False
+        )
+
+    async def _opened(self, call: OpenedCall) -> Result[CompletionResponse, ProviderError]:
+        """The call after its opening (merged once, checked): its `functions` served, then
+        the structured-output loop over `_once`, every prompt sharing the plan's deadline."""
+        async with caller_tools(self.capability, call.config) as served:
+            return await complete_constrained(
+                lambda convo: self._once(convo, served, call.deadline),
+                call.messages,
+                served,
+                backend=self.backend,
             )
 
     async def _once(
-        self, messages: Sequence[Message], config: CompletionConfig
+        self, messages: Sequence[Message], config: CompletionConfig, deadline: Deadline
     ) -> Result[CompletionResponse, ProviderError]:
         try:  # the agent's executable: the one this process first ran, or a typed failure
             exe = Session(self.capability, self.options).command()[0]
@@ -148,19 +163,16 @@ class AcpAdapter(ClosableAdapter):
         binary = await check_binary(self.backend, exe, self.options.get("on_binary_change", "fail"))
         if isinstance(binary, ProviderError):
             return Failure(binary)
-        result = await self._prompted(messages, config)
+        result = await self._prompted(messages, config, deadline)
         return result.map(lambda r: r.model_copy(update={"binary": binary}))
 
     async def _prompted(
-        self, messages: Sequence[Message], config: CompletionConfig
+        self, messages: Sequence[Message], config: CompletionConfig, deadline: Deadline
     ) -> Result[CompletionResponse, ProviderError]:
         # a kept agent's session has the MCP servers of the call that opened it
         pool = None if config.mcp_servers else self.warm_pool()
         session: Session | None = None
-        result: Result[CompletionResponse, ProviderError] = Failure(
-            ProviderError(ErrorKind.timeout, f"still running after {config.total_timeout_s:g}s",
-                          timeout="total")
-        )  # fmt: skip
+        result: Result[CompletionResponse, ProviderError] = Failure(_past(deadline))
         with ExitStack() as folders:
             cwd: Path | None = None  # warm, without a cwd of the call's: the agent's folder
             if config.cwd:
@@ -169,7 +181,7 @@ class AcpAdapter(ClosableAdapter):
                 cwd = absolute_cwd(folders.enter_context(private_tempdir("agentport-acp-")))
             async with anyio.create_task_group() as tg:
                 try:
-                    with anyio.move_on_after(config.total_timeout_s):
+                    with anyio.move_on_after(deadline.remaining()):
                         try:
                             session = await pool.take() if pool is not None else None
                             if session is not None:
@@ -377,13 +389,14 @@ class AcpRuntime(TurnRuntime):
         config: CompletionConfig | None,
         send: MemoryObjectSendStream[AgentEvent],
     ) -> None:
-        config = merge_config(config, self.default_config)
+        plan = plan_call(messages, config, self.default_config)  # the turn's merge and deadline
+        config, deadline = plan.config, plan.deadline
 
         async def sink(event: AgentEvent) -> None:
             await send.send(event)
 
         async def once(convo: list[Message]) -> Result[CompletionResponse, ProviderError]:
-            with anyio.move_on_after(config.total_timeout_s) as total:
+            with anyio.move_on_after(deadline.remaining()) as total:
                 try:
                     served = await self._serving(config)
                     session = await self._ensure(served)
@@ -396,10 +409,7 @@ class AcpRuntime(TurnRuntime):
                 except ProviderError as exc:
                     return Failure(exc.with_backend(self.capability.name))
             assert total.cancelled_caught
-            return Failure(ProviderError(
-                ErrorKind.timeout, f"still running after {config.total_timeout_s:g}s",
-                timeout="total", backend=self.capability.name,
-            ))  # fmt: skip
+            return Failure(_past(deadline, self.capability.name))
 
         result = await schema_or_plain(self.capability, messages, config, once)
         if isinstance(result, Failure):
@@ -426,6 +436,17 @@ class AcpRuntime(TurnRuntime):
         session, self._session = self._session, None
         if session is not None:
             await session.close()
+
+
+def _past(deadline: Deadline, backend: str = "") -> ProviderError:
+    """The timeout of a prompt still running at the call's *deadline*, naming its limit
+    (`total_timeout_s`, or a retry policy's `attempt_timeout_s`)."""
+    return ProviderError(
+        ErrorKind.timeout,
+        f"still running after {deadline.seconds:g}s ({deadline.field})",
+        timeout="attempt" if deadline.limit == "attempt" else "total",
+        backend=backend,
+    )
 
 
 def create_adapter(capability: BackendCapability, settings: BackendSettings) -> AcpAdapter:

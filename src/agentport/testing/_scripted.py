@@ -23,8 +23,9 @@ from ..core import (
     Message,
     ProviderError,
     Usage,
-    merge_config,
-    prepare_messages,
+    complete_call,
+    plan_call,
+    planned,
 )
 from ..structured import parse_answer, parse_choice, validate
 
@@ -223,14 +224,23 @@ class ScriptedAdapter(ClosableAdapter):
     async def complete(
         self, messages: Sequence[Message], config: CompletionConfig | None = None
     ) -> Result[CompletionResponse, ProviderError]:
-        started = time.monotonic()
-        config = merge_config(config, self.default_config)
-        call = Call(tuple(messages), config)
+        # the call is recorded before its opening checks it (a refused call is recorded too),
+        # so the plan is made here and handed to the opening, which merges nothing again
+        plan = plan_call(messages, config, self.default_config)
+        call = Call(tuple(messages), plan.config)
         self.calls.append(call)
-        prepared = prepare_messages(self._capability, messages, config)
-        if isinstance(prepared, Failure):
-            return prepared
-        _, warnings = prepared.unwrap()  # rules match the call as the caller made it
+        with planned(plan):
+            return await complete_call(
+                self._capability,
+                messages,
+                plan.config,
+                self.default_config,
+                lambda opened: self._reply(call),
+                bounded=False,  # `delay_s` sleeps past a deadline as a slow backend would
+            )
+
+    async def _reply(self, call: Call) -> Result[CompletionResponse, ProviderError]:
+        # rules match the call as the caller made it (not the files-inlined messages)
         rule = next((r for r in self.rules if r.matches(call)), None)
         if rule is None:
             if self.default is None:
@@ -243,7 +253,8 @@ class ScriptedAdapter(ClosableAdapter):
             reply, delay = rule.next_reply(), rule.delay_s
         if delay:
             await anyio.sleep(delay)
-        return await _respond(self._backend, reply, call, started, warnings)
+        # the opening adds the call's warnings and the duration from its start
+        return await _respond(self._backend, reply, call, time.monotonic(), ())
 
 
 class FunctionAdapter(ClosableAdapter):
