@@ -75,6 +75,9 @@ class CliRuntime(TurnRuntime):
         #: the conversation so far, neutral (`agentport.handoff` continues it elsewhere)
         self.transcript = Transcript(backend=capability.name)
         self._running: anyio.CancelScope | None = None  # the turn `interrupt()` ends
+        # a turn send() started that has not run yet: its scope, by its messages' identity
+        # (interrupt() right after send() must end that turn, not return False)
+        self._sent: dict[int, anyio.CancelScope] = {}
         self._steered: list[str] = []  # `steer()` texts for the next turn
         self._control: TurnControl | None = None  # the running turn, where the CLI steers
 
@@ -97,6 +100,7 @@ class CliRuntime(TurnRuntime):
         if self._steered:  # what steer() queued leads this turn, in the order it came
             steered, self._steered = self._steered, []
             messages = [*(Message.user(text) for text in steered), *messages]
+        self._running = self._sent[id(messages)] = anyio.CancelScope()
         return self._start(messages, config)
 
     def fork(self) -> CliRuntime:
@@ -233,7 +237,7 @@ class CliRuntime(TurnRuntime):
                 await send.send(event)
 
             result = None
-            with anyio.CancelScope() as scope:
+            with self._sent.pop(id(messages), None) or anyio.CancelScope() as scope:
                 self._running = scope
                 result = await self._controlled(messages, config, sink)
             if self._running is scope:
