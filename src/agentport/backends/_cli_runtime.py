@@ -70,7 +70,7 @@ class CliRuntime(TurnRuntime):
         super().__init__(buffer)
         self._adapter = CliAdapter(spec, capability, settings)
         self._made = (spec, capability, settings, buffer)
-        self._fork_from: tuple[str, Path | None] | None = None  # (session, its cwd)
+        self._fork_from: tuple[str | None, Path | None] | None = None  # (session, its cwd)
         self._handle = RuntimeHandle(backend=capability.name)
         #: the conversation so far, neutral (`agentport.handoff` continues it elsewhere)
         self.transcript = Transcript(backend=capability.name)
@@ -108,8 +108,10 @@ class CliRuntime(TurnRuntime):
         this session under a new id (`CompletionConfig.fork_session`), in this runtime's
         working folder (the CLI finds its sessions by folder: keep this runtime open until
         the fork's first turn ended). `ValueError` before this session has an id; its first
-        turn fails `unsupported` where the catalog says fork is IGNORED."""
-        if not self._handle.session_id:
+        turn fails `unsupported` where the catalog says fork is IGNORED (also on a backend
+        that keeps no session, such as pi)."""
+        forks = self._adapter.capability.support(Param.fork) is not ParamSupport.IGNORED
+        if not self._handle.session_id and forks:
             raise ValueError("fork() needs a session: run a turn first")
         spec, capability, settings, buffer = self._made
         forked = CliRuntime(spec, capability, settings, buffer)
