@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentport import CompletionConfig, LLMAdapter, Message, create_llm_adapter
+from agentport import CompletionConfig, ErrorKind, LLMAdapter, Message, create_llm_adapter
 from agentport.core import CallPlan, OpenedCall, _opening, current_plan
-from agentport.testing import FakeModelServer
+from agentport.testing import FakeModelServer, TextReply
 
 pytestmark = [
     pytest.mark.anyio,
@@ -151,3 +151,35 @@ async def test_the_opened_deadline_is_the_earliest_configured_limit(
         ("attempt", attempt) if narrowed else ("total", total)
     )
     assert call.deadline.remaining() <= (attempt if narrowed else total)
+
+
+@pytest.mark.parametrize(
+    ("retry", "limits", "named"),
+    [
+        (True, {"attempt_timeout_s": 0.001}, "attempt_timeout_s=0.001"),
+        (False, {"total_timeout_s": 0.001}, "total_timeout_s=0.001"),
+    ],
+    ids=["attempt", "total"],
+)
+@pytest.mark.parametrize(
+    "backend",
+    [pytest.param(name, marks=NEEDS.get(name, ())) for name in BACKENDS if name != "echo"],
+)
+async def test_a_timeout_names_the_limit_that_ran_out(
+    backend: str,
+    retry: bool,
+    limits: dict[str, float],
+    named: str,
+    spy: Spy,
+    server: FakeModelServer,
+    tmp_path: Path,
+) -> None:
+    # the local model named total_timeout_s when a retry policy's attempt bound ran out
+    server.default = TextReply("late", delay=5)
+    llm = BACKENDS[backend](server, tmp_path, retry)
+    result = await llm.complete([Message.user("Say ok")], CompletionConfig(**limits))
+    error = result.failure()
+    assert error.kind is ErrorKind.timeout
+    assert named in str(error)
+    other = "total_timeout_s" if "attempt" in named else "attempt_timeout_s"
+    assert other not in str(error)
