@@ -38,7 +38,7 @@ from agentport import (
 from agentport.backends import _cli
 from agentport.core import CallPlan, Deadline, OpenedCall, _opening, current_plan, planned
 from agentport.policies import RetryingAdapter
-from agentport.testing import FakeModelServer, ScriptedAdapter
+from agentport.testing import FakeModelServer, ScriptedAdapter, TextReply
 from agentport.transport import ProcessRequest
 
 pytestmark = [
@@ -236,3 +236,35 @@ async def test_a_runtime_turn_merges_once_and_the_runner_ends_by_its_plan(
         deadlines = [(r.deadline.limit, r.deadline.seconds) for r in requests if r.deadline]
         assert deadlines == [("attempt", 60)] * 2
         assert all(r.total_timeout_s <= 60 for r in requests)
+
+
+@pytest.mark.parametrize(
+    ("retry", "limits", "named"),
+    [
+        (True, {"attempt_timeout_s": 0.001}, "attempt_timeout_s=0.001"),
+        (False, {"total_timeout_s": 0.001}, "total_timeout_s=0.001"),
+    ],
+    ids=["attempt", "total"],
+)
+@pytest.mark.parametrize(
+    "backend",
+    [pytest.param(name, marks=NEEDS.get(name, ())) for name in BACKENDS if name != "echo"],
+)
+async def test_a_timeout_names_the_limit_that_ran_out(
+    backend: str,
+    retry: bool,
+    limits: dict[str, float],
+    named: str,
+    spy: Spy,
+    server: FakeModelServer,
+    tmp_path: Path,
+) -> None:
+    # the local model named total_timeout_s when a retry policy's attempt bound ran out
+    server.default = TextReply("late", delay=5)
+    llm = BACKENDS[backend](server, tmp_path, retry)
+    result = await llm.complete([Message.user("Say ok")], CompletionConfig(**limits))
+    error = result.failure()
+    assert error.kind is ErrorKind.timeout
+    assert named in str(error)
+    other = "total_timeout_s" if "attempt" in named else "attempt_timeout_s"
+    assert other not in str(error)

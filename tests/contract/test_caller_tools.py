@@ -13,6 +13,7 @@ import json
 import re
 import socket
 import stat
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -272,3 +273,52 @@ def test_every_native_claim_has_a_real_cli_contract_test() -> None:
     from test_caller_tools_contract import CLIS
 
     assert set(CLI_NATIVE) <= set(CLIS), sorted(set(CLI_NATIVE) - set(CLIS))
+
+
+def _spread_args(*parts: str) -> str:
+    return ""
+
+
+def _spread_kwargs(**named: str) -> str:
+    return ""
+
+
+def _positional_only(a: str, /) -> str:
+    return a
+
+
+def _generator(a: str) -> Iterator[str]:
+    yield a
+
+
+async def _async_generator(a: str) -> AsyncIterator[str]:
+    yield a
+
+
+def _keyword_only(*, a: str) -> str:
+    return a
+
+
+async def _coroutine(a: str) -> str:
+    return a
+
+
+@pytest.mark.parametrize(
+    ("fn", "named"),
+    [
+        (_spread_args, "_spread_args takes *parts"),
+        (_spread_kwargs, "_spread_kwargs takes **named"),
+        (_positional_only, "_positional_only takes a (*args"),
+        (_generator, "_generator is a generator"),
+        (_async_generator, "_async_generator is a generator"),
+    ],
+)
+def test_a_function_no_tool_call_can_run_is_refused(fn: Any, named: str) -> None:
+    # these were served, and every call of them failed or answered a generator's repr
+    with pytest.raises(ValidationError, match=re.escape(named)):
+        CompletionConfig(functions=(fn,))
+
+
+@pytest.mark.parametrize("fn", [_typed, _keyword_only, _coroutine])
+def test_a_function_called_by_keyword_is_taken(fn: Any) -> None:
+    assert CompletionConfig(functions=(fn,)).functions == (fn,)

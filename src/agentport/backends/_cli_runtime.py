@@ -72,11 +72,14 @@ class CliRuntime(TurnRuntime):
         super().__init__(buffer)
         self._adapter = CliAdapter(spec, capability, settings)
         self._made = (spec, capability, settings, buffer)
-        self._fork_from: tuple[str, Path | None] | None = None  # (session, its cwd)
+        self._fork_from: tuple[str | None, Path | None] | None = None  # (session, its cwd)
         self._handle = RuntimeHandle(backend=capability.name)
         #: the conversation so far, neutral (`agentport.handoff` continues it elsewhere)
         self.transcript = Transcript(backend=capability.name)
         self._running: anyio.CancelScope | None = None  # the turn `interrupt()` ends
+        # a turn send() started that has not run yet: its scope, by its messages' identity
+        # (interrupt() right after send() must end that turn, not return False)
+        self._sent: dict[int, anyio.CancelScope] = {}
         self._steered: list[str] = []  # `steer()` texts for the next turn
         self._control: TurnControl | None = None  # the running turn, where the CLI steers
 
@@ -99,6 +102,7 @@ class CliRuntime(TurnRuntime):
         if self._steered:  # what steer() queued leads this turn, in the order it came
             steered, self._steered = self._steered, []
             messages = [*(Message.user(text) for text in steered), *messages]
+        self._running = self._sent[id(messages)] = anyio.CancelScope()
         return self._start(messages, config)
 
     def fork(self) -> CliRuntime:
@@ -106,8 +110,10 @@ class CliRuntime(TurnRuntime):
         this session under a new id (`CompletionConfig.fork_session`), in this runtime's
         working folder (the CLI finds its sessions by folder: keep this runtime open until
         the fork's first turn ended). `ValueError` before this session has an id; its first
-        turn fails `unsupported` where the catalog says fork is IGNORED."""
-        if not self._handle.session_id:
+        turn fails `unsupported` where the catalog says fork is IGNORED (also on a backend
+        that keeps no session, such as pi)."""
+        forks = self._adapter.capability.support(Param.fork) is not ParamSupport.IGNORED
+        if not self._handle.session_id and forks:
             raise ValueError("fork() needs a session: run a turn first")
         spec, capability, settings, buffer = self._made
         forked = CliRuntime(spec, capability, settings, buffer)
@@ -239,7 +245,7 @@ class CliRuntime(TurnRuntime):
                 await send.send(event)
 
             result = None
-            with anyio.CancelScope() as scope:
+            with self._sent.pop(id(messages), None) or anyio.CancelScope() as scope:
                 self._running = scope
                 result = await self._controlled(messages, replace(plan, config=config), sink)
             if self._running is scope:

@@ -40,7 +40,6 @@ import os
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -54,6 +53,7 @@ from ..core import (
     ClosableAdapter,
     CompletionConfig,
     CompletionResponse,
+    Deadline,
     ErrorKind,
     Message,
     MessageRole,
@@ -361,13 +361,13 @@ class LocalAdapter(ClosableAdapter):
         """Start the model worker and load the model now (blocking); returns the load time in
         seconds (0 when it was already loaded). Raises `ProviderError`. For warm-up."""
         plan = plan_call((), config, self.default_config)  # the warm-up's merge and deadline
-        config, deadline = plan.config, plan.deadline.end
+        config, deadline = plan.config, plan.deadline
         worker = self._worker(config)
         with worker.lock:
             warm = worker.info is not None
-            answer = worker.ensure_loaded(deadline, None)
+            answer = worker.ensure_loaded(deadline.end, None)
         if not answer.get("ok"):
-            raise self._error(answer, config)
+            raise self._error(answer, deadline)
         return 0.0 if warm else float(answer.get("load_s", 0.0))
 
     async def complete(
@@ -379,7 +379,7 @@ class LocalAdapter(ClosableAdapter):
         )
 
     async def _opened(self, call: OpenedCall) -> Result[CompletionResponse, ProviderError]:
-        config, deadline = call.config, call.deadline.end
+        config, deadline = call.config, call.deadline
         warnings: tuple[str, ...] = ()
         schema = schema_dict(config.output_schema) if config.output_schema else None
         native: Any = lambda convo: self._run(convo, config, deadline, schema=schema)  # noqa: E731
@@ -393,7 +393,7 @@ class LocalAdapter(ClosableAdapter):
             )
         # a scored choice needs no list of the choices in the prompt (where their order
         # would sway a small model): the answer is one of them by construction
-        scored = config.choices is not None and await self._scores_choices(config, deadline)
+        scored = config.choices is not None and await self._scores_choices(config, deadline.end)
         # the grammar is the native schema; structured drops it when the schema does not fit
         result = await complete_constrained(
             lambda convo: self._run(convo, config, deadline, choices=config.choices),
@@ -424,7 +424,7 @@ class LocalAdapter(ClosableAdapter):
         self,
         messages: Sequence[Message],
         config: CompletionConfig,
-        deadline: float,
+        deadline: Deadline,
         *,
         schema: Mapping[str, Any] | None = None,
         choices: Sequence[str] | None = None,
@@ -443,7 +443,7 @@ class LocalAdapter(ClosableAdapter):
         self,
         messages: Sequence[Message],
         config: CompletionConfig,
-        deadline: float,
+        deadline: Deadline,
         stop: threading.Event,
         schema: Mapping[str, Any] | None,
         choices: Sequence[str] | None,
@@ -452,12 +452,12 @@ class LocalAdapter(ClosableAdapter):
             worker = self._worker(config)
         except ProviderError as exc:
             return Failure(exc)
-        if not worker.lock.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
-            return Failure(self._timeout(config, "waiting for the model"))
+        if not worker.lock.acquire(timeout=deadline.remaining()):
+            return Failure(self._timeout(deadline, "waiting for the model"))
         try:
-            info = worker.ensure_loaded(deadline, stop)
+            info = worker.ensure_loaded(deadline.end, stop)
             if not info.get("ok"):
-                return Failure(self._error(info, config))
+                return Failure(self._error(info, deadline))
             plain = bool(info.get("plain"))
             if choices is not None and plain:
                 # a choice is scored, not sampled token by token: the model's likelihood of
@@ -469,14 +469,14 @@ class LocalAdapter(ClosableAdapter):
                 }
             else:
                 request = self._request(messages, config, plain, info, schema, choices)
-            request["deadline_s"] = max(deadline - time.monotonic(), 0.0)
-            answer = worker.request(request, deadline, stop, "generating")
+            request["deadline_s"] = deadline.remaining()
+            answer = worker.request(request, deadline.end, stop, "generating")
         except ProviderError as exc:
             return Failure(exc)
         finally:
             worker.lock.release()
         if not answer.get("ok"):
-            return Failure(self._error(answer, config))
+            return Failure(self._error(answer, deadline))
         if request["op"] == "score" and choices is not None:
             return Success(scored_response(self.backend, choices, answer, config, worker, info))
         text = str(answer.get("text") or "")
@@ -545,23 +545,25 @@ class LocalAdapter(ClosableAdapter):
                 kwargs["response_format"] = {"type": "json_object", "schema": dict(schema)}
         return request
 
-    def _error(self, answer: Mapping[str, Any], config: CompletionConfig) -> ProviderError:
+    def _error(self, answer: Mapping[str, Any], deadline: Deadline) -> ProviderError:
         kind = str(answer.get("error"))
         message = str(answer.get("message") or kind)
         if kind in ("timeout", "cancelled"):
-            return self._timeout(config, "generating")
+            return self._timeout(deadline, "generating")
         if kind == "context_length":
             message += " (raise [llm.local] n_ctx or shorten the prompt)"
         return ProviderError(
             _WORKER_ERRORS.get(kind, ErrorKind.invalid_request), message, backend=self.backend
         )
 
-    def _timeout(self, config: CompletionConfig, doing: str) -> ProviderError:
+    def _timeout(self, deadline: Deadline, doing: str) -> ProviderError:
+        # the limit that ran out by its own name: a retry policy's attempt bound is
+        # `attempt_timeout_s`, not the call's `total_timeout_s`
         return ProviderError(
             ErrorKind.timeout,
-            f"total_timeout_s={config.total_timeout_s:g} ran out while {doing}",
+            f"{deadline.words()} ran out while {doing}",
             backend=self.backend,
-            timeout="total",
+            timeout="attempt" if deadline.limit == "attempt" else "total",
         )
 
 

@@ -99,10 +99,18 @@ class McpServer(BaseModel):
         return {k: v.get_secret_value() for k, v in self.headers.items()}
 
 
+_SPREAD = (
+    inspect.Parameter.VAR_POSITIONAL,
+    inspect.Parameter.VAR_KEYWORD,
+    inspect.Parameter.POSITIONAL_ONLY,
+)
+
+
 def check_function(fn: Any) -> str:
     """The tool name of *fn* (its `__name__`), after checking that it can be a tool: a
     callable whose parameters all have type annotations (they become the tool's JSON
-    schema). Raises `ValueError` naming the function and what is missing."""
+    schema), none of them `*args`, `**kwargs` or positional-only, and not a generator.
+    Raises `ValueError` naming the function and what is missing."""
     if not callable(fn):
         raise ValueError(f"functions: {fn!r} is not callable")
     name = getattr(fn, "__name__", "")
@@ -112,6 +120,17 @@ def check_function(fn: Any) -> str:
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"functions: {name} has no signature: {exc}") from None
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        # the tool would answer with the generator object's repr, never running the body
+        raise ValueError(f"functions: {name} is a generator; a tool returns one result")
+    # the tool is called with the JSON object's keys as keyword arguments: nothing can fill
+    # *args, **kwargs or a positional-only parameter
+    unnamed = [str(p).split(":")[0] for p in signature.parameters.values() if p.kind in _SPREAD]
+    if unnamed:
+        raise ValueError(
+            f"functions: {name} takes {', '.join(unnamed)} (*args, **kwargs or "
+            "positional-only): a tool's parameters are passed by name"
+        )
     bare = [p.name for p in signature.parameters.values() if p.annotation is p.empty]
     if bare:
         raise ValueError(f"functions: {name} needs type annotations on: {', '.join(bare)}")

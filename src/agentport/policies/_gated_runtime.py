@@ -10,6 +10,7 @@ group; the caller leaving the stream ends the wrapped turn and gives the slot ba
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -17,15 +18,19 @@ import anyio
 from returns.result import Failure, Success
 
 from ..core import (
+    AgentEvent,
     AgentRuntime,
     CompletionConfig,
+    ErrorKind,
+    EventType,
     Message,
     ProviderError,
     RuntimeHandle,
     TurnEvents,
     TurnRuntime,
+    as_messages,
 )
-from ._concurrency import ConcurrencyGate
+from ._concurrency import ConcurrencyGate, Slot
 
 __all__ = ["GatedRuntime"]
 
@@ -37,6 +42,9 @@ class GatedRuntime(TurnRuntime):
         super().__init__(buffer)
         self.inner = inner
         self.gate = gate
+        # turns send() started that the wrapped runtime has not been given yet (waiting to
+        # be scheduled or for a slot), by their messages' identity: interrupt() ends them
+        self._waiting: dict[int, anyio.CancelScope] = {}
 
     @property
     def handle(self) -> RuntimeHandle:
@@ -53,6 +61,27 @@ class GatedRuntime(TurnRuntime):
             raise AttributeError(name)
         return getattr(self.inner, name)
 
+    def send(
+        self, prompt: str | Sequence[Message], config: CompletionConfig | None = None
+    ) -> AsyncIterator[AgentEvent]:
+        """Start one turn (it waits for a slot of the window first); its events, the last
+        one `final` or `error`. `RuntimeError` outside `async with`."""
+        messages = as_messages(prompt)
+        stream = self._start(messages, config)
+        self._waiting[id(messages)] = anyio.CancelScope()
+        return stream
+
+    def interrupt(self) -> bool:
+        """The wrapped runtime's `interrupt()`; a turn that has not reached it yet (sent a
+        moment ago, or waiting for a slot) ends too, with an `error` event of kind
+        `interrupted`, without running. False when no turn was running or waiting."""
+        ended = bool(getattr(self.inner, "interrupt", lambda: False)())
+        for scope in self._waiting.values():
+            if not scope.cancel_called:
+                scope.cancel()
+                ended = True
+        return ended
+
     async def _open(self, stack: AsyncExitStack) -> None:
         await stack.enter_async_context(self.inner)  # closed after this runtime's turns
         await super()._open(stack)
@@ -60,18 +89,43 @@ class GatedRuntime(TurnRuntime):
     async def _turn(
         self, messages: list[Message], config: CompletionConfig | None, send: TurnEvents
     ) -> None:
-        async with self.gate.slot() as slot:
-            events = self.inner.send(messages, config)
-            try:
-                async for event in events:
-                    error = event.metadata.get("error") if event.type == "error" else None
-                    if isinstance(error, ProviderError):
-                        slot.settle(Failure(error))
-                    elif event.type == "final":
-                        slot.settle(Success(None))
-                    await send.send(event)
-            finally:
-                close = getattr(events, "aclose", None)
-                if close is not None:
-                    with anyio.CancelScope(shield=True):
-                        await close()
+        waiting = self._waiting.get(id(messages)) or anyio.CancelScope()
+        with waiting:
+            async with self.gate.slot() as slot:
+                self._waiting.pop(id(messages), None)
+                await self._run_inner(slot, messages, config, send)
+        self._waiting.pop(id(messages), None)
+        if waiting.cancelled_caught:
+            error = ProviderError(
+                ErrorKind.interrupted,
+                "the turn was interrupted (interrupt()) before it started",
+                backend=self.handle.backend,
+                retryable=False,
+                details={"session_id": self.handle.session_id},
+            )
+            await send.send(
+                AgentEvent(
+                    type=EventType.error,
+                    content=str(error),
+                    is_error=True,
+                    metadata={"error": error},
+                )
+            )
+
+    async def _run_inner(
+        self, slot: Slot, messages: list[Message], config: CompletionConfig | None, send: TurnEvents
+    ) -> None:
+        events = self.inner.send(messages, config)
+        try:
+            async for event in events:
+                error = event.metadata.get("error") if event.type == "error" else None
+                if isinstance(error, ProviderError):
+                    slot.settle(Failure(error))
+                elif event.type == "final":
+                    slot.settle(Success(None))
+                await send.send(event)
+        finally:
+            close = getattr(events, "aclose", None)
+            if close is not None:
+                with anyio.CancelScope(shield=True):
+                    await close()
