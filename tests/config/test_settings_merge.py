@@ -164,7 +164,7 @@ def _probe(
 
         got: dict[str, Any] = {}
 
-        async def once(self: Any, convo: Any, config: CompletionConfig) -> Any:
+        async def once(self: Any, convo: Any, config: CompletionConfig, deadline: Any) -> Any:
             got["config"] = config
             raise _Stop
 

@@ -443,7 +443,7 @@ def _past(deadline: Deadline, backend: str = "") -> ProviderError:
     (`total_timeout_s`, or a retry policy's `attempt_timeout_s`)."""
     return ProviderError(
         ErrorKind.timeout,
-        f"still running after {deadline.seconds:g}s ({deadline.field})",
+        f"still running at the call's deadline ({deadline.words()})",
         timeout="attempt" if deadline.limit == "attempt" else "total",
         backend=backend,
     )
