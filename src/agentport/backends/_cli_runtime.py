@@ -129,6 +129,8 @@ class CliRuntime(TurnRuntime):
         (`queued_next_turn`), as a user message before it."""
         if not text.strip():
             raise ValueError("steer() needs a non-empty text")
+        if self._tg is None:  # a steer no turn can take would be lost in silence
+            raise RuntimeError("use `async with` before steer(): the runtime is not open")
         if self._steer_now(text):
             return SteerResult.applied_now
         self._steered.append(text)
