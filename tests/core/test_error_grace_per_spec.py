@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agentport.backends import _cli
+from agentport.backends import _cli_turn
 from agentport.core import as_messages
 from agentport.factory import create_llm_adapter
 
@@ -29,13 +29,13 @@ async def test_the_error_grace_is_the_specs_unless_the_option_says(
 ) -> None:
     monkeypatch.setenv("AGENTPORT_ALLOW_REAL_BACKENDS", "1")
     seen: list[float] = []
-    real = _cli.RunWatch
+    real = _cli_turn.RunWatch
 
     def watch(grace: float) -> Any:
         seen.append(grace)
         return real(grace)
 
-    monkeypatch.setattr(_cli, "RunWatch", watch)
+    monkeypatch.setattr(_cli_turn, "RunWatch", watch)
     adapter = create_llm_adapter(
         backend, retry=False, **{backend: {"executable": "/bin/false", **options}}
     )
