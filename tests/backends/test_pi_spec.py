@@ -116,3 +116,20 @@ def test_text_mode_failure_exit_one_uses_stderr() -> None:
     error = SPEC.classify(RunOutcome(1, "500 stub: internal server error\n", []))
     assert error is not None
     assert error.kind is ErrorKind.server_error
+
+
+def test_rpc_get_state_answer_reports_the_session_id() -> None:
+    """`pi --mode rpc` prints no `session` line; a runtime turn asks `get_state` first and
+    its answer is the turn's init event with the session id (pi docs/rpc.md); a refused
+    get_state stays a refused command."""
+    ok = {"type": "response", "command": "get_state", "success": True,
+          "data": {"sessionId": "abc123", "sessionFile": "/x.jsonl"}}  # fmt: skip
+    event = SPEC.decode(ok)
+    assert event is not None
+    assert event.type is EventType.init
+    assert event.metadata["session_id"] == "abc123"
+    refused = {"type": "response", "command": "get_state", "success": False, "error": "no"}
+    failed = SPEC.decode(refused)
+    assert failed is not None
+    assert failed.type is EventType.error
+    assert failed.end.fatal

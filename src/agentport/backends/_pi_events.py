@@ -69,6 +69,12 @@ def decode(obj: Any) -> AgentEvent | None:
     kind = obj.get("type")
     if kind == "session":
         return AgentEvent(type=EventType.init, raw=obj, metadata={"session_id": obj.get("id")})
+    if kind == "response" and obj.get("command") == "get_state" and obj.get("success"):
+        # rpc mode prints no `session` line: the session id is get_state's (pi docs/rpc.md)
+        state = as_dict(obj.get("data"))
+        return AgentEvent(
+            type=EventType.init, raw=obj, metadata={"session_id": state.get("sessionId")}
+        )
     if kind == "response" and obj.get("success") is False:  # rpc mode: a refused command
         text = f"pi refused {obj.get('command')}: {obj.get('error') or 'no reason given'}"
         return AgentEvent(

@@ -163,7 +163,10 @@ def _rpc_turn(call: CliCall, control: TurnControl) -> Invocation:
         return json_line({"type": "abort"}) if running[0] else None
 
     control.steer, control.interrupt = steer, interrupt
-    return replace(rpc, replies=replies)
+    # rpc mode prints no `session` line: ask for the state first, so the turn reports its
+    # session id as `--mode json` did (`_pi_events.decode` reads get_state's answer)
+    state = json_line({"id": "agentport-state", "type": "get_state"})
+    return replace(rpc, stdin=state + (rpc.stdin or b""), replies=replies)
 
 
 def _reset_answer(obj: Any) -> bool:
