@@ -15,7 +15,7 @@ import importlib.machinery
 import importlib.util
 import sys
 import types
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,12 +61,6 @@ def anyio_backend() -> str:
 
 class _Stop(Exception):
     """Raised by a stub once it has recorded what the backend received."""
-
-
-@pytest.fixture
-def server() -> Iterator[FakeModelServer]:
-    with FakeModelServer(shutdown_timeout=1.0) as srv:
-        yield srv
 
 
 def _toml(value: Any) -> str:

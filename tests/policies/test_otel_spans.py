@@ -50,12 +50,6 @@ def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
     EXPORTER.clear()
 
 
-@pytest.fixture
-def server() -> Iterator[FakeModelServer]:
-    with FakeModelServer(shutdown_timeout=1.0) as srv:
-        yield srv
-
-
 def _http(
     server: FakeModelServer, tmp: Path, backend: Any = "openai_compat", **overrides: Any
 ) -> Any:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -111,12 +110,6 @@ def test_a_share_is_always_between_none_and_one(limit: int, remaining: int, used
 
 
 # ---------------------------------------------------------------- through the policy layer
-
-
-@pytest.fixture
-def server() -> Iterator[FakeModelServer]:
-    with FakeModelServer(shutdown_timeout=1.0) as srv:
-        yield srv
 
 
 @pytest.mark.anyio

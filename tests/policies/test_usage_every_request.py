@@ -8,7 +8,7 @@ a user's call really makes); the policy layer with adapters that fail or answer 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +46,6 @@ FAST = CompletionConfig(startup_timeout_s=5, idle_timeout_s=5, total_timeout_s=3
 class Capital(BaseModel):
     country: str
     city: str
-
-
-@pytest.fixture
-def server() -> Iterator[FakeModelServer]:
-    with FakeModelServer(shutdown_timeout=1.0) as srv:
-        yield srv
 
 
 def _http(backend: str, server: FakeModelServer, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
