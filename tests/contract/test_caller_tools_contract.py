@@ -342,3 +342,29 @@ async def test_a_stdio_server_of_the_call_gets_its_env(name: str, tmp_path: Path
         requests = list(server.model_requests)
     assert called, (sorted({n for r in requests for n in _offered(r)}), result)
     assert any(secret in " ".join(r.tool_results) for r in requests), result
+
+
+async def test_claude_names_a_server_of_the_call_that_did_not_start(tmp_path: Path) -> None:
+    """A call's MCP server that cannot start: real claude runs the call without its tools
+    and reports the server's status only in its init line; the answer carries a warning
+    naming it (never dropped in silence)."""
+    exe = cli_executable("claude")
+    if exe is None:
+        pytest.skip("claude not installed")
+    home = tmp_path / "home"
+    home.mkdir()
+    broken = McpServer(name="nosuchsrv", command=str(tmp_path / "no-such-server"))
+    with FakeModelServer(default="answered without the tool") as server:
+        options = _setup("claude", server, home, _planted_entry(tmp_path)) | {
+            "executable": str(exe),
+            "env": {"HOME": str(home)},
+            "grace_s": 1.0,
+        }
+        adapter = create_llm_adapter("claude", retry=False, model="fake-model", claude=options)
+        config = CompletionConfig(
+            model="fake-model", mcp_servers=(broken,), idle_timeout_s=60, total_timeout_s=150
+        )
+        result = await adapter.complete([Message.user("Say hi.")], config)
+    answer = result.unwrap()
+    assert answer.content == "answered without the tool"
+    assert any("nosuchsrv" in w and "did not start" in w for w in answer.warnings), answer

@@ -303,7 +303,8 @@ def decode(obj: Any) -> AgentEvent | None:
             source = obj.get("apiKeySource")
             if isinstance(source, str) and source:
                 init["billing_route"] = "subscription" if source == "none" else "api_key"
-            return AgentEvent(type=EventType.init, raw=obj, metadata=init)
+            unstarted = EndSignal(warning=_unstarted(obj.get("mcp_servers")))
+            return AgentEvent(type=EventType.init, raw=obj, metadata=init, end=unstarted)
         if sub == "api_retry":
             note = f"API retry {obj.get('attempt')}/{obj.get('max_retries')}: {obj.get('error')}"
             return AgentEvent(
@@ -415,3 +416,19 @@ SPEC = BackendSpec(
     # `--resume ID` of an unknown ID (2.1.x): this line on stderr, exit 1, no model request
     unknown_session=re.compile(r"No conversation found with session ID", re.I),
 )
+
+
+def _unstarted(servers: Any) -> str | None:
+    """The warning for MCP servers claude's init reports as not connected (a server that
+    failed to start, or needs authentication): claude runs the call without their tools
+    and says nothing else, so the answer must."""
+    if not isinstance(servers, list):
+        return None
+    down = [
+        f"{s.get('name')} ({s.get('status')})"
+        for s in servers
+        if isinstance(s, dict) and s.get("status") not in (None, "connected")
+    ]
+    if not down:
+        return None
+    return f"claude did not start MCP server(s) {', '.join(down)}: the call ran without their tools"
