@@ -170,7 +170,8 @@ def _how_picked(picks: tuple[int, int] | None) -> str:
     return head + (
         "Each pick is the code's ranking weighed by the model's likelihood of each "
         "candidate (asked in two orders, calibrated for position); the model changed "
-        f"the code's first choice in {moved} of {scored} picks. "
+        f"the code's first choice in {moved} of {scored} picks; the code's best claim "
+        "leads the summary. "
     )
 
 
@@ -502,9 +503,13 @@ async def run_synthesis(
     scored = run.scored_votes > 0
     if run.scores_choices and texts:
         code = [float(c.get("_score") or 0) for c in confirmed[: len(texts)]]
+        # measured on real documentation, the small model's choice does not beat the code's
+        # order (benchmarks/research_quality/vote_separation.py): it may add claims to the
+        # summary, but the code's best claim leads it
         best = await scored_pick(
-            run, "synthesis", lambda shown: synth_prompt(question, shown), texts, code, "C"
-        )
+            run, "synthesis", lambda shown: synth_prompt(question, shown), texts, code, "C",
+            code_leads=True,
+        )  # fmt: skip
         if best:
             picks = (run.picks_moved, run.picks_scored)
             report = small_report(question, confirmed, best, label, scored, picks)

@@ -269,11 +269,13 @@ async def scored_pick(
     items: Sequence[str],
     code: Sequence[float],
     prefix: str = "S",
+    code_leads: bool = False,
 ) -> list[int] | None:
     """The indexes of *items* (listed in the code's order, best first; *code* their code
     relevance) to keep, best first, from the model's scored choice (`scored_items`,
     `weighed`); counted in `run.picks_scored` and, when the model moved the code's first
-    item, `run.picks_moved`. None when the backend reports no likelihoods."""
+    item, `run.picks_moved`. *code_leads*: the code's first item stays first (the model
+    only adds to it). None when the backend reports no likelihoods."""
 
     def asked(shown: Sequence[str]) -> str:
         return prompt_of(shown) + _BEST
@@ -282,6 +284,8 @@ async def scored_pick(
     if probs is None:
         return None
     order = weighed(code, probs)
+    if code_leads and order:
+        order = [0, *(i for i in order if i != 0)][: len(order)]
     run.picks_scored += 1
     run.picks_moved += bool(order) and order[0] != 0
     return order
