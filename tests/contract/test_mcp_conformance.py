@@ -49,7 +49,7 @@ NOT_APPLICABLE = {
     "tools-call-embedded-resource": _FIXTURE,
     "tools-call-mixed-content": _FIXTURE,
     "tools-call-with-logging": _FIXTURE,
-    "tools-call-with-progress": _FIXTURE + " (progress: tests/mcp/test_mcp_server.py)",
+    "tools-call-with-progress": _FIXTURE + " (progress: tests/mcp_server/test_mcp_server.py)",
     "tools-call-sampling": "agentport's tools never ask the client to sample",
     "tools-call-elicitation": "agentport's tools never elicit",
     "elicitation-sep1034-defaults": "agentport's tools never elicit",

@@ -1,7 +1,10 @@
 """The suite's layout: every test module sits in the folder of the layer it tests (the
 README's "Tests" section lists them), shared helpers sit at the top of tests/ once each,
 and a test module imports another test module only from its own folder (pytest puts a test
-module's own folder on the import path, and the top of tests/ through conftest.py)."""
+module's own folder on the import path, and the top of tests/ through conftest.py). No
+folder is named like an importable package: `tests/` is on the import path, so a folder
+`tests/mcp/` would be found by `import mcp` (a namespace package) where the mcp extra is
+not installed, and every "skip without the extra" check would pass."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import ast
 from _helpers import ROOT, TESTS
 
 FOLDERS = {
-    "backends", "cli", "config", "contract", "core", "house", "mcp", "policies", "sessions",
+    "backends", "cli", "config", "contract", "core", "house", "mcp_server", "policies", "sessions",
     "structured", "temporal", "testing", "transport", "web", "workflows",
 }  # fmt: skip
 
@@ -45,3 +48,21 @@ def test_helpers_are_shared_from_the_top_and_test_modules_import_only_siblings()
                     assert sibling.exists(), (
                         f"{path.relative_to(ROOT)} imports {name} from another folder"
                     )
+
+
+def test_no_folder_shadows_a_package_a_test_imports() -> None:
+    import importlib.util
+    import sys
+
+    checked = ("mcp", "temporalio", "litellm", "trafilatura", "llama_cpp", "hypothesis")
+    for folder in FOLDERS:
+        assert folder not in checked, f"tests/{folder}/ would shadow `import {folder}`"
+    saved = sys.path[:]
+    try:
+        sys.path.insert(0, str(TESTS))
+        for name in checked:
+            spec = importlib.util.find_spec(name)
+            origin = "" if spec is None else str(spec.origin or spec.submodule_search_locations)
+            assert str(TESTS) not in origin, f"`import {name}` finds {origin}"
+    finally:
+        sys.path[:] = saved

@@ -24,12 +24,12 @@ from _helpers import TESTS
 pytest.importorskip("mcp")
 
 import httpx2
+from mcp import Client, StdioServerParameters
 from mcp_types import CallToolResult, TextContent
 
 from _deeprefine_util import real_copy
 from _mcp_util import LOW, REFINE_Q, write_corpus
 from agentport.core import ErrorKind
-from mcp import Client, StdioServerParameters
 
 HERE = TESTS
 LAUNCHER = HERE / "_mcp_util.py"

@@ -3,7 +3,7 @@ and answers every malformed stdio message.
 
 Regressions: `--http [::1]:PORT` or `127.0.0.2:PORT` turned the Host/Origin checks off (the
 SDK turns them on only for `127.0.0.1`, `localhost` and `::1` spelled exactly so). Tokens,
-Origin on every bind, session bounds and stdio frame caps: tests/mcp/test_mcp_trust.py.
+Origin on every bind, session bounds and stdio frame caps: tests/mcp_server/test_mcp_trust.py.
 """
 
 from __future__ import annotations

@@ -26,12 +26,12 @@ from _helpers import TESTS
 
 pytest.importorskip("mcp")
 
+from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from _deeprefine_util import write_tiny
 from agentport.core import ErrorKind, ProviderError
 from agentport.mcp._errors import Progress, error_line
-from mcp import Client, StdioServerParameters
 
 HERE = TESTS
 LAUNCHER = HERE / "_mcp_util.py"

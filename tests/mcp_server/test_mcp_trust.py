@@ -32,6 +32,7 @@ from _helpers import TESTS
 
 pytest.importorskip("mcp")
 
+from mcp import Client
 from starlette.datastructures import Headers
 
 from _mcp_util import serving, write_corpus
@@ -39,7 +40,6 @@ from agentport.core import ErrorKind
 from agentport.mcp import SessionLimits
 from agentport.mcp._errors import Roots, ToolFailure
 from agentport.mcp._http import SessionGate, check_origin
-from mcp import Client
 
 LAUNCHER = TESTS / "_mcp_util.py"
 ACCEPT = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
