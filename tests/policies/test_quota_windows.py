@@ -32,6 +32,7 @@ from agentport.core import (
     parse_quota,
     quota_from_body,
 )
+from agentport.core._quota import CLOCK_TOLERANCE
 
 NOW = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
 NY = ZoneInfo("America/New_York")
@@ -241,9 +242,20 @@ def _formats() -> list[tuple[str, str, Any]]:
     epoch = int((datetime.now(UTC) + timedelta(hours=2)).timestamp())
 
     def wall(zone: tzinfo | None, hour: int, minute: int) -> Any:
+        # A clock time with no date: its next start, unless the stated minute began at most
+        # CLOCK_TOLERANCE ago (then the reset is "now", not tomorrow). The suite reaches each
+        # case at any wall time, so both readings are checked, never the clock's luck.
         def check(retry_at: datetime | None) -> None:
             assert retry_at is not None
-            assert datetime.now(UTC) < retry_at <= datetime.now(UTC) + timedelta(days=1)
+            now = datetime.now(UTC)
+            there = now.astimezone(zone) if zone else now.astimezone()
+            began = there.replace(hour=hour, minute=minute, second=0, microsecond=0)
+            if began > there:
+                began -= timedelta(days=1)
+            if there - began <= CLOCK_TOLERANCE + timedelta(minutes=1):
+                assert began <= retry_at <= now + timedelta(minutes=1)
+                return
+            assert now < retry_at <= now + timedelta(days=1)
             seen = retry_at.astimezone(zone) if zone else retry_at.astimezone()
             assert (seen.hour, seen.minute) == (hour, minute)
 

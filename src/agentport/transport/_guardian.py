@@ -434,6 +434,10 @@ def main(argv: list[str]) -> None:
         return
     death_fd, host_pid, cmd = int(argv[1]), int(argv[2]), argv[4:]
     wake_r, _ = _prepare(death_fd, host_pid)
+    # A subreaper before the spawn: an orphan of ARGV's first milliseconds (a shell script's
+    # `setsid cmd &` exits at once) must already find this process above it. ctypes costs
+    # about 6 ms here; the only user, the embedded model's worker, takes seconds to load.
+    _subreaper()
     restore = [getattr(signal, name) for name in _RESTORE]
     try:
         child = os.posix_spawnp(cmd[0], cmd, os.environ, setsigdef=restore, setsigmask=())
@@ -441,11 +445,6 @@ def main(argv: list[str]) -> None:
         sys.stderr.write(f"agentport guardian: cannot start {cmd[0]!r}: {exc.strerror}\n")
         sys.stderr.flush()
         os._exit(_EXEC_FAILED)
-    # Become the subreaper only now: loading ctypes for prctl takes a third of the guardian's
-    # start-up (6 of 21 ms), and the CLI starts meanwhile. A descendant orphaned in between
-    # would have left the CLI's group and lost its parent within the CLI's first milliseconds,
-    # before any agent CLI (Node, Python) has loaded its own code, let alone started a tool.
-    _subreaper()
     _null_stdio()
     while True:
         try:
