@@ -25,6 +25,7 @@ from _helpers import TESTS
 
 pytest.importorskip("mcp")
 
+from mcp import Client, StdioServerParameters
 from mcp_types import CallToolResult, TextContent
 from typer.testing import CliRunner
 
@@ -41,7 +42,6 @@ from agentport.testing import (
     LoopbackWeb,
     ScriptedAdapter,
 )
-from mcp import Client, StdioServerParameters
 
 HERE = TESTS
 KINDS = {k.value for k in ErrorKind}

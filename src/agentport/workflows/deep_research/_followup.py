@@ -37,7 +37,7 @@ from ._run import Record, Run
 from ._schemas import Angle
 from ._small_qa import Ask, ask_of, carries, mentions, overlap, stems
 
-__all__ = ["follow_up_angles", "follow_ups", "linked_titles"]
+__all__ = ["file_stems", "follow_up_angles", "follow_ups", "linked_titles"]
 
 _NAME_RUN = re.compile(r"\b[A-Z][\w\-]*(?:\s+(?:of\s+|the\s+)?[A-Z][\w\-]*)*")
 _LABEL = "follow-up: "
@@ -166,11 +166,11 @@ def follow_ups(
         [a.query for a in angles],
         run.config.followup_angles,
         common if corpus is not None and corpus.documents >= 4 else frozenset(),
-        _stems(corpus) if corpus is not None else None,
+        file_stems(corpus) if corpus is not None else None,
     )
 
 
-def _stems(corpus: Corpus) -> dict[str, str]:
+def file_stems(corpus: Corpus) -> dict[str, str]:
     """File stem (case-folded) -> title of each document of *corpus*; a stem two documents
     share names neither."""
     memo = corpus.cache.get("followup-stems")

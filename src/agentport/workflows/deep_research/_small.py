@@ -26,10 +26,12 @@ from dataclasses import replace
 from typing import Any
 
 from ._corpus import Corpus, Passage, query_terms
+from ._followup import file_stems
 from ._rank import expansion, importance, index_of, weighted_terms, word_pairs
 from ._rank import search as fused_search
 from ._run import Run, cap
 from ._schemas import Angle, Scope
+from ._sides import about_side, says
 from ._small_qa import (
     Ask,
     ask_of,
@@ -76,6 +78,7 @@ Record = dict[str, Any]
 _WORD = re.compile(r"\w+", re.UNICODE)
 _OPENING = 1.25
 _NAMES = 1.3
+_SIDES = 1.3
 
 
 def pick_sentences(
@@ -198,6 +201,11 @@ async def run_scope(question: str, run: Run) -> Scope:
         Angle(label=f"document: {t}", query=t, rationale="named" if t in named else "link")
         for t in (*named, *hops[:2])
     ]
+    angles += [
+        Angle(label=f"document: {t}", query=t, rationale="a side's document")
+        for t in compared_documents(ask, corpus)
+        if t not in named and t not in hops[:2]
+    ]
     angles += angle_queries(question, common)
     sections = sections_for(corpus, question)
     if len(sections) > 1:
@@ -215,6 +223,18 @@ async def run_scope(question: str, run: Run) -> Scope:
             if any(name.endswith(p.heading or p.title) for p in hits):
                 angles.append(Angle(label=f"section: {name}", query=query, rationale="picked"))
     return small_scope(question, angles)
+
+
+def compared_documents(ask: Ask, corpus: Corpus) -> list[str]:
+    """For a comparison (`Ask.sides`), the titles of the documents the question names by
+    their file name ("fmt or fold" -> fmt.1 and fold.1, "rm -i and rm -I" -> rm.1, "click
+    arguments and click options" -> arguments.rst and options.rst), at most 2: each side
+    is read where it is defined, whatever words its sentences use."""
+    if not ask.sides:
+        return []
+    by_stem = file_stems(corpus)
+    titles = [by_stem[w] for w in re.findall(r"[\w-]+", ask.question.casefold()) if w in by_stem]
+    return list(dict.fromkeys(titles))[:2]
 
 
 def best_of_document(ask: Ask, passages: Sequence[Passage], share: int) -> list[Passage]:
@@ -308,8 +328,13 @@ def candidates(
     scored: list[tuple[float, int, Unit]] = []
     if ask is None or not ask.every_name:
         own = stems(question, common)
+        sides = ask.sides if ask is not None else ()
         for i, u in enumerate(units):
-            if overlap(own, stems(u.text)) or overlap(own, stems(u.subject)):
+            if (
+                overlap(own, stems(u.text))
+                or overlap(own, stems(u.subject))
+                or any(says(_own(passage, u), x) for x in sides)
+            ):
                 scored.append((index.score_unit(terms, passage, u, pairs, extra), i, u))
     else:
         if _namesake(passage, ask.every_name, run.corpus.titles):
@@ -330,8 +355,28 @@ def candidates(
             (s * (_NAMES if names_identifier(_own(passage, u), question) else 1.0), i, u)
             for s, i, u in scored
         ]
+    if ask is not None and ask.sides:
+        # a comparison: a unit about one of its sides ("-I  prompt once ...") answers half
+        scored = [
+            (s * (_SIDES if any(says(_own(passage, u), x) for x in ask.sides) else 1.0), i, u)
+            for s, i, u in scored
+        ]
     best = sorted(scored, key=lambda x: (-x[0], x[1]))[:8]
     return {u: score for score, _, u in best}
+
+
+def cover_sides(ask: Ask | None, texts: Sequence[str], order: Sequence[int]) -> list[int]:
+    """*order* (indexes of the chosen *texts*) with, for each side of a comparison none of
+    them is about, the best text (first in *texts*) that is: a pick of one sentence answers
+    one side, and the passage often holds the other one's too."""
+    out = list(order)
+    sides = ask.sides if ask is not None else ()
+    for side in sides:
+        if not any(about_side(texts[i], side, sides) for i in out):
+            out += [i for i, t in enumerate(texts) if about_side(t, side, sides) and i not in out][
+                :1
+            ]
+    return out
 
 
 def abstention(question: str, run: Run, read: int) -> str:
@@ -380,6 +425,7 @@ async def run_extract(question: str, run: Run, url: str, priority: float) -> Rec
             error = run.last_error("extract")
             return {"sourceQuality": "primary", "claims": [], "error": error, "section": section}
         order = [ids.index(i) for i in chosen(parsed, ids)]
+    order = cover_sides(run.ask, [_own(passage, u) for u in units], order)
     claims = [
         {
             "claim": u.text,

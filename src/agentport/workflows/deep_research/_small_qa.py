@@ -26,6 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ._corpus import STOP_WORDS, query_terms
+from ._sides import says, sides_of
 
 __all__ = [
     "Ask",
@@ -68,13 +69,15 @@ _KINDS = (
 class Ask:
     """A question taken apart: `names` (as written), `asked` (stems of the other content
     words, minus the ones most documents contain), `kind` (year, quantity, person or
-    None), `hops` (titles of the second hop's documents, found by the scope phase)."""
+    None), `hops` (titles of the second hop's documents, found by the scope phase), `sides`
+    (the two things a comparison sets side by side, `_sides.sides_of`)."""
 
     names: tuple[str, ...]
     asked: frozenset[str]
     kind: str | None
     hops: tuple[str, ...] = ()
     question: str = ""
+    sides: tuple[str, ...] = ()
 
     @property
     def every_name(self) -> tuple[str, ...]:
@@ -161,7 +164,9 @@ def ask_of(question: str, common: Iterable[str] = ()) -> Ask:
         if w not in name_words and w not in ignore and len(w) > 2 and not w.isdigit()
     ) | frozenset(w for w in _WORD.findall(question) if w.isdigit())
     kind = next((k for k, rx in _KINDS if rx.search(question)), None)
-    return Ask(tuple(dict.fromkeys(names)), asked, kind, question=question)
+    return Ask(
+        tuple(dict.fromkeys(names)), asked, kind, question=question, sides=sides_of(question)
+    )
 
 
 def _norm(text: str) -> str:
@@ -230,6 +235,8 @@ def unit_score(ask: Ask, unit: str, context: str) -> int:
         mentions(unit, n) or mentions(context, n) for n in ask.names
     ):
         shared = max(shared, 1)  # the link itself: "Velmora is a town in the Karsk region"
+    if any(says(unit, side) for side in ask.sides):
+        shared = max(shared, 1)  # a comparison's side: "-I  prompt once before removing ..."
     typed = carries(ask.kind, unit, ask.question)
     # a year or a quantity is specific enough to stand alone ("how many people live" ->
     # "has a population of 48,200"); any sentence naming someone holds a person

@@ -11,6 +11,7 @@ from ._authority import current_version, stale_page, stale_url
 from ._corpus import Corpus
 from ._run import Run, cap
 from ._schemas import Finding, Report
+from ._sides import about_side
 from ._small_qa import carries, conflicts, mentions, overlap, stems
 from ._small_topic import (
     ON_TOPIC,
@@ -219,6 +220,7 @@ def small_report(
     label: Callable[[str], str] = _short,
     scored: bool = False,
     picks: tuple[int, int] | None = None,
+    sides: Sequence[str] = (),
 ) -> Report:
     """The report assembled by code from *confirmed* claims (records with claim, sourceUrl,
     valid, refutedVotes): identical claims merged with their sources, the *best* indexes
@@ -230,7 +232,9 @@ def small_report(
     probabilities (`_small_votes`). Claims that contradict a claim of another document
     (`_small_qa.conflicts`: the same sentence with one value changed) are no finding: the
     caveats name both sides. *picks* (moved, scored): how often the model's scored
-    choice changed the code's first choice (`_small_votes.scored_pick`)."""
+    choice changed the code's first choice (`_small_votes.scored_pick`). *sides*: the two
+    sides of a comparison (`_sides.sides_of`); the summary states the best claim about
+    each."""
     disputed, superseded = settled(confirmed)
     merged = _merged(confirmed, best, disputed | superseded)
     best_score = max((float(c.get("_score") or 0) for c in confirmed), default=0.0)
@@ -253,6 +257,7 @@ def small_report(
     # the summary states whole statements, a fragment only when nothing else is left
     whole = [m for m in merged.values() if not fragment(str(m["record"]["claim"]))]
     top = (whole or list(merged.values()))[: max(1, min(3, len(ranked) or 1))]
+    top = _both_sides(top, whole or list(merged.values()), sides)
     summary = " ".join(
         f"{_with_subject(m['record'], label(m['sources'][0]))} [{label(m['sources'][0])}]"
         for m in top
@@ -268,6 +273,21 @@ def small_report(
             "openQuestions": [],
         }
     )
+
+
+def _both_sides(top: list[Record], ranked: Sequence[Record], sides: Sequence[str]) -> list[Record]:
+    """*top* (the summary's claims) with, for each side *top* says nothing about, the first
+    claim of *ranked* that does: an answer to a comparison states both sides."""
+    out = list(top)
+    sides = tuple(sides)
+
+    def about(m: Record, side: str) -> bool:
+        return about_side(f"{m['record'].get('subject') or ''} {m['record']['claim']}", side, sides)
+
+    for side in sides:
+        if not any(about(m, side) for m in out):
+            out += [m for m in ranked if about(m, side) and m not in out][:1]
+    return out
 
 
 def _merged(
@@ -500,6 +520,7 @@ async def run_synthesis(
 
     ids = [f"C{i}" for i in range(1, len(texts) + 1)]
     prompt = synth_prompt(question, texts)
+    sides = run.ask.sides if run.ask is not None else ()
     scored = run.scored_votes > 0
     if run.scores_choices and texts:
         code = [float(c.get("_score") or 0) for c in confirmed[: len(texts)]]
@@ -512,7 +533,7 @@ async def run_synthesis(
         )  # fmt: skip
         if best:
             picks = (run.picks_moved, run.picks_scored)
-            report = small_report(question, confirmed, best, label, scored, picks)
+            report = small_report(question, confirmed, best, label, scored, picks, sides)
             return report, "model choice (scored)"
     for attempt in range(2):
         parsed = await run.call(
@@ -525,9 +546,10 @@ async def run_synthesis(
         best = [ids.index(i) for i in chosen(parsed, ids)]
         if best:
             status = "model choice" + (" (retried)" if attempt else "")
-            return small_report(question, confirmed, best, label, scored), status
+            return small_report(question, confirmed, best, label, scored, sides=sides), status
     run.warn(
         "synthesis: the model's choice failed twice; the report lists the confirmed claims "
         "in rank order"
     )
-    return small_report(question, confirmed, [], label, scored), "fallback (rank order)"
+    report = small_report(question, confirmed, [], label, scored, sides=sides)
+    return report, "fallback (rank order)"
