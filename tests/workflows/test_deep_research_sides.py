@@ -32,6 +32,7 @@ from agentport.workflows.deep_research._small_qa import ask_of
         ("How do the \\b and \\f escape markers differ?", ("\\b", "\\f")),
         ("Is `max_retries` or `timeout_s` applied first?", ("max_retries", "timeout_s")),
         ("Which takes options, the Abbr extension or the Toc extension?", ("Abbr", "Toc")),
+        ("How do the input and output options behave when set to None?", ("input", "output")),
         ("How does agentport retry failed calls?", ()),
         ("How do I set the timeout to 30 seconds?", ()),
         ("How do I install and configure the backend?", ()),

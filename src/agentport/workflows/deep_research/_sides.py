@@ -12,7 +12,8 @@ to a joining word ("and", "or", "vs", "differ from", "compared to"), past the wo
 sides share ("*rm* -i and *rm* -I", "the Abbreviations *extension* or the New-Line
 *extension*"). Two plain words count only when the question compares ("differ", "which
 ... or", "same", "between"); code-like sides always do ("124 and 125", "baselevel and
-toc_depth" where one of them is code-like).
+toc_depth" where one of them is code-like), and so do two words a plural kind follows ("the
+input and output options").
 """
 
 from __future__ import annotations
@@ -33,6 +34,12 @@ _AFTER_VERB["with"] = _AFTER_VERB["to"]
 _FRAME = re.compile(r"^(?:differ\w*|difference|compar\w*|between|versus|vs)$", re.I)
 _COMPARES = re.compile(
     r"\b(?:differ\w*|difference|compar\w*|versus|vs\.?|same|between|whereas|which\b.*\bor)\b",
+    re.I,
+)
+# "the input and output options": a plural kind after the second side says both are names
+_KIND = re.compile(
+    r"^(?:options|arguments|parameters|settings|flags|fields|attributes|methods|functions|"
+    r"commands|variables|keys|modes|extensions|classes|exceptions|hooks|properties)$",
     re.I,
 )
 _CODE = re.compile(r"^(?:`.+`|--?[A-Za-z][\w-]*|\\[A-Za-z]|\d+|.*[_.].*)$")
@@ -63,28 +70,31 @@ def sides_of(question: str) -> tuple[str, ...]:
     compares nothing (see the module docstring). Each side is a token of the question."""
     tokens = [m.group(0) for m in _TOKEN.finditer(question)]
     compares = _COMPARES.search(question) is not None
-    for j in range(len(tokens)):
-        if j == 0 or not _joins(tokens, j):
+    for j in range(1, len(tokens)):
+        if not _joins(tokens, j):
             continue
-        before, after = tokens[max(0, j - 1 - _CONTEXT) : j], tokens[j + 1 : j + 2 + _CONTEXT]
-        left = _side(reversed(before), {_plain(t) for t in after})
-        right = _side(iter(after), {_plain(t) for t in before})
-        if left is None or right is None or left == right:
+        before = list(range(max(0, j - 1 - _CONTEXT), j))
+        after = list(range(j + 1, min(len(tokens), j + 2 + _CONTEXT)))
+        left = _side(tokens, before[::-1], {_plain(tokens[i]) for i in after})
+        right = _side(tokens, after, {_plain(tokens[i]) for i in before})
+        if left is None or right is None or tokens[left] == tokens[right]:
             continue
-        if compares or _CODE.match(left) or _CODE.match(right):
-            return (left.strip("`"), right.strip("`"))
+        named = right + 1 < len(tokens) and _KIND.match(tokens[right + 1]) is not None
+        if compares or named or any(_CODE.match(tokens[i]) for i in (left, right)):
+            return (tokens[left].strip("`"), tokens[right].strip("`"))
     return ()
 
 
-def _side(tokens: object, shared: set[str]) -> str | None:
-    """The first token of *tokens* (nearest the joining word first) that is content and
-    not one of the *shared* words that frame both sides."""
-    for token in tokens:  # type: ignore[attr-defined]
+def _side(tokens: list[str], order: list[int], shared: set[str]) -> int | None:
+    """The index of the first token in *order* (nearest the joining word first) that is
+    content and not one of the *shared* words that frame both sides."""
+    for i in order:
+        token = tokens[i]
         if _JOIN.match(token) or token.casefold() in _AFTER_VERB or not _content(token):
             continue
         if _plain(token) in shared:
             continue
-        return str(token)
+        return i
     return None
 
 

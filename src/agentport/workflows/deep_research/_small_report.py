@@ -276,18 +276,18 @@ def small_report(
 
 
 def _both_sides(top: list[Record], ranked: Sequence[Record], sides: Sequence[str]) -> list[Record]:
-    """*top* (the summary's claims) with, for each side *top* says nothing about, the first
-    claim of *ranked* that does: an answer to a comparison states both sides."""
-    out = list(top)
+    """The summary's claims for a comparison: the best-ranked claim about each side of
+    *sides* first, in the question's order (an answer to "how does A differ from B?"
+    states A, then B), then the rest of *top*. Without sides, *top* unchanged."""
     sides = tuple(sides)
 
     def about(m: Record, side: str) -> bool:
         return about_side(f"{m['record'].get('subject') or ''} {m['record']['claim']}", side, sides)
 
+    lead: list[Record] = []
     for side in sides:
-        if not any(about(m, side) for m in out):
-            out += [m for m in ranked if about(m, side) and m not in out][:1]
-    return out
+        lead += [m for m in [*top, *ranked] if about(m, side) and m not in lead][:1]
+    return [*lead, *(m for m in top if m not in lead)]
 
 
 def _merged(
