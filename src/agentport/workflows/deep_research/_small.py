@@ -36,6 +36,7 @@ from ._small_qa import (
     Ask,
     ask_of,
     asks_for_name,
+    best_about,
     hop_titles,
     mentions,
     names_identifier,
@@ -367,15 +368,16 @@ def candidates(
 
 def cover_sides(ask: Ask | None, texts: Sequence[str], order: Sequence[int]) -> list[int]:
     """*order* (indexes of the chosen *texts*) with, for each side of a comparison none of
-    them is about, the best text (first in *texts*) that is: a pick of one sentence answers
-    one side, and the passage often holds the other one's too."""
+    them is about, the text about it that fits the question best (`_small_qa.best_about`):
+    a pick of one sentence answers one side, and the passage often holds the other's too."""
     out = list(order)
-    sides = ask.sides if ask is not None else ()
-    for side in sides:
-        if not any(about_side(texts[i], side, sides) for i in out):
-            out += [i for i, t in enumerate(texts) if about_side(t, side, sides) and i not in out][
-                :1
-            ]
+    if ask is None:
+        return out
+    for side in ask.sides:
+        if any(about_side(texts[i], side, ask.sides) for i in out):
+            continue
+        if (best := best_about(ask, texts, side)) is not None:
+            out.append(best)
     return out
 
 

@@ -26,12 +26,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ._corpus import STOP_WORDS, query_terms
-from ._sides import says, sides_of
+from ._sides import about_side, says, sides_of
 
 __all__ = [
     "Ask",
     "ask_of",
     "asks_for_name",
+    "best_about",
     "conflicts",
     "extends",
     "hop_titles",
@@ -167,6 +168,21 @@ def ask_of(question: str, common: Iterable[str] = ()) -> Ask:
     return Ask(
         tuple(dict.fromkeys(names)), asked, kind, question=question, sides=sides_of(question)
     )
+
+
+def best_about(ask: Ask, texts: Sequence[str], side: str) -> int | None:
+    """The index of the text of *texts* about *side* alone (`_sides.about_side`) that
+    shares most of what the question asks besides its sides ("`baselevel` Defaults to
+    `1`." over "The `baselevel` setting allows ..." for "what are the default values of
+    baselevel and toc_depth?"); the earlier on a tie (*texts* come best first); None when
+    no text is about it."""
+    asked = set(ask.asked) - {stem(w) for s in ask.sides for w in _WORD.findall(s.lower())}
+    fits = [
+        (overlap(asked, stems(t)), -i, i)
+        for i, t in enumerate(texts)
+        if about_side(t, side, ask.sides)
+    ]
+    return max(fits)[2] if fits else None
 
 
 def _norm(text: str) -> str:

@@ -11,8 +11,7 @@ from ._authority import current_version, stale_page, stale_url
 from ._corpus import Corpus
 from ._run import Run, cap
 from ._schemas import Finding, Report
-from ._sides import about_side
-from ._small_qa import carries, conflicts, mentions, overlap, stems
+from ._small_qa import Ask, best_about, carries, conflicts, mentions, overlap, stems
 from ._small_topic import (
     ON_TOPIC,
     common_words,
@@ -220,7 +219,7 @@ def small_report(
     label: Callable[[str], str] = _short,
     scored: bool = False,
     picks: tuple[int, int] | None = None,
-    sides: Sequence[str] = (),
+    ask: Ask | None = None,
 ) -> Report:
     """The report assembled by code from *confirmed* claims (records with claim, sourceUrl,
     valid, refutedVotes): identical claims merged with their sources, the *best* indexes
@@ -232,9 +231,9 @@ def small_report(
     probabilities (`_small_votes`). Claims that contradict a claim of another document
     (`_small_qa.conflicts`: the same sentence with one value changed) are no finding: the
     caveats name both sides. *picks* (moved, scored): how often the model's scored
-    choice changed the code's first choice (`_small_votes.scored_pick`). *sides*: the two
-    sides of a comparison (`_sides.sides_of`); the summary states the best claim about
-    each."""
+    choice changed the code's first choice (`_small_votes.scored_pick`). *ask*: the question
+    taken apart; for a comparison (`Ask.sides`) the summary states the claim about each
+    side first."""
     disputed, superseded = settled(confirmed)
     merged = _merged(confirmed, best, disputed | superseded)
     best_score = max((float(c.get("_score") or 0) for c in confirmed), default=0.0)
@@ -257,7 +256,7 @@ def small_report(
     # the summary states whole statements, a fragment only when nothing else is left
     whole = [m for m in merged.values() if not fragment(str(m["record"]["claim"]))]
     top = (whole or list(merged.values()))[: max(1, min(3, len(ranked) or 1))]
-    top = _both_sides(top, whole or list(merged.values()), sides)
+    top = _both_sides(top, whole or list(merged.values()), ask)
     summary = " ".join(
         f"{_with_subject(m['record'], label(m['sources'][0]))} [{label(m['sources'][0])}]"
         for m in top
@@ -275,18 +274,20 @@ def small_report(
     )
 
 
-def _both_sides(top: list[Record], ranked: Sequence[Record], sides: Sequence[str]) -> list[Record]:
-    """The summary's claims for a comparison: the best-ranked claim about each side of
-    *sides* first, in the question's order (an answer to "how does A differ from B?"
-    states A, then B), then the rest of *top*. Without sides, *top* unchanged."""
-    sides = tuple(sides)
-
-    def about(m: Record, side: str) -> bool:
-        return about_side(f"{m['record'].get('subject') or ''} {m['record']['claim']}", side, sides)
-
+def _both_sides(top: list[Record], ranked: Sequence[Record], ask: Ask | None) -> list[Record]:
+    """The summary's claims for a comparison: the claim about each side of `ask.sides` that
+    fits the question best (`_small_qa.best_about`) first, in the question's order (an
+    answer to "how does A differ from B?" states A, then B), then the rest of *top*.
+    Without sides, *top* unchanged."""
+    if ask is None or not ask.sides:
+        return top
+    pool = [*top, *(m for m in ranked if m not in top)]
+    texts = [f"{m['record'].get('subject') or ''} {m['record']['claim']}" for m in pool]
     lead: list[Record] = []
-    for side in sides:
-        lead += [m for m in [*top, *ranked] if about(m, side) and m not in lead][:1]
+    for side in ask.sides:
+        best = best_about(ask, texts, side)
+        if best is not None and pool[best] not in lead:
+            lead.append(pool[best])
     return [*lead, *(m for m in top if m not in lead)]
 
 
@@ -520,7 +521,6 @@ async def run_synthesis(
 
     ids = [f"C{i}" for i in range(1, len(texts) + 1)]
     prompt = synth_prompt(question, texts)
-    sides = run.ask.sides if run.ask is not None else ()
     scored = run.scored_votes > 0
     if run.scores_choices and texts:
         code = [float(c.get("_score") or 0) for c in confirmed[: len(texts)]]
@@ -533,7 +533,7 @@ async def run_synthesis(
         )  # fmt: skip
         if best:
             picks = (run.picks_moved, run.picks_scored)
-            report = small_report(question, confirmed, best, label, scored, picks, sides)
+            report = small_report(question, confirmed, best, label, scored, picks, run.ask)
             return report, "model choice (scored)"
     for attempt in range(2):
         parsed = await run.call(
@@ -546,10 +546,10 @@ async def run_synthesis(
         best = [ids.index(i) for i in chosen(parsed, ids)]
         if best:
             status = "model choice" + (" (retried)" if attempt else "")
-            return small_report(question, confirmed, best, label, scored, sides=sides), status
+            return small_report(question, confirmed, best, label, scored, ask=run.ask), status
     run.warn(
         "synthesis: the model's choice failed twice; the report lists the confirmed claims "
         "in rank order"
     )
-    report = small_report(question, confirmed, [], label, scored, sides=sides)
+    report = small_report(question, confirmed, [], label, scored, ask=run.ask)
     return report, "fallback (rank order)"
