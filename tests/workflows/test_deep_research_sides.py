@@ -139,6 +139,8 @@ async def test_both_sides_are_stated_whatever_the_model_picks(man_pages: Corpus,
     assert out.error is None
     assert "prompt before every removal" in out.summary
     assert "more than three files" in out.summary
+    assert out.summary.index("every removal") < out.summary.index("more than three files")
+    assert "binary mode" not in out.summary, "both sides stated: a sentence about neither goes"
     claims = [f.claim for f in out.findings]
     for side in ("-i", "-I"):
         assert any(re.search(rf"(?<![\w-]){re.escape(side)}(?![\w-])", c) for c in claims) or (

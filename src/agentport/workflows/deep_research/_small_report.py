@@ -11,6 +11,7 @@ from ._authority import current_version, stale_page, stale_url
 from ._corpus import Corpus
 from ._run import Run, cap
 from ._schemas import Finding, Report
+from ._sides import says
 from ._small_qa import Ask, best_about, carries, conflicts, mentions, overlap, stems
 from ._small_topic import (
     ON_TOPIC,
@@ -277,8 +278,8 @@ def small_report(
 def _both_sides(top: list[Record], ranked: Sequence[Record], ask: Ask | None) -> list[Record]:
     """The summary's claims for a comparison: the claim about each side of `ask.sides` that
     fits the question best (`_small_qa.best_about`) first, in the question's order (an
-    answer to "how does A differ from B?" states A, then B), then the rest of *top*.
-    Without sides, *top* unchanged."""
+    answer to "how does A differ from B?" states A, then B), then the rest of *top* (once
+    both sides are stated, only its claims naming a side). Without sides, *top* unchanged."""
     if ask is None or not ask.sides:
         return top
     pool = [*top, *(m for m in ranked if m not in top)]
@@ -288,7 +289,11 @@ def _both_sides(top: list[Record], ranked: Sequence[Record], ask: Ask | None) ->
         best = best_about(ask, texts, side)
         if best is not None and pool[best] not in lead:
             lead.append(pool[best])
-    return [*lead, *(m for m in top if m not in lead)]
+    rest = [m for m in top if m not in lead]
+    if len(lead) == len(ask.sides):
+        # both sides stated: a sentence about neither is beside the point
+        rest = [m for m in rest if any(says(texts[pool.index(m)], x) for x in ask.sides)]
+    return [*lead, *rest]
 
 
 def _merged(
