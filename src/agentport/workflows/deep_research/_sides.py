@@ -4,7 +4,7 @@
 toc_depth options?", "Which uses a wider default line width, fmt or fold?": the answer is
 two statements, one about each side, often in two sentences of one passage or in two
 documents. A pass that takes the best sentence answers one side only. `sides_of` finds
-the two things set side by side, so that the candidates, the follow-up round and the
+the two things set side by side, so that the candidates, the documents read and the
 summary cover both; `says` tells whether a sentence is about one of them.
 
 A side is the word (an option, an identifier, a number, an escape, a content word) next
