@@ -9,6 +9,7 @@ from typing import Any
 
 from ._authority import current_version, stale_page, stale_url
 from ._corpus import Corpus
+from ._followup import file_stems
 from ._run import Run, cap
 from ._schemas import Finding, Report
 from ._sides import about_side
@@ -20,6 +21,7 @@ from ._small_topic import (
     coverage,
     key_terms,
     not_on_topic,
+    owners,
 )
 from ._small_votes import SURE, scored_pick
 
@@ -483,9 +485,15 @@ def on_topic(question: str, run: Run, confirmed: Sequence[Record]) -> list[Recor
         return list(confirmed)
     common = common_words(run.corpus, question)
     ask = run.ask
+    # "split's --compress option" is answered on split's page (or a hop's), or by a
+    # sentence naming split: another command's --compress option is no answer
+    named = owners(question, file_stems(run.corpus))
+    allowed = {*named, *(ask.hops if ask is not None else ())}
     kept = []
     for c in confirmed:
         context = context_of(run.corpus, c)
+        if named and not _owned(run.corpus, c, context, allowed):
+            continue
         typed = (
             ask is not None
             and any(mentions(context, n) for n in ask.names)
@@ -494,6 +502,19 @@ def on_topic(question: str, run: Run, confirmed: Sequence[Record]) -> list[Recor
         if typed or coverage(run.corpus, question, context, common) >= ON_TOPIC:
             kept.append(c)
     return kept
+
+
+def _owned(corpus: Corpus, claim: Record, context: str, titles: set[str]) -> bool:
+    """True when *claim* comes from a document titled in *titles* or its context names one
+    (its title, or the title's first word: "split" for "split(1)")."""
+    passage = corpus.passage(str(claim.get("sourceUrl") or ""))
+    if passage is not None and passage.title in titles:
+        return True
+    return any(
+        mentions(context, t) or mentions(context, t.split("(")[0].split()[0])
+        for t in titles
+        if t.strip()
+    )
 
 
 async def run_synthesis(
