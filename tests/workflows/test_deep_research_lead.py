@@ -17,6 +17,7 @@ from agentport.workflows.deep_research import ResearchConfig, run_research
 from agentport.workflows.deep_research._lead import (
     answer_first,
     carries_value,
+    in_question_order,
     split_sentences,
     valued_first,
 )
@@ -117,3 +118,34 @@ def test_valued_first_keeps_the_claims_and_leads_with_a_value(at: int) -> None:
     assert out[1:] == [m for m in top if m is not claims[at]][: len(top) - 1]
     # a question that asks no number keeps the order
     assert valued_first("What does it print?", top, claims) == top
+
+
+def test_a_comparison_is_answered_in_the_questions_order() -> None:
+    confirmed = [
+        {"claim": claim, "sourceUrl": f"corpus://timeout.txt/{i}", "valid": [{}], "refutedVotes": 0}
+        for i, claim in enumerate(
+            ["125    if the timeout command itself fails", "124    if COMMAND times out"]
+        )
+    ]
+    question = "What do timeout's exit statuses 124 and 125 mean?"
+    report = small_report(question, confirmed, [0, 1], sides=("124", "125"))
+    assert _lead(report.summary).startswith("124 "), report.summary
+    assert "125 " in report.summary  # both sides stated
+
+
+@given(st.permutations([0, 0, 1, 1, 2]))
+def test_in_question_order_groups_by_side_and_keeps_each_groups_order(sides: list[int]) -> None:
+    names = ("alpha", "omega")
+    texts = {0: "alpha is first", 1: "omega is last", 2: "neither is named"}
+    top = [{"record": {"claim": f"{texts[s]} {i}"}} for i, s in enumerate(sides)]
+    out = in_question_order(top, names)
+    assert sorted(map(id, out)) == sorted(map(id, top))  # the same claims
+    order = [next(s for s in (0, 1, 2) if texts[s] in m["record"]["claim"]) for m in out]
+    assert order == sorted(order)
+    for s in (0, 1, 2):  # each side's claims keep their order
+        assert [m for m in out if texts[s] in m["record"]["claim"]] == [
+            m for m in top if texts[s] in m["record"]["claim"]
+        ]
+    # a top that states one side only is left as it is
+    one = [m for m in top if "omega" not in m["record"]["claim"]]
+    assert in_question_order(one, names) == one

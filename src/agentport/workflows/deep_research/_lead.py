@@ -6,7 +6,8 @@ answer is its second sentence. The summary (not the finding, which stays verbati
 such a claim with its first sentence that carries a value the question does not hold (a
 code span, a quoted string, a number, an entity) ahead of the sentences that only name
 what is asked; and for a question that asks for a number or a year ("how many times
-...?"), a claim that carries a value leads one that carries none (`valued_first`).
+...?"), a claim that carries a value leads one that carries none (`valued_first`); a
+comparison's sides are stated in the order the question gives them (`in_question_order`).
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from ._sides import about_side
 from ._small_qa import ask_of
 
-__all__ = ["answer_first", "carries_value", "split_sentences", "valued_first"]
+__all__ = ["answer_first", "carries_value", "in_question_order", "split_sentences", "valued_first"]
 
 # a sentence ends at ". " before a capital or a markup opener, not after an initial
 _END = re.compile(r"(?<=[.!?])(?<!\s[A-Z]\.)\s+(?=[A-Z`*_\[(\"'])")
@@ -85,3 +87,20 @@ def valued_first(
     if found is None:
         return out
     return [found, *(m for m in out if m is not found)][: len(out)]
+
+
+def in_question_order(top: Sequence[dict[str, Any]], sides: Sequence[str]) -> list[dict[str, Any]]:
+    """*top* (merged claims: `record` holds the claim and its subject) with the claims
+    about a comparison's first side ahead of those about its second (`_sides.about_side`),
+    the others after them, each group in its own order: "124 and 125" is answered 124
+    first. Unchanged when *top* does not state both sides."""
+    sides = tuple(sides)
+
+    def side_of(m: dict[str, Any]) -> int:
+        text = f"{m['record'].get('subject') or ''} {m['record']['claim']}"
+        return next((i for i, x in enumerate(sides) if about_side(text, x, sides)), len(sides))
+
+    found = [side_of(m) for m in top]
+    if len(sides) < 2 or not all(i in found for i in range(len(sides))):
+        return list(top)
+    return [m for _, m in sorted(zip(found, top, strict=True), key=lambda x: x[0])]

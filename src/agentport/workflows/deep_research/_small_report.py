@@ -10,7 +10,7 @@ from typing import Any
 from ._authority import current_version, stale_page, stale_url
 from ._corpus import Corpus
 from ._followup import file_stems
-from ._lead import answer_first, valued_first
+from ._lead import answer_first, in_question_order, valued_first
 from ._run import Run, cap
 from ._schemas import Finding, Report
 from ._sides import about_side
@@ -261,7 +261,7 @@ def small_report(
     whole = [m for m in merged.values() if not fragment(str(m["record"]["claim"]))]
     top = (whole or list(merged.values()))[: max(1, min(3, len(ranked) or 1))]
     top = _both_sides(top, whole or list(merged.values()), sides)
-    top = valued_first(question, top, whole)
+    top = in_question_order(valued_first(question, top, whole), sides)
     # the lead claim states its value-carrying sentence first (`_lead.answer_first`)
     lead = [m["record"] | {"claim": answer_first(str(m["record"]["claim"]), question)}
             for m in top[:1]]  # fmt: skip
