@@ -515,11 +515,8 @@ def _owned(corpus: Corpus, claim: Record, context: str, titles: set[str]) -> boo
     passage = corpus.passage(str(claim.get("sourceUrl") or ""))
     if passage is not None and passage.title in titles:
         return True
-    return any(
-        mentions(context, t) or mentions(context, t.split("(")[0].split()[0])
-        for t in titles
-        if t.strip()
-    )
+    names = {n for t in titles for n in (t, *_WORD.findall(t)[:1]) if n.strip()}
+    return any(mentions(context, n) for n in names)
 
 
 async def run_synthesis(
