@@ -53,7 +53,7 @@ from ._small_report import (
     small_report,
     synth_prompt,
 )
-from ._small_topic import common_words
+from ._small_topic import common_words, quotes_question
 from ._small_votes import SMALL_VOTES, run_vote, scored_pick, verdict_of, verify_prompt
 from ._units import Unit, sentences, units_of
 
@@ -324,7 +324,10 @@ def candidates(
     # every word of the question counts, a frequent one by its low rarity (idf)
     terms, extra = weighted_terms(question), expansion(question)
     pairs = word_pairs(question)
-    units = units_of(passage.text, passage.heading)
+    # a sentence quoting the question talks about it (an example run), it does not answer
+    units = [
+        u for u in units_of(passage.text, passage.heading) if not quotes_question(question, u.text)
+    ]
     ask = run.ask
     scored: list[tuple[float, int, Unit]] = []
     if ask is None or not ask.every_name:

@@ -9,6 +9,8 @@ from typing import Any
 
 from ._authority import current_version, stale_page, stale_url
 from ._corpus import Corpus
+from ._followup import file_stems
+from ._lead import answer_first, valued_first
 from ._run import Run, cap
 from ._schemas import Finding, Report
 from ._sides import says
@@ -20,6 +22,7 @@ from ._small_topic import (
     coverage,
     key_terms,
     not_on_topic,
+    owners,
 )
 from ._small_votes import SURE, scored_pick
 
@@ -257,10 +260,13 @@ def small_report(
     # the summary states whole statements, a fragment only when nothing else is left
     whole = [m for m in merged.values() if not fragment(str(m["record"]["claim"]))]
     top = (whole or list(merged.values()))[: max(1, min(3, len(ranked) or 1))]
-    top = _both_sides(top, whole or list(merged.values()), ask)
+    top = _both_sides(valued_first(question, top, whole), whole or list(merged.values()), ask)
+    # the lead claim states its value-carrying sentence first (`_lead.answer_first`)
+    lead = [m["record"] | {"claim": answer_first(str(m["record"]["claim"]), question)}
+            for m in top[:1]]  # fmt: skip
     summary = " ".join(
-        f"{_with_subject(m['record'], label(m['sources'][0]))} [{label(m['sources'][0])}]"
-        for m in top
+        f"{_with_subject(r, label(m['sources'][0]))} [{label(m['sources'][0])}]"
+        for r, m in zip([*lead, *(m["record"] for m in top[1:])], top, strict=True)
     )
     caveats = _caveats(confirmed, picks, scored, superseded, disputed, label)
     if disputed and not findings:
@@ -489,9 +495,15 @@ def on_topic(question: str, run: Run, confirmed: Sequence[Record]) -> list[Recor
         return list(confirmed)
     common = common_words(run.corpus, question)
     ask = run.ask
+    # "split's --compress option" is answered on split's page (or a hop's), or by a
+    # sentence naming split: another command's --compress option is no answer
+    named = owners(question, file_stems(run.corpus))
+    allowed = {*named, *(ask.hops if ask is not None else ())}
     kept = []
     for c in confirmed:
         context = context_of(run.corpus, c)
+        if named and not _owned(run.corpus, c, context, allowed):
+            continue
         typed = (
             ask is not None
             and any(mentions(context, n) for n in ask.names)
@@ -500,6 +512,16 @@ def on_topic(question: str, run: Run, confirmed: Sequence[Record]) -> list[Recor
         if typed or coverage(run.corpus, question, context, common) >= ON_TOPIC:
             kept.append(c)
     return kept
+
+
+def _owned(corpus: Corpus, claim: Record, context: str, titles: set[str]) -> bool:
+    """True when *claim* comes from a document titled in *titles* or its context names one
+    (its title, or the title's first word: "split" for "split(1)")."""
+    passage = corpus.passage(str(claim.get("sourceUrl") or ""))
+    if passage is not None and passage.title in titles:
+        return True
+    names = {n for t in titles for n in (t, *_WORD.findall(t)[:1]) if n.strip()}
+    return any(mentions(context, n) for n in names)
 
 
 async def run_synthesis(

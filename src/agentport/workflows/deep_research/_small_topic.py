@@ -28,6 +28,8 @@ __all__ = [
     "coverage",
     "key_terms",
     "not_on_topic",
+    "owners",
+    "quotes_question",
     "unknown_names",
 ]
 
@@ -107,3 +109,30 @@ def not_on_topic(read: int, total: int, terms: Sequence[str]) -> str:
         f"about what the question asks (they do not meet its specific words {words}). "
         "The passages not read may still answer it."
     )
+
+
+_WORDS = re.compile(r"\w+", re.UNICODE)
+
+
+def quotes_question(question: str, text: str) -> bool:
+    """True when *text* holds *question* itself, word for word (case and punctuation
+    aside; a question of 3 words or more): a sentence that quotes the question talks
+    about it (an example, a benchmark's prose), it does not answer it."""
+    asked = " ".join(_WORDS.findall(question.casefold()))
+    said = " ".join(_WORDS.findall(text.casefold()))
+    return len(asked.split()) >= 3 and f" {asked} " in f" {said} "
+
+
+_POSSESSIVE = re.compile(r"([\w.-]+)'s\b")
+_ASKS = re.compile(r"\b(?:what|which|who|whom|whose|how|when|where|why)\b", re.IGNORECASE)
+
+
+def owners(question: str, stems: dict[str, str]) -> list[str]:
+    """The documents *question* names as the owner of what it asks ("split's --compress
+    option" -> the document of file stem "split"): titles from *stems* (file stem ->
+    title, `_followup.file_stems`) of the words before a possessive "'s" in the clause
+    that asks (the one with the question word; "sort's option refers to another command;
+    which option of that command ...?" asks about the other command, not sort)."""
+    clauses = [c for c in re.split(r"[;?]", question) if _ASKS.search(c)] or [question]
+    words = [w.casefold() for w in _POSSESSIVE.findall(clauses[-1])]
+    return list(dict.fromkeys(stems[w] for w in words if w in stems))
