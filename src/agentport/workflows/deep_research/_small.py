@@ -36,6 +36,7 @@ from ._small_qa import (
     Ask,
     ask_of,
     asks_for_name,
+    credits,
     hop_titles,
     mentions,
     names_identifier,
@@ -329,13 +330,18 @@ def candidates(
     if ask is None or not ask.every_name:
         own = stems(question, common)
         sides = ask.sides if ask is not None else ()
+        kind = ask.kind if ask is not None else None
         for i, u in enumerate(units):
+            credit = credits(kind, u.text, question)
             if (
                 overlap(own, stems(u.text))
                 or overlap(own, stems(u.subject))
                 or any(says(_own(passage, u), x) for x in sides)
+                or credit
             ):
-                scored.append((index.score_unit(terms, passage, u, pairs, extra), i, u))
+                # the answer's type counts as `unit_score` counts it
+                bonus = 2.0 * credit
+                scored.append((bonus + index.score_unit(terms, passage, u, pairs, extra), i, u))
     else:
         if _namesake(passage, ask.every_name, run.corpus.titles):
             return {}

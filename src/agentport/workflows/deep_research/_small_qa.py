@@ -33,6 +33,7 @@ __all__ = [
     "ask_of",
     "asks_for_name",
     "conflicts",
+    "credits",
     "extends",
     "hop_titles",
     "mentions",
@@ -50,7 +51,14 @@ _NAME_RUN = re.compile(r"\b[A-Z][\w.\-]*(?:\s+[A-Z][\w.\-]*)*")
 _LITERALS = frozenset({"None", "True", "False", "Null", "NULL", "TRUE", "FALSE", "NONE"})
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _QUANTITY = re.compile(r"\b\d{1,3}(?:[,.\u202f]\d{3})+\b|\b\d{5,}\b|\b\d+(?:\.\d+)?\s*%")
-_PERSON = re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]+\s+[A-Z][a-z]+\b")
+# two capitalised words not opening a sentence (an initial's period opens none: "Written
+# by H. Peter Anvin")
+_PERSON = re.compile(r"(?<!^)(?<![a-z0-9)][.!?]\s)\b[A-Z][a-z]+\s+[A-Z][a-z]+\b")
+# the words documentation credits a person with: "Written by ...", "Author: ...",
+# "Maintained by ..."
+_CREDIT = re.compile(
+    r"\b(?:writt?en|wrote|author(?:s|ed)?|maintain(?:s|ed|ers?)|created|developed)\b", re.I
+)
 _KINDS = (
     ("year", re.compile(r"^\s*when\b|\b(?:which|what) year\b|\bin which year\b", re.I)),
     (
@@ -179,6 +187,13 @@ def mentions(text: str, name: str) -> bool:
     return needle.strip() != "" and needle in _norm(text)
 
 
+def credits(kind: str | None, unit: str, question: str) -> bool:
+    """True when *kind* is person and *unit* credits one the question does not name ("Written
+    by H. Peter Anvin."): the answer to "who wrote ...?" shares no word with the question
+    but its answer type."""
+    return kind == "person" and _CREDIT.search(unit) is not None and carries(kind, unit, question)
+
+
 def carries(kind: str | None, unit: str, question: str) -> bool:
     """True when *unit* holds a value of the answer's *kind* that the question does not."""
     if kind == "year":
@@ -241,6 +256,8 @@ def unit_score(ask: Ask, unit: str, context: str) -> int:
     # a year or a quantity is specific enough to stand alone ("how many people live" ->
     # "has a population of 48,200"); any sentence naming someone holds a person
     if not shared and not (typed and ask.kind in ("year", "quantity")):
+        if credits(ask.kind, unit, ask.question):
+            return 2  # "Written by H. Peter Anvin." for "who wrote ...?"
         return 0
     return shared + 2 * typed
 
