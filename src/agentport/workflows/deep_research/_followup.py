@@ -37,7 +37,7 @@ from ._run import Record, Run
 from ._schemas import Angle
 from ._small_qa import Ask, ask_of, carries, mentions, overlap, stems
 
-__all__ = ["file_stems", "follow_up_angles", "follow_ups", "linked_titles"]
+__all__ = ["bridge_of", "file_stems", "follow_up_angles", "follow_ups", "linked_titles"]
 
 _NAME_RUN = re.compile(r"\b[A-Z][\w\-]*(?:\s+(?:of\s+|the\s+)?[A-Z][\w\-]*)*")
 _LABEL = "follow-up: "
@@ -61,6 +61,11 @@ def linked_titles(claim: str, by_stem: Mapping[str, str]) -> list[str]:
         if title and title not in out:
             out.append(title)
     return out
+
+
+def bridge_of(angle: Angle) -> str:
+    """The name a follow-up angle searches for (its bridge), or "" for any other angle."""
+    return angle.label.removeprefix(_LABEL) if angle.label.startswith(_LABEL) else ""
 
 
 def _asked(question: str, names: Sequence[str]) -> list[str]:
@@ -114,9 +119,15 @@ def follow_up_angles(
         for name in ask.names
         if not answered(name)
     ]
-    for claim, _ in found:
+    linked: list[tuple[str, str, list[str]]] = []
+    for claim, own in found:
         if titles:
-            bridges = [t for t in titles if t and mentions(claim, t) and not mentions(question, t)]
+            # a bridge is another document: the claim's own was read
+            bridges = [
+                t
+                for t in titles
+                if t and t != own and mentions(claim, t) and not mentions(question, t)
+            ]
         else:
             bridges = [
                 m.group(0)
@@ -125,19 +136,26 @@ def follow_up_angles(
                 and m.group(0).lower() not in STOP_WORDS
                 and not mentions(question, m.group(0))
             ]
-        if by_stem:
-            bridges += [
-                t
-                for t in linked_titles(claim, by_stem)
-                if t not in bridges and not mentions(question, t)
-            ]
-        # the words the first hop's sentence already matched would find it again
-        fresh = [w for w in asked if not overlap(stems(w), stems(claim))] or asked
+        links = [
+            t
+            for t in (linked_titles(claim, by_stem) if by_stem else [])
+            if t != own and not mentions(question, t)
+        ]
+        # the words the first hop's sentence already matched would find it again; a person
+        # is credited in words of their own ("Written by ..."), whatever the first hop says
+        kind_words = list(_KIND_WORDS.get(ask.kind or "", ()))
+        fresh = kind_words or [w for w in asked if not overlap(stems(w), stems(claim))] or asked
+        # an explicit link (`:doc:`, a markdown link, name(1)) names the bridge surely
+        linked += [(b, "linked by a finding, not answered yet", fresh) for b in links]
         wanted += [
             (b, "named by a finding, not answered yet", fresh)
             for b in bridges
-            if not answered(b, True)
+            if b not in links and not answered(b, True)
         ]
+    names_first = len([w for w in wanted if w[1].startswith("named in")])
+    wanted[names_first:names_first] = [
+        w for w in linked if not answered(w[0], True) and w[0] not in [x[0] for x in wanted]
+    ]
     out: list[Angle] = []
     for name, why, words in wanted:
         query = " ".join([name, *words])
@@ -160,7 +178,9 @@ def follow_ups(
     )
     return follow_up_angles(
         question,
-        [(str(c.get("claim", "")), str(s.get("title", ""))) for s in sources for c in s["claims"]],
+        # a claim's subject is part of what it says: a man page's SEE ALSO entry "tac(1)"
+        # heads the sentence under it
+        [(_said(c), str(s.get("title", ""))) for s in sources for c in s["claims"]],
         [str(s.get("title", "")) for s in sources],
         corpus.titles if corpus is not None else (),
         [a.query for a in angles],
@@ -168,6 +188,11 @@ def follow_ups(
         common if corpus is not None and corpus.documents >= 4 else frozenset(),
         file_stems(corpus) if corpus is not None else None,
     )
+
+
+def _said(claim: Record) -> str:
+    text, subject = str(claim.get("claim", "")), str(claim.get("subject") or "")
+    return f"{subject} {text}" if subject and not mentions(text, subject) else text
 
 
 def file_stems(corpus: Corpus) -> dict[str, str]:

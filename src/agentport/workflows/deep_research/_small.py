@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import Any
 
 from ._corpus import Corpus, Passage, query_terms
-from ._followup import file_stems
+from ._followup import file_stems, linked_titles
 from ._rank import expansion, importance, index_of, weighted_terms, word_pairs
 from ._rank import search as fused_search
 from ._run import Run, cap
@@ -307,7 +307,7 @@ def _namesake(passage: Passage, names: Sequence[str], titles: Sequence[str]) -> 
 
 
 def candidates(
-    question: str, run: Run, passage: Passage | None, common: frozenset[str]
+    question: str, run: Run, passage: Passage | None, common: frozenset[str], bridge: str = ""
 ) -> dict[Unit, float]:
     """The units of *passage* offered to the model (at most 8, best first) with the
     code's score of each (`_rank.UnitIndex.score`: the question's words and their
@@ -326,13 +326,17 @@ def candidates(
     pairs = word_pairs(question)
     units = units_of(passage.text, passage.heading)
     ask = run.ask
+    # a credit line answers "who wrote ...?" only in a document the question names or a
+    # finding links to (*bridge*): every man page has one
+    credited = mentions(question, passage.title) or (
+        bool(bridge) and mentions(passage.title, bridge)
+    )
     scored: list[tuple[float, int, Unit]] = []
     if ask is None or not ask.every_name:
         own = stems(question, common)
         sides = ask.sides if ask is not None else ()
-        kind = ask.kind if ask is not None else None
         for i, u in enumerate(units):
-            credit = credits(kind, u.text, question)
+            credit = credited and credits(ask.kind if ask else None, u.text, question)
             if (
                 overlap(own, stems(u.text))
                 or overlap(own, stems(u.subject))
@@ -346,7 +350,10 @@ def candidates(
         if _namesake(passage, ask.every_name, run.corpus.titles):
             return {}
         for i, u in enumerate(units):
-            if (fit := unit_score(ask, _own(passage, u), _context(passage, u))) > 0:
+            fit = unit_score(ask, _own(passage, u), _context(passage, u))
+            if not fit and credited and credits(ask.kind, u.text, question):
+                fit = 2  # the answer's type, as `unit_score` counts it
+            if fit > 0:
                 scored.append((fit + index.score_unit(terms, passage, u, pairs, extra), i, u))
     if run.corpus.section_opening(passage) == passage:
         # a section states its point first: its opening sentences weigh a little more
@@ -385,6 +392,17 @@ def cover_sides(ask: Ask | None, texts: Sequence[str], order: Sequence[int]) -> 
     return out
 
 
+def cover_links(links: Sequence[Sequence[str]], order: Sequence[int]) -> list[int]:
+    """*order* (indexes of the chosen units) with the first unit that links to another
+    document (*links*: the titles each unit links to, `_followup.linked_titles`) when no
+    chosen one does: the bridge of a two-hop question ("Use the dircolors(1) command to
+    set it.") is what the follow-up round reads next, whichever sentence the pick took."""
+    out = list(order)
+    if not any(links[i] for i in out):
+        out += [i for i, titles in enumerate(links) if titles and i not in out][:1]
+    return out
+
+
 def abstention(question: str, run: Run, read: int) -> str:
     """The summary when no passage read held a candidate: the whole corpus is checked
     for one with the same rule (`candidates`), so "the documents do not answer" is said
@@ -395,7 +413,9 @@ def abstention(question: str, run: Run, read: int) -> str:
     return no_answer(read, len(run.corpus.passages), anywhere)
 
 
-async def run_extract(question: str, run: Run, url: str, priority: float) -> Record:
+async def run_extract(
+    question: str, run: Run, url: str, priority: float, bridge: str = ""
+) -> Record:
     """Claims of one passage by sentence choice: `sourceQuality`, `claims` (claim = quote =
     a chosen sentence, verbatim), and `error` when the call failed. A passage with no
     sentence sharing a word with the question is skipped without a call. On a backend
@@ -403,7 +423,7 @@ async def run_extract(question: str, run: Run, url: str, priority: float) -> Rec
     assert run.corpus is not None
     passage = run.corpus.passage(url)
     common = common_words(run.corpus, question)
-    scores = candidates(question, run, passage, common)
+    scores = candidates(question, run, passage, common, bridge)
     units = list(scores)
     section = place(run.corpus, url)
     if passage is None or not units:
@@ -432,6 +452,8 @@ async def run_extract(question: str, run: Run, url: str, priority: float) -> Rec
             return {"sourceQuality": "primary", "claims": [], "error": error, "section": section}
         order = [ids.index(i) for i in chosen(parsed, ids)]
     order = cover_sides(run.ask, [_own(passage, u) for u in units], order)
+    links = [linked_titles(_own(passage, u), file_stems(run.corpus)) for u in units]
+    order = cover_links([[t for t in ts if t != passage.title] for ts in links], order)
     claims = [
         {
             "claim": u.text,

@@ -256,8 +256,6 @@ def unit_score(ask: Ask, unit: str, context: str) -> int:
     # a year or a quantity is specific enough to stand alone ("how many people live" ->
     # "has a population of 48,200"); any sentence naming someone holds a person
     if not shared and not (typed and ask.kind in ("year", "quantity")):
-        if credits(ask.kind, unit, ask.question):
-            return 2  # "Written by H. Peter Anvin." for "who wrote ...?"
         return 0
     return shared + 2 * typed
 
