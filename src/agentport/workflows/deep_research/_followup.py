@@ -37,10 +37,11 @@ from ._run import Record, Run
 from ._schemas import Angle
 from ._small_qa import Ask, ask_of, carries, mentions, overlap, stems
 
-__all__ = ["bridge_of", "file_stems", "follow_up_angles", "follow_ups", "linked_titles"]
+__all__ = ["LINKED", "bridge_of", "file_stems", "follow_up_angles", "follow_ups", "linked_titles"]
 
 _NAME_RUN = re.compile(r"\b[A-Z][\w\-]*(?:\s+(?:of\s+|the\s+)?[A-Z][\w\-]*)*")
 _LABEL = "follow-up: "
+LINKED = "linked by a finding, not answered yet"  # the rationale of an explicit link's angle
 # a link to another document: reST's :doc:`/path` or :doc:`text <path>`, a markdown
 # link's target, a man page reference name(1)
 _LINK = re.compile(
@@ -146,7 +147,7 @@ def follow_up_angles(
         kind_words = list(_KIND_WORDS.get(ask.kind or "", ()))
         fresh = kind_words or [w for w in asked if not overlap(stems(w), stems(claim))] or asked
         # an explicit link (`:doc:`, a markdown link, name(1)) names the bridge surely
-        linked += [(b, "linked by a finding, not answered yet", fresh) for b in links]
+        linked += [(b, LINKED, fresh) for b in links]
         wanted += [
             (b, "named by a finding, not answered yet", fresh)
             for b in bridges
@@ -179,8 +180,8 @@ def follow_ups(
     return follow_up_angles(
         question,
         # a claim's subject is part of what it says: a man page's SEE ALSO entry "tac(1)"
-        # heads the sentence under it
-        [(_said(c), str(s.get("title", ""))) for s in sources for c in s["claims"]],
+        # heads the sentence under it; the best claims' bridges first (the code's score)
+        [(_said(c), str(s.get("title", ""))) for s, c in _best_first(sources)],
         [str(s.get("title", "")) for s in sources],
         corpus.titles if corpus is not None else (),
         [a.query for a in angles],
@@ -188,6 +189,11 @@ def follow_ups(
         common if corpus is not None and corpus.documents >= 4 else frozenset(),
         file_stems(corpus) if corpus is not None else None,
     )
+
+
+def _best_first(sources: Sequence[Record]) -> list[tuple[Record, Record]]:
+    pairs = [(s, c) for s in sources for c in s["claims"]]
+    return sorted(pairs, key=lambda sc: -float(sc[1].get("_score") or 0))
 
 
 def _said(claim: Record) -> str:

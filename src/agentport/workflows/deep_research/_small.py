@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import Any
 
 from ._corpus import Corpus, Passage, query_terms
-from ._followup import file_stems, linked_titles
+from ._followup import LINKED, bridge_of, file_stems, linked_titles
 from ._rank import expansion, importance, index_of, weighted_terms, word_pairs
 from ._rank import search as fused_search
 from ._run import Run, cap
@@ -255,14 +255,43 @@ def best_of_document(ask: Ask, passages: Sequence[Passage], share: int) -> list[
     return [p for s, _, p in sorted(rated, key=lambda x: (-x[0], x[1])) if s > 0][:share]
 
 
+def by_candidates(ask: Ask, angle: Angle, corpus: Corpus) -> bool:
+    """True when a follow-up *angle*'s document is read where `candidates` rates it best
+    (`best_of_bridge`), not where its search words are: when a finding links to it (the
+    page says "see that page") or the question asks for a person (the credit line's
+    section shares no word with the question; searched by words, the bridge's SEE ALSO
+    line that repeats its name wins)."""
+    linked = angle.rationale.startswith(LINKED)
+    return bool(corpus.titled(bridge_of(angle))) and (linked or ask.kind == "person")
+
+
+def best_of_bridge(question: str, run: Run, bridge: str) -> list[Passage]:
+    """The passage of the document titled *bridge* (a follow-up angle's) whose best
+    candidate (`candidates`) scores highest: the second hop is read where the code would
+    find its answer ("Written by ..." under AUTHOR), not where its name recurs most (its
+    SEE ALSO line)."""
+    assert run.corpus is not None
+    common = common_words(run.corpus, question)
+    rated = []
+    for i, p in enumerate(run.corpus.titled(bridge)):
+        found = candidates(question, run, p, common, bridge)
+        # a credit line is the answer's type: its passage first
+        typed = any(_credit(question, run, p, u, bridge) for u in found)
+        rated.append((typed, max(found.values(), default=0.0), i, p))
+    return [p for t, s, _, p in sorted(rated, key=lambda x: (-x[0], -x[1], x[2])) if s > 0][:1]
+
+
 def ranked_candidates(run: Run, angle: Angle) -> list[Record]:
     """BM25 results for *angle*, relevance by rank (2 high, 2 medium, the rest low)."""
     assert run.corpus is not None
     levels = ["high", "high", "medium", "medium"]
     # Each angle gets a share of the fetch budget, so the later angles add something.
     share = {"question terms": 3, "key terms": 2}.get(angle.label, 1)
+    bridge = bridge_of(angle)
     if angle.label.startswith("document: ") and run.ask is not None:
         hits = best_of_document(run.ask, run.corpus.titled(angle.query), share=2)
+    elif bridge and run.ask is not None and by_candidates(run.ask, angle, run.corpus):
+        hits = best_of_bridge(run.ask.question, run, bridge)
     else:
         common = common_words(run.corpus, run.ask.question if run.ask else angle.query)
         k = min(share, run.config.corpus_candidates)
@@ -306,6 +335,17 @@ def _namesake(passage: Passage, names: Sequence[str], titles: Sequence[str]) -> 
     return any(passage.title != n and mentions(passage.title, n) and n in titles for n in names)
 
 
+def _credit_counts(question: str, passage: Passage, bridge: str) -> bool:
+    """A credit line answers "who wrote ...?" only in a document the question names or a
+    finding leads to (*bridge*, a follow-up angle's): every man page has one."""
+    return mentions(question, passage.title) or (bool(bridge) and mentions(passage.title, bridge))
+
+
+def _credit(question: str, run: Run, passage: Passage, unit: Unit, bridge: str) -> bool:
+    kind = run.ask.kind if run.ask is not None else None
+    return _credit_counts(question, passage, bridge) and credits(kind, unit.text, question)
+
+
 def candidates(
     question: str, run: Run, passage: Passage | None, common: frozenset[str], bridge: str = ""
 ) -> dict[Unit, float]:
@@ -326,11 +366,7 @@ def candidates(
     pairs = word_pairs(question)
     units = units_of(passage.text, passage.heading)
     ask = run.ask
-    # a credit line answers "who wrote ...?" only in a document the question names or a
-    # finding links to (*bridge*): every man page has one
-    credited = mentions(question, passage.title) or (
-        bool(bridge) and mentions(passage.title, bridge)
-    )
+    credited = _credit_counts(question, passage, bridge)
     scored: list[tuple[float, int, Unit]] = []
     if ask is None or not ask.every_name:
         own = stems(question, common)
@@ -459,7 +495,10 @@ async def run_extract(
             "claim": u.text,
             "quote": u.text,
             "subject": u.subject,
-            "importance": importance(index_of(run.corpus), question, scores[u]),
+            # a credit line the question or a bridge leads to is the answer's type
+            "importance": "central"
+            if _credit(question, run, passage, u, bridge)
+            else importance(index_of(run.corpus), question, scores[u]),
             "_score": scores[u],
         }
         for u in (units[i] for i in order)
