@@ -47,7 +47,9 @@ def _man(name: str, summary: str, body: str, author: str, see_also: str = "") ->
 # option lines, so a page is several passages as a real one is (its AUTHOR section apart)
 _OPTIONS = "\n".join(
     f"-{c}, --{word}\n       {word} the entries by their {word} order"
-    for c, word in zip("acdfghk", ["arrange", "count", "dim", "fold", "group", "hide", "keep"])
+    for c, word in zip(
+        "acdfghk", ["arrange", "count", "dim", "fold", "group", "hide", "keep"], strict=True
+    )
 )
 
 PAGES = {
@@ -156,5 +158,7 @@ def test_cover_links_adds_one_linking_unit_only_when_the_pick_links_nowhere(
     if any(links[i] for i in order) or not any(links):
         assert added == []
     else:
-        assert added and links[added[0]] and added[0] not in order
+        assert added
+        assert links[added[0]]
+        assert added[0] not in order
         assert added[0] == min(i for i, t in enumerate(links) if t and i not in order)

@@ -142,10 +142,8 @@ def follow_up_angles(
             for t in (linked_titles(claim, by_stem) if by_stem else [])
             if t != own and not mentions(question, t)
         ]
-        # the words the first hop's sentence already matched would find it again; a person
-        # is credited in words of their own ("Written by ..."), whatever the first hop says
-        kind_words = list(_KIND_WORDS.get(ask.kind or "", ()))
-        fresh = kind_words or [w for w in asked if not overlap(stems(w), stems(claim))] or asked
+        # the words the first hop's sentence already matched would find it again
+        fresh = [w for w in asked if not overlap(stems(w), stems(claim))] or asked
         # an explicit link (`:doc:`, a markdown link, name(1)) names the bridge surely
         linked += [(b, LINKED, fresh) for b in links]
         wanted += [

@@ -261,7 +261,7 @@ def by_candidates(ask: Ask, angle: Angle, corpus: Corpus) -> bool:
     page says "see that page") or the question asks for a person (the credit line's
     section shares no word with the question; searched by words, the bridge's SEE ALSO
     line that repeats its name wins)."""
-    linked = angle.rationale.startswith(LINKED)
+    linked = (angle.rationale or "").startswith(LINKED)
     return bool(corpus.titled(bridge_of(angle))) and (linked or ask.kind == "person")
 
 
