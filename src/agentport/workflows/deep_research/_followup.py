@@ -82,6 +82,36 @@ def _answers(ask: Ask, claim: str, name: str) -> bool:
     return bool(overlap(asked, stems(claim))) or carries(ask.kind, claim, ask.question)
 
 
+def _bridges(
+    question: str,
+    claim: str,
+    own: str,
+    titles: Sequence[str],
+    by_stem: Mapping[str, str] | None,
+) -> tuple[list[str], list[str]]:
+    """The bridges *claim* (of the document titled *own*) names that *question* does not:
+    (document titles it mentions, or name runs in web mode; titles it links to)."""
+    if titles:
+        # a bridge is another document: the claim's own was read
+        bridges = [
+            t for t in titles if t and t != own and mentions(claim, t) and not mentions(question, t)
+        ]
+    else:
+        bridges = [
+            m.group(0)
+            for m in _NAME_RUN.finditer(claim)
+            if m.start() > 0
+            and m.group(0).lower() not in STOP_WORDS
+            and not mentions(question, m.group(0))
+        ]
+    links = [
+        t
+        for t in (linked_titles(claim, by_stem) if by_stem else [])
+        if t != own and not mentions(question, t)
+    ]
+    return bridges, links
+
+
 def follow_up_angles(
     question: str,
     found: Sequence[tuple[str, str]],
@@ -122,26 +152,7 @@ def follow_up_angles(
     ]
     linked: list[tuple[str, str, list[str]]] = []
     for claim, own in found:
-        if titles:
-            # a bridge is another document: the claim's own was read
-            bridges = [
-                t
-                for t in titles
-                if t and t != own and mentions(claim, t) and not mentions(question, t)
-            ]
-        else:
-            bridges = [
-                m.group(0)
-                for m in _NAME_RUN.finditer(claim)
-                if m.start() > 0
-                and m.group(0).lower() not in STOP_WORDS
-                and not mentions(question, m.group(0))
-            ]
-        links = [
-            t
-            for t in (linked_titles(claim, by_stem) if by_stem else [])
-            if t != own and not mentions(question, t)
-        ]
+        bridges, links = _bridges(question, claim, own, titles, by_stem)
         # the words the first hop's sentence already matched would find it again
         fresh = [w for w in asked if not overlap(stems(w), stems(claim))] or asked
         # an explicit link (`:doc:`, a markdown link, name(1)) names the bridge surely
