@@ -167,7 +167,9 @@ def _heading_of(line: str, nxt: str, plain: bool) -> str | None:
     """The heading *line* opens (markdown `#`, a reST directive's name, a reST title over
     its underline *nxt*, a man page's upper-case section name when *plain*), or None."""
     stripped = line.strip()
-    if (m := _HEADING.match(stripped)) is not None:
+    # an ATX heading is indented at most 3 spaces (CommonMark 4.2): deeper, "# ..." is a
+    # comment in an indented code block ("        # define your extension here")
+    if _indent(line) <= 3 and (m := _HEADING.match(stripped)) is not None:
         # markdown's attribute list is markup: "Dot Notation { #dot_notation }"
         return _ATTRS.sub("", m.group(2)).strip() or m.group(2).strip()
     if (m := _RST_DIRECTIVE.match(stripped)) is not None:

@@ -37,10 +37,11 @@ from ._run import Record, Run
 from ._schemas import Angle
 from ._small_qa import Ask, ask_of, carries, mentions, overlap, stems
 
-__all__ = ["file_stems", "follow_up_angles", "follow_ups", "linked_titles"]
+__all__ = ["LINKED", "bridge_of", "file_stems", "follow_up_angles", "follow_ups", "linked_titles"]
 
 _NAME_RUN = re.compile(r"\b[A-Z][\w\-]*(?:\s+(?:of\s+|the\s+)?[A-Z][\w\-]*)*")
 _LABEL = "follow-up: "
+LINKED = "linked by a finding, not answered yet"  # the rationale of an explicit link's angle
 # a link to another document: reST's :doc:`/path` or :doc:`text <path>`, a markdown
 # link's target, a man page reference name(1)
 _LINK = re.compile(
@@ -63,6 +64,11 @@ def linked_titles(claim: str, by_stem: Mapping[str, str]) -> list[str]:
     return out
 
 
+def bridge_of(angle: Angle) -> str:
+    """The name a follow-up angle searches for (its bridge), or "" for any other angle."""
+    return angle.label.removeprefix(_LABEL) if angle.label.startswith(_LABEL) else ""
+
+
 def _asked(question: str, names: Sequence[str]) -> list[str]:
     name_words = {w.lower() for n in names for w in re.findall(r"\w+", n)}
     return [w for w in query_terms(question) if w not in name_words]
@@ -74,6 +80,36 @@ def _answers(ask: Ask, claim: str, name: str) -> bool:
     of the answer's type."""
     asked = set(ask.asked) - stems(name)
     return bool(overlap(asked, stems(claim))) or carries(ask.kind, claim, ask.question)
+
+
+def _bridges(
+    question: str,
+    claim: str,
+    own: str,
+    titles: Sequence[str],
+    by_stem: Mapping[str, str] | None,
+) -> tuple[list[str], list[str]]:
+    """The bridges *claim* (of the document titled *own*) names that *question* does not:
+    (document titles it mentions, or name runs in web mode; titles it links to)."""
+    if titles:
+        # a bridge is another document: the claim's own was read
+        bridges = [
+            t for t in titles if t and t != own and mentions(claim, t) and not mentions(question, t)
+        ]
+    else:
+        bridges = [
+            m.group(0)
+            for m in _NAME_RUN.finditer(claim)
+            if m.start() > 0
+            and m.group(0).lower() not in STOP_WORDS
+            and not mentions(question, m.group(0))
+        ]
+    links = [
+        t
+        for t in (linked_titles(claim, by_stem) if by_stem else [])
+        if t != own and not mentions(question, t)
+    ]
+    return bridges, links
 
 
 def follow_up_angles(
@@ -114,30 +150,22 @@ def follow_up_angles(
         for name in ask.names
         if not answered(name)
     ]
-    for claim, _ in found:
-        if titles:
-            bridges = [t for t in titles if t and mentions(claim, t) and not mentions(question, t)]
-        else:
-            bridges = [
-                m.group(0)
-                for m in _NAME_RUN.finditer(claim)
-                if m.start() > 0
-                and m.group(0).lower() not in STOP_WORDS
-                and not mentions(question, m.group(0))
-            ]
-        if by_stem:
-            bridges += [
-                t
-                for t in linked_titles(claim, by_stem)
-                if t not in bridges and not mentions(question, t)
-            ]
+    linked: list[tuple[str, str, list[str]]] = []
+    for claim, own in found:
+        bridges, links = _bridges(question, claim, own, titles, by_stem)
         # the words the first hop's sentence already matched would find it again
         fresh = [w for w in asked if not overlap(stems(w), stems(claim))] or asked
+        # an explicit link (`:doc:`, a markdown link, name(1)) names the bridge surely
+        linked += [(b, LINKED, fresh) for b in links]
         wanted += [
             (b, "named by a finding, not answered yet", fresh)
             for b in bridges
-            if not answered(b, True)
+            if b not in links and not answered(b, True)
         ]
+    names_first = len([w for w in wanted if w[1].startswith("named in")])
+    wanted[names_first:names_first] = [
+        w for w in linked if not answered(w[0], True) and w[0] not in [x[0] for x in wanted]
+    ]
     out: list[Angle] = []
     for name, why, words in wanted:
         query = " ".join([name, *words])
@@ -160,7 +188,9 @@ def follow_ups(
     )
     return follow_up_angles(
         question,
-        [(str(c.get("claim", "")), str(s.get("title", ""))) for s in sources for c in s["claims"]],
+        # a claim's subject is part of what it says: a man page's SEE ALSO entry "tac(1)"
+        # heads the sentence under it; the best claims' bridges first (the code's score)
+        [(_said(c), str(s.get("title", ""))) for s, c in _best_first(sources)],
         [str(s.get("title", "")) for s in sources],
         corpus.titles if corpus is not None else (),
         [a.query for a in angles],
@@ -168,6 +198,16 @@ def follow_ups(
         common if corpus is not None and corpus.documents >= 4 else frozenset(),
         file_stems(corpus) if corpus is not None else None,
     )
+
+
+def _best_first(sources: Sequence[Record]) -> list[tuple[Record, Record]]:
+    pairs = [(s, c) for s in sources for c in s["claims"]]
+    return sorted(pairs, key=lambda sc: -float(sc[1].get("_score") or 0))
+
+
+def _said(claim: Record) -> str:
+    text, subject = str(claim.get("claim", "")), str(claim.get("subject") or "")
+    return f"{subject} {text}" if subject and not mentions(text, subject) else text
 
 
 def file_stems(corpus: Corpus) -> dict[str, str]:

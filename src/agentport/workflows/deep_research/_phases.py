@@ -19,7 +19,7 @@ from . import _small as small
 from ._budget import over_budget, split_voted
 from ._core import build_stats, next_wave_size, norm_url, rank_claims, sure_to_rank, tally
 from ._finish import claim_lists, nothing_confirmed_summary, salvage, set_aside, synthesize
-from ._followup import follow_ups
+from ._followup import bridge_of, follow_ups
 from ._honesty import split_mirrors
 from ._report import ResearchReport, SourceEntry
 from ._run import Record, Run, cap, extra_stats, gather, warnings_of
@@ -163,7 +163,7 @@ async def extract(state: Research, angle: Angle, source: Record, priority: float
     could not fetch the page."""
     run, cfg, q = state.run, state.config, state.question
     if cfg.small_model:
-        return await small.run_extract(q, run, source["url"], priority)
+        return await small.run_extract(q, run, source["url"], priority, bridge_of(angle))
     if state.corpus is not None:
         passage = state.corpus.passage(source["url"])
         text = cap(passage.text if passage else "", cfg.max_passage_chars)

@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import Any
 
 from ._corpus import Corpus, Passage, query_terms
-from ._followup import file_stems
+from ._followup import LINKED, bridge_of, file_stems, linked_titles
 from ._rank import expansion, importance, index_of, weighted_terms, word_pairs
 from ._rank import search as fused_search
 from ._run import Run, cap
@@ -37,6 +37,7 @@ from ._small_qa import (
     ask_of,
     asks_for_name,
     best_about,
+    credits,
     hop_titles,
     mentions,
     names_identifier,
@@ -255,14 +256,43 @@ def best_of_document(ask: Ask, passages: Sequence[Passage], share: int) -> list[
     return [p for s, _, p in sorted(rated, key=lambda x: (-x[0], x[1])) if s > 0][:share]
 
 
+def by_candidates(ask: Ask, angle: Angle, corpus: Corpus) -> bool:
+    """True when a follow-up *angle*'s document is read where `candidates` rates it best
+    (`best_of_bridge`), not where its search words are: when a finding links to it (the
+    page says "see that page") or the question asks for a person (the credit line's
+    section shares no word with the question; searched by words, the bridge's SEE ALSO
+    line that repeats its name wins)."""
+    linked = (angle.rationale or "").startswith(LINKED)
+    return bool(corpus.titled(bridge_of(angle))) and (linked or ask.kind == "person")
+
+
+def best_of_bridge(question: str, run: Run, bridge: str) -> list[Passage]:
+    """The passage of the document titled *bridge* (a follow-up angle's) whose best
+    candidate (`candidates`) scores highest: the second hop is read where the code would
+    find its answer ("Written by ..." under AUTHOR), not where its name recurs most (its
+    SEE ALSO line)."""
+    assert run.corpus is not None
+    common = common_words(run.corpus, question)
+    rated = []
+    for i, p in enumerate(run.corpus.titled(bridge)):
+        found = candidates(question, run, p, common, bridge)
+        # a credit line is the answer's type: its passage first
+        typed = any(_credit(question, run, p, u, bridge) for u in found)
+        rated.append((typed, max(found.values(), default=0.0), i, p))
+    return [p for t, s, _, p in sorted(rated, key=lambda x: (-x[0], -x[1], x[2])) if s > 0][:1]
+
+
 def ranked_candidates(run: Run, angle: Angle) -> list[Record]:
     """BM25 results for *angle*, relevance by rank (2 high, 2 medium, the rest low)."""
     assert run.corpus is not None
     levels = ["high", "high", "medium", "medium"]
     # Each angle gets a share of the fetch budget, so the later angles add something.
     share = {"question terms": 3, "key terms": 2}.get(angle.label, 1)
+    bridge = bridge_of(angle)
     if angle.label.startswith("document: ") and run.ask is not None:
         hits = best_of_document(run.ask, run.corpus.titled(angle.query), share=2)
+    elif bridge and run.ask is not None and by_candidates(run.ask, angle, run.corpus):
+        hits = best_of_bridge(run.ask.question, run, bridge)
     else:
         common = common_words(run.corpus, run.ask.question if run.ask else angle.query)
         k = min(share, run.config.corpus_candidates)
@@ -306,8 +336,19 @@ def _namesake(passage: Passage, names: Sequence[str], titles: Sequence[str]) -> 
     return any(passage.title != n and mentions(passage.title, n) and n in titles for n in names)
 
 
+def _credit_counts(question: str, passage: Passage, bridge: str) -> bool:
+    """A credit line answers "who wrote ...?" only in a document the question names or a
+    finding leads to (*bridge*, a follow-up angle's): every man page has one."""
+    return mentions(question, passage.title) or (bool(bridge) and mentions(passage.title, bridge))
+
+
+def _credit(question: str, run: Run, passage: Passage, unit: Unit, bridge: str) -> bool:
+    kind = run.ask.kind if run.ask is not None else None
+    return _credit_counts(question, passage, bridge) and credits(kind, unit.text, question)
+
+
 def candidates(
-    question: str, run: Run, passage: Passage | None, common: frozenset[str]
+    question: str, run: Run, passage: Passage | None, common: frozenset[str], bridge: str = ""
 ) -> dict[Unit, float]:
     """The units of *passage* offered to the model (at most 8, best first) with the
     code's score of each (`_rank.UnitIndex.score`: the question's words and their
@@ -329,22 +370,30 @@ def candidates(
         u for u in units_of(passage.text, passage.heading) if not quotes_question(question, u.text)
     ]
     ask = run.ask
+    credited = _credit_counts(question, passage, bridge)
     scored: list[tuple[float, int, Unit]] = []
     if ask is None or not ask.every_name:
         own = stems(question, common)
         sides = ask.sides if ask is not None else ()
         for i, u in enumerate(units):
+            credit = credited and credits(ask.kind if ask else None, u.text, question)
             if (
                 overlap(own, stems(u.text))
                 or overlap(own, stems(u.subject))
                 or any(says(_own(passage, u), x) for x in sides)
+                or credit
             ):
-                scored.append((index.score_unit(terms, passage, u, pairs, extra), i, u))
+                # the answer's type counts as `unit_score` counts it
+                bonus = 2.0 * credit
+                scored.append((bonus + index.score_unit(terms, passage, u, pairs, extra), i, u))
     else:
         if _namesake(passage, ask.every_name, run.corpus.titles):
             return {}
         for i, u in enumerate(units):
-            if (fit := unit_score(ask, _own(passage, u), _context(passage, u))) > 0:
+            fit = unit_score(ask, _own(passage, u), _context(passage, u))
+            if not fit and credited and credits(ask.kind, u.text, question):
+                fit = 2  # the answer's type, as `unit_score` counts it
+            if fit > 0:
                 scored.append((fit + index.score_unit(terms, passage, u, pairs, extra), i, u))
     if run.corpus.section_opening(passage) == passage:
         # a section states its point first: its opening sentences weigh a little more
@@ -384,6 +433,17 @@ def cover_sides(ask: Ask | None, texts: Sequence[str], order: Sequence[int]) -> 
     return out
 
 
+def cover_links(links: Sequence[Sequence[str]], order: Sequence[int]) -> list[int]:
+    """*order* (indexes of the chosen units) with the first unit that links to another
+    document (*links*: the titles each unit links to, `_followup.linked_titles`) when no
+    chosen one does: the bridge of a two-hop question ("Use the dircolors(1) command to
+    set it.") is what the follow-up round reads next, whichever sentence the pick took."""
+    out = list(order)
+    if not any(links[i] for i in out):
+        out += [i for i, titles in enumerate(links) if titles and i not in out][:1]
+    return out
+
+
 def abstention(question: str, run: Run, read: int) -> str:
     """The summary when no passage read held a candidate: the whole corpus is checked
     for one with the same rule (`candidates`), so "the documents do not answer" is said
@@ -394,7 +454,9 @@ def abstention(question: str, run: Run, read: int) -> str:
     return no_answer(read, len(run.corpus.passages), anywhere)
 
 
-async def run_extract(question: str, run: Run, url: str, priority: float) -> Record:
+async def run_extract(
+    question: str, run: Run, url: str, priority: float, bridge: str = ""
+) -> Record:
     """Claims of one passage by sentence choice: `sourceQuality`, `claims` (claim = quote =
     a chosen sentence, verbatim), and `error` when the call failed. A passage with no
     sentence sharing a word with the question is skipped without a call. On a backend
@@ -402,7 +464,7 @@ async def run_extract(question: str, run: Run, url: str, priority: float) -> Rec
     assert run.corpus is not None
     passage = run.corpus.passage(url)
     common = common_words(run.corpus, question)
-    scores = candidates(question, run, passage, common)
+    scores = candidates(question, run, passage, common, bridge)
     units = list(scores)
     section = place(run.corpus, url)
     if passage is None or not units:
@@ -431,12 +493,17 @@ async def run_extract(question: str, run: Run, url: str, priority: float) -> Rec
             return {"sourceQuality": "primary", "claims": [], "error": error, "section": section}
         order = [ids.index(i) for i in chosen(parsed, ids)]
     order = cover_sides(run.ask, [_own(passage, u) for u in units], order)
+    links = [linked_titles(_own(passage, u), file_stems(run.corpus)) for u in units]
+    order = cover_links([[t for t in ts if t != passage.title] for ts in links], order)
     claims = [
         {
             "claim": u.text,
             "quote": u.text,
             "subject": u.subject,
-            "importance": importance(index_of(run.corpus), question, scores[u]),
+            # a credit line the question or a bridge leads to is the answer's type
+            "importance": "central"
+            if _credit(question, run, passage, u, bridge)
+            else importance(index_of(run.corpus), question, scores[u]),
             "_score": scores[u],
         }
         for u in (units[i] for i in order)

@@ -34,6 +34,7 @@ __all__ = [
     "asks_for_name",
     "best_about",
     "conflicts",
+    "credits",
     "extends",
     "hop_titles",
     "mentions",
@@ -51,7 +52,14 @@ _NAME_RUN = re.compile(r"\b[A-Z][\w.\-]*(?:\s+[A-Z][\w.\-]*)*")
 _LITERALS = frozenset({"None", "True", "False", "Null", "NULL", "TRUE", "FALSE", "NONE"})
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _QUANTITY = re.compile(r"\b\d{1,3}(?:[,.\u202f]\d{3})+\b|\b\d{5,}\b|\b\d+(?:\.\d+)?\s*%")
-_PERSON = re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]+\s+[A-Z][a-z]+\b")
+# two capitalised words not opening a sentence (an initial's period opens none: "Written
+# by H. Peter Anvin")
+_PERSON = re.compile(r"(?<!^)(?<![a-z0-9)][.!?]\s)\b[A-Z][a-z]+\s+[A-Z][a-z]+\b")
+# the words documentation credits a person with: "Written by ...", "Author: ...",
+# "Maintained by ..."
+_CREDIT = re.compile(
+    r"\b(?:writt?en|wrote|author(?:s|ed)?|maintain(?:s|ed|ers?)|created|developed)\b", re.I
+)
 _KINDS = (
     ("year", re.compile(r"^\s*when\b|\b(?:which|what) year\b|\bin which year\b", re.I)),
     (
@@ -193,6 +201,13 @@ def mentions(text: str, name: str) -> bool:
     """True when *name* occurs in *text* as whole words (case ignored)."""
     needle = _norm(name)
     return needle.strip() != "" and needle in _norm(text)
+
+
+def credits(kind: str | None, unit: str, question: str) -> bool:
+    """True when *kind* is person and *unit* credits one the question does not name ("Written
+    by H. Peter Anvin."): the answer to "who wrote ...?" shares no word with the question
+    but its answer type."""
+    return kind == "person" and _CREDIT.search(unit) is not None and carries(kind, unit, question)
 
 
 def carries(kind: str | None, unit: str, question: str) -> bool:

@@ -14,7 +14,7 @@ from ._lead import answer_first, valued_first
 from ._run import Run, cap
 from ._schemas import Finding, Report
 from ._sides import says
-from ._small_qa import Ask, best_about, carries, conflicts, mentions, overlap, stems
+from ._small_qa import Ask, best_about, carries, conflicts, credits, mentions, overlap, stems
 from ._small_topic import (
     ON_TOPIC,
     common_words,
@@ -509,6 +509,8 @@ def on_topic(question: str, run: Run, confirmed: Sequence[Record]) -> list[Recor
             and any(mentions(context, n) for n in ask.names)
             and carries(ask.kind, str(c["claim"]), question)
         )
+        # a credit line is a candidate only where the question or a finding leads
+        typed |= ask is not None and credits(ask.kind, str(c["claim"]), question)
         if typed or coverage(run.corpus, question, context, common) >= ON_TOPIC:
             kept.append(c)
     return kept

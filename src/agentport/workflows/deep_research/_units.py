@@ -28,6 +28,8 @@ _LIST_MARK = re.compile(r"^(?:[-*+•]|\d+[.)])\s+")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _WORD = re.compile(r"\w+", re.UNICODE)
 _ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.", "...", "…")
+# a person's initial ends no sentence: "Written by H. Peter Anvin."
+_INITIAL = re.compile(r"(?:^|[\s(])[A-Z]\.$")
 _PRONOUN = re.compile(r"(?:It|Its|This|That|These|Those|They|Their|Them)\b")
 _LINK_DEF = re.compile(r"^\[[^\]]+\]:\s*\S")
 _NAV_LINK = re.compile(r"\[[^\]]*\]\([^)]*\)|\[[^\]]*\]\[[^\]]*\]|<[^>]+>")
@@ -191,7 +193,11 @@ class _Reader:
         self.item = False
         for n, piece in enumerate(_SENTENCE_END.split(joined)):
             last = units[-1] if units else None
-            if last is not None and not last[2] and last[0].endswith(_ABBREVIATIONS):
+            if (
+                last is not None
+                and not last[2]
+                and (last[0].endswith(_ABBREVIATIONS) or _INITIAL.search(last[0]))
+            ):
                 units[-1] = (last[0] + " " + piece, last[1], False)  # "e.g. X" is one
             elif last is not None and n and _PRONOUN.match(piece):
                 units[-1] = (last[0] + " " + piece, last[1], False)  # keeps its referent
