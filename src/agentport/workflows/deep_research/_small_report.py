@@ -502,16 +502,17 @@ def on_topic(question: str, run: Run, confirmed: Sequence[Record]) -> list[Recor
     kept = []
     for c in confirmed:
         context = context_of(run.corpus, c)
-        if named and not _owned(run.corpus, c, context, allowed):
+        # a credit line is a candidate only where the question or a finding leads (a
+        # bridge the owner's page links to included), so it is never another owner's
+        credit = ask is not None and credits(ask.kind, str(c["claim"]), question)
+        if named and not credit and not _owned(run.corpus, c, context, allowed):
             continue
         typed = (
             ask is not None
             and any(mentions(context, n) for n in ask.names)
             and carries(ask.kind, str(c["claim"]), question)
         )
-        # a credit line is a candidate only where the question or a finding leads
-        typed |= ask is not None and credits(ask.kind, str(c["claim"]), question)
-        if typed or coverage(run.corpus, question, context, common) >= ON_TOPIC:
+        if credit or typed or coverage(run.corpus, question, context, common) >= ON_TOPIC:
             kept.append(c)
     return kept
 
