@@ -113,8 +113,12 @@ class _ScoringModel:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize(("p", "outcome"), [(0.9, "confirmed"), (0.52, "unverified")])
+@pytest.mark.parametrize(
+    ("p", "outcome"), [(0.9, "confirmed"), (0.52, "unverified"), (0.1, "refuted")]
+)
 async def test_noise_is_never_confirmed(tmp_path: Path, p: float, outcome: str) -> None:
+    """A sure model confirms; an unsure one leaves the claim unverified, stated on the
+    code's ranking as "model unsure" and low (never "confirmed"); a refuted claim goes."""
     for name, text in DOCS.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
     out = await run_research(
@@ -128,9 +132,15 @@ async def test_noise_is_never_confirmed(tmp_path: Path, p: float, outcome: str) 
     if outcome == "confirmed":
         assert "P(supported) 0.90" in (out.findings[0].vote or "")
         assert "probability" in out.caveats
+    elif outcome == "unverified":
+        assert out.findings
+        for f in out.findings:
+            assert (f.vote or "").endswith("model unsure"), f.vote
+            assert f.confidence == "low"
+        assert 'marked "model unsure"' in out.caveats
+        assert all(c.abstained == c.valid_votes + c.abstained for c in out.claims)
     else:
         assert not out.findings
-        assert all(c.abstained == c.valid_votes + c.abstained for c in out.claims)
 
 
 def test_choice_config_is_unchanged_by_scoring() -> None:

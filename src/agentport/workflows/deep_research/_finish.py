@@ -24,6 +24,7 @@ from ._report import (
 from ._run import Record, Run, cap
 from ._schemas import Finding, Report
 from ._small_report import run_synthesis
+from ._small_votes import unsure
 
 __all__ = [
     "budget_block",
@@ -114,6 +115,12 @@ def budget_block(cut: Sequence[Record], max_field_chars: int | None) -> str:
     )
 
 
+def model_unsure(run: Run, claim: Record) -> bool:
+    """True when small-model mode states *claim* although the model could not verify it:
+    the votes were scored and the model was unsure (`_small_votes.unsure`)."""
+    return run.config.small_model and run.scored_votes > 0 and unsure(claim)
+
+
 def salvage(confirmed: Sequence[Record]) -> list[ConfirmedEntry]:
     return [
         ConfirmedEntry(
@@ -157,7 +164,8 @@ async def synthesize(
     unverified = [c for c in voted if c["outcome"] == "unverified"]
     run.emit("phase", "synthesis", message=f"{len(confirmed)} confirmed claims")
     if cfg.small_model:
-        report, status = await run_synthesis(q, run, confirmed, read=len(fetched_urls))
+        stated = [c for c in voted if c["outcome"] == "confirmed" or model_unsure(run, c)]
+        report, status = await run_synthesis(q, run, stated, read=len(fetched_urls))
         return {
             "summary": report.summary,
             "findings": report.findings,

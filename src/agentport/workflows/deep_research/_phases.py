@@ -18,7 +18,14 @@ from . import _prompts as prompts
 from . import _small as small
 from ._budget import over_budget, split_voted
 from ._core import build_stats, next_wave_size, norm_url, rank_claims, sure_to_rank, tally
-from ._finish import claim_lists, nothing_confirmed_summary, salvage, set_aside, synthesize
+from ._finish import (
+    claim_lists,
+    model_unsure,
+    nothing_confirmed_summary,
+    salvage,
+    set_aside,
+    synthesize,
+)
 from ._followup import bridge_of, follow_ups
 from ._honesty import split_mirrors
 from ._report import ResearchReport, SourceEntry
@@ -342,7 +349,7 @@ async def done_report(state: Research, ranking: Ranking) -> ResearchReport:
     voted, budget_cut = split_voted(run, [state.verdicts[c["_pos"]] for c in ranking.ranked])
     common = common_fields(state, ranking) | claim_lists(voted)
     common["not_verified"] = common["not_verified"] + set_aside(budget_cut)
-    if not any(c["outcome"] == "confirmed" for c in voted):
+    if not any(c["outcome"] == "confirmed" or model_unsure(run, c) for c in voted):
         return ResearchReport(
             **common,
             summary=nothing_confirmed_summary(voted),

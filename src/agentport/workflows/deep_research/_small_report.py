@@ -24,7 +24,7 @@ from ._small_topic import (
     not_on_topic,
     owners,
 )
-from ._small_votes import SURE, scored_pick
+from ._small_votes import SURE, scored_pick, unsure
 
 __all__ = [
     "chosen",
@@ -324,7 +324,8 @@ def _merged(
         if (p := mean_probability(c["valid"])) is not None:
             entry["p"].append(p)
         vote = f"{len(c['valid']) - c['refutedVotes']}-{c['refutedVotes']}"
-        entry.setdefault("vote", vote + (f", P(supported) {p:.2f}" if p is not None else ""))
+        vote += f", P(supported) {p:.2f}" if p is not None else ""
+        entry.setdefault("vote", vote + (", model unsure" if unsure(c) else ""))
     return merged
 
 
@@ -342,8 +343,8 @@ def _confidence(m: Record, first: bool, best_score: float) -> str:
             len(m["sources"]), m["unanimous"], sum(m["p"]) / len(m["p"]) if m["p"] else None
         )
         cap_word = relevance_cap(float(m["record"].get("_score") or 0), best_score)
-    if m["record"].get("stale"):
-        cap_word = "low"  # a page that says it is not current
+    if m["record"].get("stale") or unsure(m["record"]):
+        cap_word = "low"  # a page that says it is not current; a claim the model left open
     elif m["record"].get("replaces"):
         cap_word = min(cap_word, "medium", key=_LEVELS.index)  # votes were on the old words
     return _LEVELS[min(_LEVELS.index(word), _LEVELS.index(cap_word))]
@@ -360,7 +361,7 @@ def _caveats(
         f"{SURE:.0%} sure either way abstains, so the claim stays unverified. The votes "
         "are a small model's judgement, not a check of the facts: measured on real "
         "documentation they barely tell an answering sentence from its neighbours, so "
-        "they keep or drop a claim but do not order or mark the findings."
+        "they drop a claim only by refuting it and do not order the findings."
         if scored
         else "The votes are constrained choices the backend sampled without likelihoods: "
         "they are not a verification of the claims."
@@ -370,6 +371,11 @@ def _caveats(
             " Confidence marks come from the code, not from the votes: one level for the "
             "best-ranked finding, one for a sentence meeting two thirds of the question's "
             "specific words; split votes make a finding low."
+        )
+    if left := sum(1 for c in confirmed if unsure(c)):
+        caveats += (
+            f' {left} finding(s) marked "model unsure" are stated on the code\'s ranking: '
+            "the model could neither confirm nor refute them."
         )
     if superseded:
         old = "; ".join(

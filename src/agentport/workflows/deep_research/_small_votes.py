@@ -38,6 +38,7 @@ __all__ = [
     "run_vote",
     "scored_items",
     "scored_pick",
+    "unsure",
     "verdict_of",
     "verify_prompt",
     "vote_probability",
@@ -289,3 +290,18 @@ async def scored_pick(
     run.picks_scored += 1
     run.picks_moved += bool(order) and order[0] != 0
     return order
+
+
+def unsure(claim: Record) -> bool:
+    """True when the model could neither confirm nor refute *claim*: it is unverified, no
+    voter refuted it and at least one voter was less than `SURE` either way. With scored
+    votes, small-model mode states such a claim on the code's ranking, marked "model
+    unsure" and low, never confirmed: measured on real documentation
+    (benchmarks/research_quality/vote_separation.py) the votes' probability barely tells
+    an answering sentence from its neighbours (AUC about 0.5, the code's order 0.77), so
+    dropping what the model is unsure of drops the code's best answer as often as noise."""
+    return (
+        claim.get("outcome") == "unverified"
+        and not claim.get("refutedVotes")
+        and int(claim.get("abstained") or 0) > 0
+    )
