@@ -89,8 +89,9 @@ class _ScoringModel:
 
     backend = "scripted"
 
-    def __init__(self, p_supported: float) -> None:
+    def __init__(self, p_supported: float, p_second: float | None = None) -> None:
         self.p = p_supported
+        self.second = p_supported if p_second is None else p_second  # the other voters'
 
     async def complete(
         self, messages: Sequence[Message], config: CompletionConfig | None = None
@@ -101,7 +102,9 @@ class _ScoringModel:
             assert isinstance(schema, dict)
             ids = {"ids": schema["properties"]["ids"]["items"]["enum"][:1]}
             return Success(CompletionResponse(content=json.dumps(ids), parsed=ids))
-        p = 0.5 if '"N/A"' in messages[-1].content else self.p
+        asked = messages[-1].content
+        p = self.p if "Voter 1 of" in asked else self.second
+        p = 0.5 if '"N/A"' in asked else p
         scores = {"supported": math.log(p), "refuted": math.log(1 - p)}
         return Success(
             CompletionResponse(
@@ -114,16 +117,26 @@ class _ScoringModel:
 
 @pytest.mark.anyio
 @pytest.mark.parametrize(
-    ("p", "outcome"), [(0.9, "confirmed"), (0.52, "unverified"), (0.1, "refuted")]
+    ("p", "second", "outcome"),
+    [
+        (0.9, None, "confirmed"),
+        (0.52, None, "unverified"),
+        # one voter refutes, the others are unsure: no quorum, the claim is not dropped
+        (0.1, 0.52, "unverified"),
+        (0.1, None, "refuted"),
+    ],
 )
-async def test_noise_is_never_confirmed(tmp_path: Path, p: float, outcome: str) -> None:
-    """A sure model confirms; an unsure one leaves the claim unverified, stated on the
-    code's ranking as "model unsure" and low (never "confirmed"); a refuted claim goes."""
+async def test_noise_is_never_confirmed(
+    tmp_path: Path, p: float, second: float | None, outcome: str
+) -> None:
+    """A sure model confirms; an unsure one, or one voter refuting while the others are
+    unsure, leaves the claim unverified, stated on the code's ranking as "model unsure" and
+    low (never "confirmed"); a claim a quorum refuted goes."""
     for name, text in DOCS.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
     out = await run_research(
         "How does the retry policy handle failures?",
-        _ScoringModel(p),
+        _ScoringModel(p, second),
         corpus=tmp_path,
         config=ResearchConfig.for_small_model(),
     )
@@ -138,7 +151,8 @@ async def test_noise_is_never_confirmed(tmp_path: Path, p: float, outcome: str) 
             assert (f.vote or "").endswith("model unsure"), f.vote
             assert f.confidence == "low"
         assert 'marked "model unsure"' in out.caveats
-        assert all(c.abstained == c.valid_votes + c.abstained for c in out.claims)
+        if second is None:
+            assert all(c.abstained == c.valid_votes + c.abstained for c in out.claims)
     else:
         assert not out.findings
 

@@ -21,7 +21,6 @@ from ..core import (
     CompletionConfig,
     CompletionResponse,
     ErrorKind,
-    EventType,
     Message,
     MessageRole,
     Param,
@@ -33,6 +32,7 @@ from ..core import (
     TurnEvents,
     TurnRuntime,
     as_messages,
+    last_event,
     plan_call,
     planned,
 )
@@ -262,21 +262,7 @@ class CliRuntime(TurnRuntime):
                         details={"session_id": self._handle.session_id},
                     )
                 )
-            if isinstance(result, Failure):
-                error = result.failure()
-                final = AgentEvent(
-                    type=EventType.error,
-                    content=str(error),
-                    is_error=True,
-                    metadata={"error": error},
-                )
-            else:
-                response = result.unwrap()
-                final = AgentEvent(
-                    type=EventType.final,
-                    content=response.content,
-                    metadata={"response": response, "usage": response.usage},
-                )
+            final = last_event(result)
             prompt = "\n\n".join(m.content for m in messages if m.role is MessageRole.user)
             self.transcript = replace(
                 self.transcript.with_turn(prompt, [*seen, final]), cwd=str(config.cwd)

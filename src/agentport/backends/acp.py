@@ -56,6 +56,7 @@ from ..core import (
     TurnRuntime,
     as_quota,
     complete_call,
+    last_event,
     plan_call,
 )
 from ..structured import complete_constrained
@@ -419,17 +420,7 @@ class AcpRuntime(TurnRuntime):
                 ErrorKind.process_failed,
             ):
                 await self._drop_session()  # a stuck or dead agent is not reused
-            final = AgentEvent(
-                type=EventType.error, content=str(error), is_error=True,
-                metadata={"error": error},
-            )  # fmt: skip
-        else:
-            response = result.unwrap()
-            final = AgentEvent(
-                type=EventType.final,
-                content=response.content,
-                metadata={"response": response, "usage": response.usage},
-            )
+        final = last_event(result)
         await send.send(final)
 
     async def _drop_session(self) -> None:

@@ -73,6 +73,7 @@ from ._protocols import (
     RuntimeHandle,
     SteerResult,
     aclose_adapter,
+    last_event,
 )
 from ._response import (
     BinaryInfo,
@@ -229,6 +230,7 @@ __all__ = [
     "input_summary",
     "json_schema_problem",
     "key_handed",
+    "last_event",
     "loopback_url",
     "merge_config",
     "normalize_name",

@@ -12,7 +12,7 @@ from types import TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from returns.result import Result
+from returns.result import Failure, Result
 
 from ._config import CompletionConfig
 from ._errors import ErrorKind, ProviderError
@@ -151,6 +151,24 @@ class AgentEvent(BaseModel):
                 f"end=EndSignal({retired[0]}=...) instead"
             )
         return value
+
+
+def last_event(result: Result[CompletionResponse, ProviderError]) -> AgentEvent:
+    """A runtime turn's last event for its *result*: `error` carrying the `ProviderError`
+    (`metadata["error"]`, its text as `content`) for a `Failure`, `final` carrying the
+    `CompletionResponse` and its `usage` for a `Success`. Every runtime ends a turn
+    through this one function, so callers read the same keys on every backend."""
+    if isinstance(result, Failure):
+        error = result.failure()
+        return AgentEvent(
+            type=EventType.error, content=str(error), is_error=True, metadata={"error": error}
+        )
+    response = result.unwrap()
+    return AgentEvent(
+        type=EventType.final,
+        content=response.content,
+        metadata={"response": response, "usage": response.usage},
+    )
 
 
 class RuntimeHandle(BaseModel):

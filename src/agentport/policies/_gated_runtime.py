@@ -22,13 +22,13 @@ from ..core import (
     AgentRuntime,
     CompletionConfig,
     ErrorKind,
-    EventType,
     Message,
     ProviderError,
     RuntimeHandle,
     TurnEvents,
     TurnRuntime,
     as_messages,
+    last_event,
 )
 from ._concurrency import ConcurrencyGate, Slot
 
@@ -103,14 +103,7 @@ class GatedRuntime(TurnRuntime):
                 retryable=False,
                 details={"session_id": self.handle.session_id},
             )
-            await send.send(
-                AgentEvent(
-                    type=EventType.error,
-                    content=str(error),
-                    is_error=True,
-                    metadata={"error": error},
-                )
-            )
+            await send.send(last_event(Failure(error)))
 
     async def _run_inner(
         self, slot: Slot, messages: list[Message], config: CompletionConfig | None, send: TurnEvents

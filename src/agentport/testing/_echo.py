@@ -25,6 +25,7 @@ from ..core import (
     TurnRuntime,
     Usage,
     complete_call,
+    last_event,
 )
 from ..structured import parse_answer, parse_choice
 
@@ -105,23 +106,9 @@ class EchoRuntime(TurnRuntime):
         await send.send(AgentEvent(type=EventType.init, metadata={"session_id": sid}))
         result = await self._adapter.complete(messages, config)
         if isinstance(result, Failure):
-            error = result.failure()
-            await send.send(
-                AgentEvent(
-                    type=EventType.error,
-                    content=str(error),
-                    is_error=True,
-                    metadata={"error": error},
-                )
-            )
+            await send.send(last_event(result))
             return
         response = result.unwrap().model_copy(update={"raw": RawInfo(session_id=sid)})
         await send.send(AgentEvent(type=EventType.text, content=response.content))
         await send.send(AgentEvent(type=EventType.usage, metadata={"usage": response.usage}))
-        await send.send(
-            AgentEvent(
-                type=EventType.final,
-                content=response.content,
-                metadata={"response": response, "usage": response.usage},
-            )
-        )
+        await send.send(last_event(Success(response)))

@@ -21,6 +21,7 @@ from urllib.parse import quote
 from returns.result import Failure, Result, Success
 
 from ...core import ErrorKind, ProviderError
+from ._units import is_rule
 
 __all__ = ["CORPUS_SUFFIXES", "STOP_WORDS", "Corpus", "Passage", "load_corpus", "query_terms"]
 
@@ -304,7 +305,13 @@ _LINE_END_SENTENCE = re.compile(r"[.!?:;][`*_)\"']*\n")
 
 def _split_long(block: str, limit: int) -> list[str]:
     """Cut an oversized block at a line that ends a sentence, then at line ends, then at
-    sentence ends, then hard."""
+    sentence ends, then hard. A pipe table's header and rule rows head each of its pieces:
+    a row is read under its columns' names ("Dot Notation")."""
+    first, _, rest = block.partition("\n")
+    rule, _, body = rest.partition("\n")
+    if len(block) > limit and "|" in first and is_rule(rule) and body:
+        head = f"{first}\n{rule}\n"
+        return [head + piece for piece in _split_long(body, max(limit - len(head), limit // 3))]
     pieces: list[str] = []
     while len(block) > limit:
         # a line that ends a sentence first: a cut inside one leaves a fragment each side

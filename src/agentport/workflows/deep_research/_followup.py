@@ -15,7 +15,10 @@ up the fetch slots before the other side is read. `follow_up_angles` returns at 
 - every document a claim links to (a reST `:doc:` role, a markdown link, a man page's
   `name(1)`) by its file name: the bridge named by its path, not its title
   ("See :doc:`/setuptools`" -> the document setuptools.rst, titled "Setuptools
-  Integration").
+  Integration");
+- last, every name a claim writes as code that the question does not give (`` `nl2br` ``,
+  ``` ``nargs=-1`` ```): another page says more of it (the index's table row giving
+  `nl2br`'s dotted name), read where it is named (`_small.naming`).
 
 A question asking for a person ("who wrote ...") is answered in documentation by an
 author or maintainer line ("Written by ...", "Author: ..."), words the question does not
@@ -37,16 +40,27 @@ from ._run import Record, Run
 from ._schemas import Angle
 from ._small_qa import Ask, ask_of, carries, mentions, overlap, stems
 
-__all__ = ["LINKED", "bridge_of", "file_stems", "follow_up_angles", "follow_ups", "linked_titles"]
+__all__ = [
+    "CODED",
+    "LINKED",
+    "bridge_of",
+    "file_stems",
+    "follow_up_angles",
+    "follow_ups",
+    "linked_titles",
+]
 
 _NAME_RUN = re.compile(r"\b[A-Z][\w\-]*(?:\s+(?:of\s+|the\s+)?[A-Z][\w\-]*)*")
 _LABEL = "follow-up: "
 LINKED = "linked by a finding, not answered yet"  # the rationale of an explicit link's angle
+CODED = "named by a finding as code, not answered yet"  # the rationale of a code name's angle
 # a link to another document: reST's :doc:`/path` or :doc:`text <path>`, a markdown
 # link's target, a man page reference name(1)
 _LINK = re.compile(
     r":doc:`(?:[^`<]*<)?/?([\w./-]+?)>?`|\]\(([^)#\s]+)(?:#[^)]*)?\)|\b([\w.-]+)\(\d\w?\)"
 )
+# a name a finding writes as code: `nl2br`, ``nargs=-1`` (no spaces)
+_CODE_NAME = re.compile(r"`{1,2}([A-Za-z_][\w.=-]{2,40})`{1,2}")
 # the words documentation uses for what a question of this answer type asks
 _KIND_WORDS = {"person": ("author", "written", "maintainer")}
 
@@ -151,6 +165,7 @@ def follow_up_angles(
         if not answered(name)
     ]
     linked: list[tuple[str, str, list[str]]] = []
+    coded: list[tuple[str, str, list[str]]] = []
     for claim, own in found:
         bridges, links = _bridges(question, claim, own, titles, by_stem)
         # the words the first hop's sentence already matched would find it again
@@ -162,10 +177,18 @@ def follow_up_angles(
             for b in bridges
             if b not in links and not answered(b, True)
         ]
+        # a name written as code is a bridge when no document is one: what another page
+        # says of it (a table row giving `nl2br`'s dotted name) is searched last
+        coded += [
+            (b, CODED, fresh)
+            for b in dict.fromkeys(_CODE_NAME.findall(claim))
+            if not mentions(question, b) and not answered(b, True)
+        ]
     names_first = len([w for w in wanted if w[1].startswith("named in")])
     wanted[names_first:names_first] = [
         w for w in linked if not answered(w[0], True) and w[0] not in [x[0] for x in wanted]
     ]
+    wanted += coded
     out: list[Angle] = []
     for name, why, words in wanted:
         query = " ".join([name, *words])

@@ -198,6 +198,9 @@ class Run:
         self.budget_reached: str | None = None
         # small-model mode: what the question asks (`_small_qa.Ask`), set by its scope phase
         self.ask: Ask | None = None
+        # small-model mode: titles of the documents a follow-up round read for a bridge a
+        # finding named: hops of the question's owner, as the scope's are (`Ask.hops`)
+        self.followed: set[str] = set()
         # small-model mode: values a phase computes once per run (the votes' priors)
         self.memo: dict[str, Any] = {}
         # small-model mode on an embedded model, which reports each choice's likelihood:

@@ -25,8 +25,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from ._core import norm_url
 from ._corpus import Corpus, Passage, query_terms
-from ._followup import LINKED, bridge_of, file_stems, linked_titles
+from ._followup import CODED, bridge_of, file_stems, linked_titles
+from ._lead import carries_value
 from ._rank import expansion, importance, index_of, weighted_terms, word_pairs
 from ._rank import search as fused_search
 from ._run import Run, cap
@@ -35,6 +37,7 @@ from ._sides import about_side, says
 from ._small_qa import (
     Ask,
     ask_of,
+    asked_head,
     asks_for_name,
     best_about,
     credits,
@@ -81,6 +84,8 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _OPENING = 1.25
 _NAMES = 1.3
 _SIDES = 1.3
+# a page named by its file: "the ls man page", "mkdir's", "the arguments page"
+_OWNER = re.compile(r"\b([\w.-]+)(?:'s\b|\s+(?:man\s+)?page\b)")
 
 
 def pick_sentences(
@@ -189,8 +194,9 @@ async def run_scope(question: str, run: Run) -> Scope:
     common = common_words(corpus, question)
     ask = ask_of(question, common)
     named = [n for n in ask.names if corpus.titled(n)]
+    by_file = [t for t in documents_named(question, corpus) if t not in named]
     # a hop leaves from a name the question gives: without one, nothing links
-    seen = [p for n in named for p in corpus.titled(n)] + (
+    seen = [p for n in (*named, *by_file) for p in corpus.titled(n)] + (
         corpus.search(question, 4) if ask.names else []
     )
     hops: list[str] = []
@@ -204,9 +210,14 @@ async def run_scope(question: str, run: Run) -> Scope:
         for t in (*named, *hops[:2])
     ]
     angles += [
+        Angle(label=f"document: {t}", query=t, rationale="named by its file")
+        for t in by_file
+        if t not in hops[:2]
+    ]
+    angles += [
         Angle(label=f"document: {t}", query=t, rationale="a side's document")
         for t in compared_documents(ask, corpus)
-        if t not in named and t not in hops[:2]
+        if t not in named and t not in hops[:2] and t not in by_file
     ]
     angles += angle_queries(question, common)
     sections = sections_for(corpus, question)
@@ -239,6 +250,15 @@ def compared_documents(ask: Ask, corpus: Corpus) -> list[str]:
     return list(dict.fromkeys(titles))[:2]
 
 
+def documents_named(question: str, corpus: Corpus) -> list[str]:
+    """The titles of the documents *question* names by their file name as a page or an
+    owner ("the ls man page", "mkdir's --mode", "on the arguments page" -> ls.1, mkdir.1,
+    arguments.rst), at most 2: the first hop is read where the question says it is."""
+    by_stem = file_stems(corpus)
+    found = [by_stem.get(m.group(1).casefold()) for m in _OWNER.finditer(question)]
+    return list(dict.fromkeys(t for t in found if t))[:2]
+
+
 def best_of_document(ask: Ask, passages: Sequence[Passage], share: int) -> list[Passage]:
     """The *share* passages of one document whose best sentence `unit_score` rates
     highest (none rated 0): the document's answer, wherever its words are."""
@@ -256,34 +276,58 @@ def best_of_document(ask: Ask, passages: Sequence[Passage], share: int) -> list[
     return [p for s, _, p in sorted(rated, key=lambda x: (-x[0], x[1])) if s > 0][:share]
 
 
-def by_candidates(ask: Ask, angle: Angle, corpus: Corpus) -> bool:
-    """True when a follow-up *angle*'s document is read where `candidates` rates it best
-    (`best_of_bridge`), not where its search words are: when a finding links to it (the
-    page says "see that page") or the question asks for a person (the credit line's
-    section shares no word with the question; searched by words, the bridge's SEE ALSO
-    line that repeats its name wins)."""
-    linked = (angle.rationale or "").startswith(LINKED)
-    return bool(corpus.titled(bridge_of(angle))) and (linked or ask.kind == "person")
+def by_candidates(angle: Angle, corpus: Corpus) -> bool:
+    """True when a follow-up *angle*'s bridge is a document of *corpus*: it is read where
+    `candidates` rates it best (`best_of_bridge`), not where its search words are (with
+    the question's words, the first hop's page that names the bridge wins again: cksum's
+    "bsd (equivalent to sum -r)" for the bridge sum; for "who wrote ...?" the bridge's SEE
+    ALSO line that repeats its name wins over its credit line)."""
+    return bool(corpus.titled(bridge_of(angle)))
 
 
-def best_of_bridge(question: str, run: Run, bridge: str) -> list[Passage]:
+def best_of_bridge(question: str, run: Run, bridge: str, read: Sequence[str] = ()) -> list[Passage]:
     """The passage of the document titled *bridge* (a follow-up angle's) whose best
-    candidate (`candidates`) scores highest: the second hop is read where the code would
-    find its answer ("Written by ..." under AUTHOR), not where its name recurs most (its
-    SEE ALSO line)."""
+    candidate (`candidates`) scores highest, one not read yet (of the URLs *read*,
+    `_core.norm_url` keys) first: the second hop is read where the code would find its
+    answer ("Written by ..." under AUTHOR), not where its name recurs most (its SEE ALSO
+    line)."""
     assert run.corpus is not None
     common = common_words(run.corpus, question)
+    keys = set(read)
     rated = []
     for i, p in enumerate(run.corpus.titled(bridge)):
         found = candidates(question, run, p, common, bridge)
         # a credit line is the answer's type: its passage first
         typed = any(_credit(question, run, p, u, bridge) for u in found)
-        rated.append((typed, max(found.values(), default=0.0), i, p))
-    return [p for t, s, _, p in sorted(rated, key=lambda x: (-x[0], -x[1], x[2])) if s > 0][:1]
+        score = max(found.values(), default=0.0)
+        if score > 0:
+            rated.append((norm_url(p.url) in keys, not typed, -score, i, p))
+    return [r[-1] for r in sorted(rated, key=lambda r: r[:4])][:1]
 
 
-def ranked_candidates(run: Run, angle: Angle) -> list[Record]:
-    """BM25 results for *angle*, relevance by rank (2 high, 2 medium, the rest low)."""
+def naming(run: Run, question: str, bridge: str, read: Sequence[str]) -> list[Passage]:
+    """The passages that name *bridge* in a sentence, in documents not read yet (of the
+    URLs *read*, `_core.norm_url` keys) when there are any, best first by that sentence's
+    score for *question* (`_rank.UnitIndex.score`): a bridge is read where it is named
+    ("`nl2br`" in the index's table row under "Dot Notation"), not where only the
+    question's words recur."""
+    assert run.corpus is not None
+    index, terms, pairs = index_of(run.corpus), weighted_terms(question), word_pairs(question)
+    keys = set(read)
+    old = {p.path for p in run.corpus.passages if norm_url(p.url) in keys}
+    rated = []
+    for i, p in enumerate(run.corpus.search(bridge, 24)):
+        said = [u for u in units_of(p.text, p.heading) if mentions(_own(p, u), bridge)]
+        if said:
+            best = max(index.score_unit(terms, p, u, pairs) for u in said)
+            rated.append((p.path in old, -best, i, p))
+    return [p for *_, p in sorted(rated, key=lambda r: r[:3])]
+
+
+def ranked_candidates(run: Run, angle: Angle, read: Sequence[str] = ()) -> list[Record]:
+    """BM25 results for *angle*, relevance by rank (2 high, 2 medium, the rest low). A
+    follow-up angle's bridge is read where it is named, in a document not read yet (of the
+    URLs *read*, as `_core.norm_url` keys them) when one names it."""
     assert run.corpus is not None
     levels = ["high", "high", "medium", "medium"]
     # Each angle gets a share of the fetch budget, so the later angles add something.
@@ -291,12 +335,16 @@ def ranked_candidates(run: Run, angle: Angle) -> list[Record]:
     bridge = bridge_of(angle)
     if angle.label.startswith("document: ") and run.ask is not None:
         hits = best_of_document(run.ask, run.corpus.titled(angle.query), share=2)
-    elif bridge and run.ask is not None and by_candidates(run.ask, angle, run.corpus):
-        hits = best_of_bridge(run.ask.question, run, bridge)
+    elif bridge and run.ask is not None and by_candidates(angle, run.corpus):
+        hits = best_of_bridge(run.ask.question, run, bridge, read)
     else:
         common = common_words(run.corpus, run.ask.question if run.ask else angle.query)
         k = min(share, run.config.corpus_candidates)
         hits = fused_search(run.corpus, angle.query, k, common)
+        if angle.rationale == CODED and run.ask is not None:
+            hits = naming(run, run.ask.question, bridge, read)[:k] or hits
+    if bridge:
+        run.followed.update(h.title for h in hits)
     if hits and angle.label == "question terms":
         # A section states its point first: the best hits' sections come with their
         # opening passage (one slot more than the angle's share).
@@ -402,10 +450,18 @@ def candidates(
             (s * (_OPENING if i < 3 and not u.item and u.subject == passage.heading else 1.0), i, u)
             for s, i, u in scored
         ]
+    head = asked_head(question)
     if asks_for_name(question):
         # "which function ...?": a unit naming one (in its text or as its subject) answers
         scored = [
             (s * (_NAMES if names_identifier(_own(passage, u), question) else 1.0), i, u)
+            for s, i, u in scored
+        ]
+    elif head:
+        # "which encoding does ...?": a unit giving the asked noun a value answers
+        # ("... the encoding for that stream is set to ``utf-8``")
+        scored = [
+            (s * (_NAMES if _gives(head, _own(passage, u), question) else 1.0), i, u)
             for s, i, u in scored
         ]
     if ask is not None and ask.sides:
@@ -416,6 +472,12 @@ def candidates(
         ]
     best = sorted(scored, key=lambda x: (-x[0], x[1]))[:8]
     return {u: score for score, _, u in best}
+
+
+def _gives(head: str, text: str, question: str) -> bool:
+    """True when *text* names the asked noun (*head*, a stem) and carries a value the
+    question does not hold (`_lead.carries_value`)."""
+    return head in stems(text) and carries_value(text, question)
 
 
 def cover_sides(ask: Ask | None, texts: Sequence[str], order: Sequence[int]) -> list[int]:

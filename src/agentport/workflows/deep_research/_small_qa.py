@@ -31,6 +31,7 @@ from ._sides import about_side, says, sides_of
 __all__ = [
     "Ask",
     "ask_of",
+    "asked_head",
     "asks_for_name",
     "best_about",
     "conflicts",
@@ -235,6 +236,28 @@ _ASKS_NAME = re.compile(
 _IDENTIFIER = re.compile(
     r"`+([^`\s][^`]{0,60})`+|(?<![\w-])(--?[A-Za-z][\w-]*)|\b([a-z]\w*_\w+|\w+\.\w[\w.]*|\w+\(\))"
 )
+
+
+_AUX = r"(?:does|do|did|is|are|was|were|can|could|may|might|must|will|would|should|has|have)"
+# "which internal encoding does ...", "what port does ...", "what block size does ...",
+# "which option of ...": the noun the answer is a value of
+_HEAD = re.compile(
+    rf"\b(?:which|what)\s+(?!{_AUX}\b)(?:[\w.-]+\s+){{0,3}}?([A-Za-z][\w-]*)\s+(?:{_AUX}|of)\b",
+    re.I,
+)
+
+
+def asked_head(question: str) -> str:
+    """The stem of the noun a "which / what ... ?" *question* asks a value of ("which
+    internal encoding does the stream use?" -> "encoding", "what port does it set?" ->
+    "port"), "" when it asks none ("what does X do?")."""
+    m = _HEAD.search(question)
+    if m is None:
+        return ""
+    word = m.group(1).casefold()
+    if word in STOP_WORDS or re.fullmatch(_AUX, word):
+        return ""
+    return stem(word)
 
 
 def asks_for_name(question: str) -> bool:

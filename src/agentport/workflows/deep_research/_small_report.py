@@ -501,10 +501,11 @@ def on_topic(question: str, run: Run, confirmed: Sequence[Record]) -> list[Recor
         return list(confirmed)
     common = common_words(run.corpus, question)
     ask = run.ask
-    # "split's --compress option" is answered on split's page (or a hop's), or by a
-    # sentence naming split: another command's --compress option is no answer
+    # "split's --compress option" is answered on split's page (or a hop's: the scope's
+    # or a follow-up's bridge), or by a sentence naming split: another command's
+    # --compress option is no answer
     named = owners(question, file_stems(run.corpus))
-    allowed = {*named, *(ask.hops if ask is not None else ())}
+    allowed = {*named, *(ask.hops if ask is not None else ()), *run.followed}
     kept = []
     for c in confirmed:
         context = context_of(run.corpus, c)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Unit", "is_markup", "sentences", "units_of"]
+__all__ = ["Unit", "is_markup", "is_rule", "sentences", "units_of"]
 
 _MIN_WORDS = 4
 _MAX_SENTENCE_CHARS = 400
@@ -30,7 +30,10 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.", "...", "…")
 # a person's initial ends no sentence: "Written by H. Peter Anvin."
 _INITIAL = re.compile(r"(?:^|[\s(])[A-Z]\.$")
-_PRONOUN = re.compile(r"(?:It|Its|This|That|These|Those|They|Their|Them)\b")
+# a sentence that leans on the one before it ("It never ...", "In this case the stream ...")
+_PRONOUN = re.compile(
+    r"(?:It|Its|This|That|These|Those|They|Their|Them|In (?:this|that|such a|either) case)\b"
+)
 _LINK_DEF = re.compile(r"^\[[^\]]+\]:\s*\S")
 _NAV_LINK = re.compile(r"\[[^\]]*\]\([^)]*\)|\[[^\]]*\]\[[^\]]*\]|<[^>]+>")
 _NAV_REST = re.compile(r"^[\s|·•/>«»←→<\-–—,:]*$")
@@ -93,6 +96,12 @@ def is_markup(line: str) -> bool:
     if _RUNNING.match(s):
         return True
     return bool(_NAV_LINK.search(s)) and bool(_NAV_REST.match(_NAV_LINK.sub("", s)))
+
+
+def is_rule(line: str) -> bool:
+    """True for a pipe table's rule row ("|---|:--:|", "--- | ---")."""
+    s = line.strip()
+    return "|" in s and "-" in s and _TABLE_RULE.match(s) is not None
 
 
 def _name_of(item: str) -> str:
@@ -170,16 +179,19 @@ class _Reader:
         self.term = self.described = False  # under an option term, its description seen
         self.item_subject = ""
         self.item = False  # the prose is one list item, definition or option description
+        self.tagged = False  # that item is a man page's tagged entry
         self.item_indent: int | None = None  # the indent of the line that opened the item
         self.outline: list[tuple[int, str]] = []  # the open list items: (indent, subject)
         self.last_line = ""  # the previous paragraph when it was one line (a term)
         self.fence = False
         self.comment = False
         self.code_indent: int | None = None  # inside an indented block opened by ":::lang"
+        self.table: str | None = None  # inside a pipe table: its header row ("" for none)
 
     def flush(self) -> None:
         """The open paragraph as units: one when it is a short item, else its sentences."""
         units, prose = self.units, self.prose
+        self.tagged = False
         if not prose:
             self.item = False
             return
@@ -217,6 +229,15 @@ class _Reader:
     def feed(self, i: int, raw: str) -> None:
         """Line *i* (*raw*, as in the text)."""
         line = raw.strip()
+        if "|" in line and is_rule(self.rows[i + 1] if i + 1 < len(self.rows) else ""):
+            # a pipe table's header row: the subject of the rows under it, not a unit
+            self.flush()
+            self.table = " ".join(line.strip("|").split())
+            return
+        if self.table is not None and "|" in line and not is_rule(line):
+            self.flush()  # a row, under its header
+            self.units.append((line.strip("|").strip(), self.table or self.subject, True))
+            return
         indent = len(raw) - len(raw.lstrip())
         if self._block(i, line, indent) or self._structure(line, indent):
             return
@@ -247,6 +268,7 @@ class _Reader:
         if not self.fence and not line and self.goes_on(i):
             return True
         if self.fence or not line:
+            self.table = None if not self.fence else self.table
             one_line = len(self.prose) == 1 and not self.item
             self.last_line = self.prose[0] if one_line else ("" if self.prose else self.last_line)
             self.flush()
@@ -274,6 +296,8 @@ class _Reader:
             return True
         if is_markup(line):
             self.flush()
+            if "|" in line and self.table is None:
+                self.table = ""  # a table with no header row
             return True
         if not self.prose and _OPTION_TERM.match(line):
             self._new_subject(line, indent)
@@ -302,9 +326,15 @@ class _Reader:
             self.item_subject, self.item_indent, self.item = m.group(1), indent, True
             self.prose.append(line)
             return True
-        if not self.prose and _TAGGED.match(line) and not _LIST_MARK.match(line):
+        # a list's introduction ("DIGEST determines ... format:") or the entry before
+        # ends where a tagged entry starts
+        # ends where a tagged entry starts, and a tagged entry where a line at its tag's
+        # indent starts ("sha224 (equivalent to sha224sum)": a long tag, one space)
+        after = not self.prose or self.prose[-1].endswith(":")
+        next_tag = self.tagged and self.item and indent == self.item_indent
+        if (next_tag or (after and _TAGGED.match(line))) and not _LIST_MARK.match(line):
             self.flush()  # a man page's tagged entry: "127    if COMMAND cannot be found"
-            self.item_indent, self.item = indent, True
+            self.item_indent, self.item, self.tagged = indent, True, True
             self.prose.append(line)
             return True
         if (m := _DEFINITION.match(line)) is not None:
