@@ -27,6 +27,7 @@ from agentport.workflows.deep_research import Corpus, load_corpus, run_research
 from agentport.workflows.deep_research._corpus import _split_long
 from agentport.workflows.deep_research._followup import CODED, follow_up_angles
 from agentport.workflows.deep_research._small import documents_named
+from agentport.workflows.deep_research._small_qa import asked_head
 from agentport.workflows.deep_research._units import units_of
 
 _CELL = st.from_regex(r"[A-Za-z][a-z]{1,8}( [A-Za-z][a-z]{1,8})?", fullmatch=True)
@@ -199,3 +200,63 @@ def test_a_page_the_question_names_by_its_file(
     pages: Corpus, question: str, named: list[str]
 ) -> None:
     assert documents_named(question, pages) == named
+
+
+@pytest.mark.parametrize(
+    ("question", "head"),
+    [
+        ("On Windows, which encoding does the stream use with a console?", "encod"),
+        ("In the nested example, what port does it set for runserver?", "port"),
+        ("What block size does that command's BSD algorithm use?", "size"),
+        ("Which option of that command outputs Bourne shell code?", "option"),
+        ("What does the --reference option do?", ""),  # asks what it does, no noun
+        ("What is the default mode of shred's --remove option?", ""),
+    ],
+)
+def test_the_noun_a_question_asks_a_value_of(question: str, head: str) -> None:
+    assert asked_head(question) == head
+
+
+_CONSOLE = """Windows Console Notes
+=====================
+
+Unicode Output and Input
+------------------------
+
+Output on Windows goes through a dispatching text stream that checks the console.
+What this means is that when the library first needs a text stream on windows it goes
+through a few checks to figure out if a windows console is connected or not.
+If no Windows console is present then the encoding for that stream is set to ``utf-8``.
+However if a console is connected the stream will instead be emulated.  In this case the
+stream will also use ``utf-16-le`` as internal encoding.
+"""
+
+
+@pytest.mark.anyio
+async def test_the_sentence_giving_the_asked_noun_a_value_is_offered_first(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "wincmd.rst").write_text(_CONSOLE, encoding="utf-8")
+    (tmp_path / "other.rst").write_text(
+        "Other\n=====\n\nThe stream writes text to the console.\n", encoding="utf-8"
+    )
+    corpus = load_corpus(tmp_path, max_passage_chars=SMALL.max_passage_chars).unwrap()
+    out = await run_research(
+        "Which encoding does the text stream use when no console is connected?",
+        chooser(),  # always the first option the code offers: no model
+        corpus=corpus,
+        config=SMALL,
+    )
+    # the sentence meeting most of the question's words ("What this means is that ...
+    # a windows console is connected or not.") gives the encoding no value
+    lead = out.summary.split(". ")[0]
+    assert "``utf-" in lead, out.summary
+
+
+@pytest.mark.parametrize("opener", ["```", "~~~", "    :::python", "<!--"])
+def test_a_table_inside_code_or_a_comment_is_no_unit(opener: str) -> None:
+    closer = {"```": "```", "~~~": "~~~", "<!--": "-->"}.get(opener, "")
+    indent = "    " if opener.endswith(":::python") else ""
+    rows = ["name | value | meaning here", "--- | --- | ---", "port | 5000 | the port to serve"]
+    text = "\n".join([opener, *(indent + r for r in rows), closer, "", "Prose after the block."])
+    assert [u.text for u in units_of(text, "Section")] == ["Prose after the block."]

@@ -404,8 +404,9 @@ def candidates(
     no names known, those meeting a content word of the question in the sentence or in
     its subject; with names, only those `_small_qa.unit_score` accepts too (a name, and an
     asked word or the answer's type), on a document that is not a namesake's. A section's
-    opening prose weighs `_OPENING`, and for a "which function / option ...?" question a
-    unit naming an identifier weighs `_NAMES`."""
+    opening prose weighs `_OPENING`; for a "which function / option ...?" question a unit
+    naming an identifier weighs `_NAMES`, and for another "which / what <noun> ...?" one
+    (`_small_qa.asked_head`) so does a unit giving that noun a value (`_gives`)."""
     if passage is None:
         return {}
     assert run.corpus is not None

@@ -229,19 +229,27 @@ class _Reader:
     def feed(self, i: int, raw: str) -> None:
         """Line *i* (*raw*, as in the text)."""
         line = raw.strip()
-        if "|" in line and is_rule(self.rows[i + 1] if i + 1 < len(self.rows) else ""):
-            # a pipe table's header row: the subject of the rows under it, not a unit
+        indent = len(raw) - len(raw.lstrip())
+        if self._table(i, line, indent) or self._block(i, line, indent):
+            return
+        if not self._structure(line, indent):
+            self._body(line, indent)
+
+    def _table(self, i: int, line: str, indent: int) -> bool:
+        """A pipe table's header row (the subject of the rows under it, not a unit) or one
+        of its rows (a unit): True when taken. Code and comments hold no table."""
+        code = self.code_indent is not None and indent >= self.code_indent
+        if "|" not in line or self.fence or self.comment or code:
+            return False
+        if is_rule(self.rows[i + 1] if i + 1 < len(self.rows) else ""):
             self.flush()
             self.table = " ".join(line.strip("|").split())
-            return
-        if self.table is not None and "|" in line and not is_rule(line):
-            self.flush()  # a row, under its header
+            return True
+        if self.table is not None and not is_rule(line):
+            self.flush()
             self.units.append((line.strip("|").strip(), self.table or self.subject, True))
-            return
-        indent = len(raw) - len(raw.lstrip())
-        if self._block(i, line, indent) or self._structure(line, indent):
-            return
-        self._body(line, indent)
+            return True
+        return False
 
     def _block(self, i: int, line: str, indent: int) -> bool:
         """Comments, code and blank lines: True when *line* is taken."""
@@ -268,7 +276,7 @@ class _Reader:
         if not self.fence and not line and self.goes_on(i):
             return True
         if self.fence or not line:
-            self.table = None if not self.fence else self.table
+            self.table = None  # a blank line ends a table
             one_line = len(self.prose) == 1 and not self.item
             self.last_line = self.prose[0] if one_line else ("" if self.prose else self.last_line)
             self.flush()
@@ -327,7 +335,6 @@ class _Reader:
             self.prose.append(line)
             return True
         # a list's introduction ("DIGEST determines ... format:") or the entry before
-        # ends where a tagged entry starts
         # ends where a tagged entry starts, and a tagged entry where a line at its tag's
         # indent starts ("sha224 (equivalent to sha224sum)": a long tag, one space)
         after = not self.prose or self.prose[-1].endswith(":")
