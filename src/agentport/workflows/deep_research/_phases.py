@@ -98,8 +98,8 @@ async def search(state: Research, angle: Angle) -> list[Record] | None:
     run, cfg, q = state.run, state.config, state.question
     corpus, web = state.corpus, state.web
     if state.ordered:
-        read = list(state.deduper.seen)  # normalised URLs of the passages fetched
-        return small.ranked_candidates(run, angle, read)
+        # the passages fetched so far, by their normalised URLs
+        return small.ranked_candidates(run, angle, state.deduper.seen.keys())
     if web is not None:
         found = await web.candidates(angle.query, cfg.snippet_chars)
         if not found:

@@ -21,7 +21,7 @@ Pure helpers (`sentences`, `pick_sentences`, `ids_schema`, `finding_confidence`)
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -285,15 +285,15 @@ def by_candidates(angle: Angle, corpus: Corpus) -> bool:
     return bool(corpus.titled(bridge_of(angle)))
 
 
-def best_of_bridge(question: str, run: Run, bridge: str, read: Sequence[str] = ()) -> list[Passage]:
+def best_of_bridge(
+    question: str, run: Run, bridge: str, fetched: Collection[Passage] = ()
+) -> list[Passage]:
     """The passage of the document titled *bridge* (a follow-up angle's) whose best
-    candidate (`candidates`) scores highest, one not read yet (of the URLs *read*,
-    `_core.norm_url` keys) first: the second hop is read where the code would find its
-    answer ("Written by ..." under AUTHOR), not where its name recurs most (its SEE ALSO
-    line)."""
+    candidate (`candidates`) scores highest, one not *fetched* yet first: the second hop
+    is read where the code would find its answer ("Written by ..." under AUTHOR), not
+    where its name recurs most (its SEE ALSO line)."""
     assert run.corpus is not None
     common = common_words(run.corpus, question)
-    keys = set(read)
     rated = []
     for i, p in enumerate(run.corpus.titled(bridge)):
         found = candidates(question, run, p, common, bridge)
@@ -301,20 +301,20 @@ def best_of_bridge(question: str, run: Run, bridge: str, read: Sequence[str] = (
         typed = any(_credit(question, run, p, u, bridge) for u in found)
         score = max(found.values(), default=0.0)
         if score > 0:
-            rated.append((norm_url(p.url) in keys, not typed, -score, i, p))
+            rated.append((p in fetched, not typed, -score, i, p))
     return [r[-1] for r in sorted(rated, key=lambda r: r[:4])][:1]
 
 
-def naming(run: Run, question: str, bridge: str, read: Sequence[str]) -> list[Passage]:
-    """The passages that name *bridge* in a sentence, in documents not read yet (of the
-    URLs *read*, `_core.norm_url` keys) when there are any, best first by that sentence's
-    score for *question* (`_rank.UnitIndex.score`): a bridge is read where it is named
-    ("`nl2br`" in the index's table row under "Dot Notation"), not where only the
-    question's words recur."""
+def naming(
+    run: Run, question: str, bridge: str, fetched: Collection[Passage] = ()
+) -> list[Passage]:
+    """The passages that name *bridge* in a sentence, in documents none of whose passages
+    was *fetched* first, best first by that sentence's score for *question*
+    (`_rank.UnitIndex.score`): a bridge is read where it is named ("`nl2br`" in the
+    index's table row under "Dot Notation"), not where only the question's words recur."""
     assert run.corpus is not None
     index, terms, pairs = index_of(run.corpus), weighted_terms(question), word_pairs(question)
-    keys = set(read)
-    old = {p.path for p in run.corpus.passages if norm_url(p.url) in keys}
+    old = {p.path for p in fetched}
     rated = []
     for i, p in enumerate(run.corpus.search(bridge, 24)):
         said = [u for u in units_of(p.text, p.heading) if mentions(_own(p, u), bridge)]
@@ -324,25 +324,28 @@ def naming(run: Run, question: str, bridge: str, read: Sequence[str]) -> list[Pa
     return [p for *_, p in sorted(rated, key=lambda r: r[:3])]
 
 
-def ranked_candidates(run: Run, angle: Angle, read: Sequence[str] = ()) -> list[Record]:
+def ranked_candidates(run: Run, angle: Angle, read: Collection[str] = ()) -> list[Record]:
     """BM25 results for *angle*, relevance by rank (2 high, 2 medium, the rest low). A
-    follow-up angle's bridge is read where it is named, in a document not read yet (of the
-    URLs *read*, as `_core.norm_url` keys them) when one names it."""
+    follow-up angle's bridge is read where it is named, at a passage not read yet (*read*:
+    the fetched passages' URLs as `_core.norm_url` keys them) when one names it."""
     assert run.corpus is not None
     levels = ["high", "high", "medium", "medium"]
     # Each angle gets a share of the fetch budget, so the later angles add something.
     share = {"question terms": 3, "key terms": 2}.get(angle.label, 1)
     bridge = bridge_of(angle)
+    fetched = {p for p in run.corpus.passages if norm_url(p.url) in read} if bridge else set()
+    hits: list[Passage] = []
     if angle.label.startswith("document: ") and run.ask is not None:
         hits = best_of_document(run.ask, run.corpus.titled(angle.query), share=2)
     elif bridge and run.ask is not None and by_candidates(angle, run.corpus):
-        hits = best_of_bridge(run.ask.question, run, bridge, read)
+        hits = best_of_bridge(run.ask.question, run, bridge, fetched)
     else:
-        common = common_words(run.corpus, run.ask.question if run.ask else angle.query)
         k = min(share, run.config.corpus_candidates)
-        hits = fused_search(run.corpus, angle.query, k, common)
         if angle.rationale == CODED and run.ask is not None:
-            hits = naming(run, run.ask.question, bridge, read)[:k] or hits
+            hits = naming(run, run.ask.question, bridge, fetched)[:k]
+        if not hits:
+            common = common_words(run.corpus, run.ask.question if run.ask else angle.query)
+            hits = fused_search(run.corpus, angle.query, k, common)
     if bridge:
         run.followed.update(h.title for h in hits)
     if hits and angle.label == "question terms":

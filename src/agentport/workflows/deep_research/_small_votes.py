@@ -300,6 +300,7 @@ def unsure(claim: Record) -> bool:
     (benchmarks/research_quality/vote_separation.py) the votes' probability barely tells
     an answering sentence from its neighbours (AUC about 0.5, the code's order 0.77), and
     a lone refuting vote fell on 4 % of the answering claims against 1 % of the others
-    (95 questions, stop 53's full run), so dropping what the model is unsure of drops the
-    code's best answer more often than noise. A claim refuted by a quorum is dropped."""
+    (the full embedded run on the 95 real-documentation questions), so dropping what the
+    model is unsure of drops the code's best answer more often than noise. A claim
+    refuted by a quorum is dropped."""
     return claim.get("outcome") == "unverified" and int(claim.get("abstained") or 0) > 0
